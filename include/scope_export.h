@@ -1,0 +1,164 @@
+/* scope_export.h - export scope-profiler HDF5 runs as JSON, in parallel over MPI */
+#ifndef SCOPE_EXPORT_H
+#define SCOPE_EXPORT_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SX_VERSION_MAJOR 0
+#define SX_VERSION_MINOR 3
+#define SX_VERSION_PATCH 0
+#define SX_VERSION_STRING "0.3.0"
+
+/*
+ * Status of a fallible call. Values are part of the ABI and are never
+ * renumbered; SX_OK is zero.
+ */
+enum sx_status {
+    SX_OK = 0,
+    SX_ERR_USAGE = 1,       /* bad argument or option */
+    SX_ERR_NOT_FOUND = 2,   /* input file missing */
+    SX_ERR_OPEN = 3,        /* input cannot be opened or is not HDF5/JSON */
+    SX_ERR_FORMAT = 4,      /* input is not a scope-profiler run, or is damaged */
+    SX_ERR_UNSUPPORTED = 5, /* schema/format version or HDF5 filter not supported */
+    SX_ERR_NOMEM = 6,       /* allocation failed */
+    SX_ERR_IO = 7,          /* reading or writing failed */
+    SX_ERR_MPI = 8,         /* an MPI call failed */
+    SX_ERR_VALUE = 9,       /* a value cannot be written as JSON (e.g. NaN) */
+    SX_ERR_INTERNAL = 10,   /* a bug: please report */
+    SX_ERR_INTERRUPTED = 11 /* stopped by sx_request_stop() (e.g. a signal) */
+};
+
+/*
+ * The first error of a call, like jansson's json_error_t. 'text' is one
+ * line; 'source' names the file and the object ("run.h5:/events/durations");
+ * 'rank' is the MPI rank (in the communicator the call was given) that
+ * failed first, or -1 outside MPI.
+ */
+#define SX_ERROR_TEXT_LENGTH 512
+#define SX_ERROR_SOURCE_LENGTH 512
+struct sx_error {
+    enum sx_status code;
+    int rank;
+    char text[SX_ERROR_TEXT_LENGTH];
+    char source[SX_ERROR_SOURCE_LENGTH];
+};
+
+/* Which deflate engine compresses .gz output. */
+enum sx_deflate {
+    SX_DEFLATE_ZLIB = 0,
+    SX_DEFLATE_ISAL = 1 /* only when built with ISA-L; see sx_has_isal() */
+};
+
+/*
+ * Options of an export. The caller owns the struct; fill it with
+ * sx_options_init() and then set fields. String arrays are borrowed for the
+ * duration of the call only.
+ */
+struct sx_options {
+    int indent;                  /* -1: one line (default); N >= 0: json.dumps(indent=N) */
+    int summary;                 /* 1: summary-only read (read_h5_summary) */
+    int gzip_level;              /* 0..9 for .gz output; default 6 */
+    enum sx_deflate deflate;     /* engine for .gz output; default zlib */
+    const char *const *include;  /* region name patterns (re.match); NULL = all */
+    size_t n_include;
+    const char *const *exclude;  /* region name patterns to drop */
+    size_t n_exclude;
+    const int64_t *ranks;        /* ranks to keep; NULL = every rank */
+    size_t n_ranks;
+    size_t block_bytes;          /* target bytes of JSON text per block; 0 = default */
+    /*
+     * Progress callback, called on rank 0 only, after each block written:
+     * 'done' and 'total' bytes of JSON text ('total' is the plan's estimate
+     * until the end). NULL = no progress.
+     */
+    void (*progress)(uint64_t done, uint64_t total, void *user);
+    void *progress_user;
+    /* Testing hook: the rank that fails on purpose, and at which stage. -1 = none. */
+    int fail_rank;
+    int fail_stage; /* see enum sx_fail_stage */
+};
+
+/* Stages at which sx_options.fail_rank fails on purpose (fault tests). */
+enum sx_fail_stage {
+    SX_FAIL_OPEN = 1,
+    SX_FAIL_READ = 2,
+    SX_FAIL_FORMAT = 3,
+    SX_FAIL_COMPRESS = 4,
+    SX_FAIL_SEND = 5,
+    SX_FAIL_WRITE = 6
+};
+
+/* Fill 'opts' with the defaults. */
+void sx_options_init(struct sx_options *opts);
+
+/*
+ * Export the run in 'input' (a scope-profiler HDF5 file) as a JSON document
+ * to 'output'; a name ending in ".gz" (any case) is written gzip-compressed.
+ * Parent directories of 'output' are created. The output is written under a
+ * temporary name in its directory and renamed when complete: a failed call
+ * leaves no file and never destroys an existing 'output'.
+ *
+ * Collective over 'comm': every rank reads its share of the events and
+ * formats its share of the document; rank 0 writes the file. Every rank
+ * returns the same status, and 'err' (may be NULL) receives the same error
+ * on every rank. 'opts' may be NULL for the defaults. MPI must be
+ * initialized; the call neither initializes nor finalizes MPI or HDF5 and
+ * leaves no HDF5 identifier open.
+ */
+enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
+                         const struct sx_options *opts, struct sx_error *err);
+
+/*
+ * The output path export_json gives run number 'index' of 'n_runs' for the
+ * base path 'base' and the run's 'label' (UTF-8): "<stem><suffix>" for one run,
+ * "<stem>_<slug(label)><suffix>" for several. Returns a new string (free())
+ * or NULL when out of memory.
+ */
+char *sx_output_path(const char *base, const char *label, size_t n_runs);
+
+/*
+ * The label export_json uses for the run in 'input': its metadata "label"
+ * when non-empty, else the file name without its last suffix. Collective over
+ * 'comm' (every rank returns the same). Returns a new string in '*label'.
+ */
+enum sx_status sx_run_label(MPI_Comm comm, const char *input, char **label,
+                            struct sx_error *err);
+
+/*
+ * Check a document or run: a JSON profile (.json, .json.gz or by content)
+ * or an HDF5 run. Not collective: runs on the calling process alone.
+ */
+enum sx_status sx_validate(const char *path, struct sx_error *err);
+
+/*
+ * Read a JSON profile in 'input' and write it as a schema-3 HDF5 run to
+ * 'output' (atomically). Not collective: runs on the calling process alone.
+ */
+enum sx_status sx_import(const char *input, const char *output, struct sx_error *err);
+
+/*
+ * Ask running exports on this process to stop at the next block and fail
+ * with SX_ERR_INTERRUPTED. Async-signal-safe: meant for a signal handler.
+ */
+void sx_request_stop(void);
+
+/* Whether this build has the ISA-L deflate engine. */
+int sx_has_isal(void);
+
+/* A short English description of 'status'. Never NULL. */
+const char *sx_strerror(enum sx_status status);
+
+/* The library version, e.g. "0.3.0". */
+const char *sx_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SCOPE_EXPORT_H */

@@ -1,0 +1,466 @@
+/* main.c - the scope-export command: argv, MPI_Init/Finalize, all printing */
+#include "scope_export.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char usage_text[] =
+    "usage: scope-export export IN.h5 [IN.h5 ...] -o OUT.json[.gz] [options]\n"
+    "       scope-export IN.h5 -o OUT.json[.gz] [options]\n"
+    "       scope-export validate FILE [FILE ...]\n"
+    "       scope-export import IN.json[.gz] -o OUT.h5\n"
+    "\n"
+    "Export scope-profiler HDF5 runs as JSON documents (scope-profiler-profile,\n"
+    "format_version 1), byte-identical to scope_profiler.json_export. Run it under\n"
+    "mpirun to read and format in parallel; rank 0 writes the file. An output name\n"
+    "ending in .gz is written gzip-compressed. With several inputs, each run goes\n"
+    "to <stem>_<label><suffix>, as export_json names them.\n"
+    "\n"
+    "export options:\n"
+    "  -o, --output PATH     output file (parent directories are created)\n"
+    "  --indent N            indent the JSON like json.dumps(indent=N)\n"
+    "  --summary             summary-only read (read_h5_summary): no event columns\n"
+    "  --ranks LIST          ranks to keep, e.g. 0,2,5-7 (default: all)\n"
+    "  --include REGEX       keep regions whose name matches (re.match); repeatable\n"
+    "  --exclude REGEX       drop regions whose name matches; repeatable\n"
+    "  --gzip-level N        deflate level 0..9 for .gz output (default 6)\n"
+    "  --deflate ENGINE      zlib (default) or isal, where built with ISA-L\n"
+    "  --block-size BYTES    JSON text per block of work (default 4194304)\n"
+    "  --progress            show progress on stderr (default: when a terminal)\n"
+    "  -q, --quiet           print nothing but errors\n"
+    "  -h, --help            this text\n"
+    "  -V, --version         print the version\n"
+    "\n"
+    "Exit status: 0 on success, 1 on failure (one line on stderr names the file,\n"
+    "the object and the rank), 2 on a usage error.\n";
+
+static int world_rank;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    sx_request_stop();
+}
+
+static int usage_error(const char *msg, const char *arg)
+{
+    if (world_rank == 0)
+        fprintf(stderr, "scope-export: %s%s%s\nTry 'scope-export --help'.\n", msg,
+                arg ? ": " : "", arg ? arg : "");
+    return 2;
+}
+
+/* "0,2,5-7" -> ranks */
+static int parse_ranks(const char *s, int64_t **out, size_t *n_out)
+{
+    size_t cap = 16, n = 0;
+    int64_t *v = malloc(cap * sizeof *v);
+    if (v == NULL)
+        return -1;
+    const char *p = s;
+    while (*p) {
+        char *end = NULL;
+        errno = 0;
+        long long a = strtoll(p, &end, 10);
+        if (end == p || errno || a < 0)
+            goto bad;
+        long long b = a;
+        p = end;
+        if (*p == '-') {
+            b = strtoll(p + 1, &end, 10);
+            if (end == p + 1 || errno || b < a || b - a > 10000000)
+                goto bad;
+            p = end;
+        }
+        for (long long r = a; r <= b; r++) {
+            if (n == cap) {
+                cap *= 2;
+                int64_t *nv = realloc(v, cap * sizeof *nv);
+                if (nv == NULL)
+                    goto bad;
+                v = nv;
+            }
+            v[n++] = r;
+        }
+        if (*p == ',')
+            p++;
+        else if (*p != '\0')
+            goto bad;
+    }
+    *out = v;
+    *n_out = n;
+    return 0;
+bad:
+    free(v);
+    return -1;
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end != '\0' || errno || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+struct progress_state {
+    double t0;
+    double last;
+};
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void show_progress(uint64_t done, uint64_t total, void *user)
+{
+    struct progress_state *p = user;
+    double t = now();
+    if (t - p->last < 0.2 && done < total)
+        return;
+    p->last = t;
+    double el = t - p->t0;
+    double rate = el > 0 ? (double)done / el : 0;
+    double left = rate > 0 && total > done ? (double)(total - done) / rate : 0;
+    fprintf(stderr, "\r%8.1f / %.1f MB  %7.1f MB/s  %4.0f s left ", (double)done / 1e6,
+            (double)total / 1e6, rate / 1e6, left);
+    fflush(stderr);
+}
+
+static void print_error(const struct sx_error *e)
+{
+    if (world_rank != 0)
+        return;
+    fprintf(stderr, "scope-export: error: %s", e->text[0] ? e->text : sx_strerror(e->code));
+    if (e->rank >= 0)
+        fprintf(stderr, " [rank %d", e->rank);
+    if (e->source[0] && strstr(e->text, e->source) == NULL)
+        fprintf(stderr, "%s%s", e->rank >= 0 ? ", " : " [", e->source);
+    if (e->rank >= 0 || (e->source[0] && strstr(e->text, e->source) == NULL))
+        fprintf(stderr, "]");
+    fprintf(stderr, "\n");
+}
+
+/* _unique_labels: the k-th repeat of a label becomes "<label> (k)". */
+static char **unique_labels(char **labels, size_t n)
+{
+    char **out = calloc(n + 1, sizeof *out);
+    if (out == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 1;
+        for (size_t j = 0; j < i; j++)
+            k += strcmp(labels[j], labels[i]) == 0;
+        size_t len = strlen(labels[i]) + 32;
+        out[i] = malloc(len);
+        if (out[i] == NULL)
+            return out;
+        if (k == 1)
+            snprintf(out[i], len, "%s", labels[i]);
+        else
+            snprintf(out[i], len, "%s (%zu)", labels[i], k);
+    }
+    return out;
+}
+
+static int cmd_export(int argc, char **argv, int first)
+{
+    struct sx_options o;
+    sx_options_init(&o);
+    const char *output = NULL;
+    const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
+    const char **inc = calloc((size_t)argc + 1, sizeof *inc);
+    const char **exc = calloc((size_t)argc + 1, sizeof *exc);
+    int64_t *ranks = NULL;
+    size_t nin = 0, ninc = 0, nexc = 0, nranks = 0;
+    int quiet = 0, progress = -1, rc = 0;
+    if (inputs == NULL || inc == NULL || exc == NULL)
+        return 1;
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = NULL;
+#define NEED_VALUE()                                                                     \
+    do {                                                                                 \
+        const char *eq = strchr(a, '=');                                                 \
+        if (eq != NULL)                                                                  \
+            val = eq + 1;                                                                \
+        else if (i + 1 < argc)                                                           \
+            val = argv[++i];                                                             \
+        else {                                                                           \
+            rc = usage_error("option needs a value", a);                                 \
+            goto out;                                                                    \
+        }                                                                                \
+    } while (0)
+#define IS(name) (strcmp(a, name) == 0 || (strncmp(a, name "=", sizeof(name)) == 0))
+        long v = 0;
+        if (strcmp(a, "-o") == 0 || IS("--output")) {
+            NEED_VALUE();
+            output = val;
+        } else if (IS("--indent")) {
+            NEED_VALUE();
+            if (parse_int(val, 0, 1000, &v) != 0) {
+                rc = usage_error("--indent takes a number from 0 to 1000", val);
+                goto out;
+            }
+            o.indent = (int)v;
+        } else if (strcmp(a, "--summary") == 0) {
+            o.summary = 1;
+        } else if (IS("--ranks")) {
+            NEED_VALUE();
+            free(ranks);
+            ranks = NULL;
+            if (parse_ranks(val, &ranks, &nranks) != 0) {
+                rc = usage_error("--ranks takes a list like 0,2,5-7", val);
+                goto out;
+            }
+        } else if (IS("--include")) {
+            NEED_VALUE();
+            inc[ninc++] = val;
+        } else if (IS("--exclude")) {
+            NEED_VALUE();
+            exc[nexc++] = val;
+        } else if (IS("--gzip-level")) {
+            NEED_VALUE();
+            if (parse_int(val, 0, 9, &v) != 0) {
+                rc = usage_error("--gzip-level takes a number from 0 to 9", val);
+                goto out;
+            }
+            o.gzip_level = (int)v;
+        } else if (IS("--deflate")) {
+            NEED_VALUE();
+            if (strcmp(val, "zlib") == 0)
+                o.deflate = SX_DEFLATE_ZLIB;
+            else if (strcmp(val, "isal") == 0)
+                o.deflate = SX_DEFLATE_ISAL;
+            else {
+                rc = usage_error("--deflate takes zlib or isal", val);
+                goto out;
+            }
+        } else if (IS("--block-size")) {
+            NEED_VALUE();
+            if (parse_int(val, 1024, 1L << 30, &v) != 0) {
+                rc = usage_error("--block-size takes bytes from 1024 to 1073741824", val);
+                goto out;
+            }
+            o.block_bytes = (size_t)v;
+        } else if (IS("--fail-rank")) { /* fault tests */
+            NEED_VALUE();
+            if (parse_int(val, 0, 1 << 30, &v) != 0) {
+                rc = usage_error("--fail-rank takes a rank", val);
+                goto out;
+            }
+            o.fail_rank = (int)v;
+        } else if (IS("--fail-stage")) {
+            NEED_VALUE();
+            static const char *const st[] = {"open", "read", "format", "compress", "send",
+                                             "write"};
+            o.fail_stage = 0;
+            for (int k = 0; k < 6; k++)
+                if (strcmp(val, st[k]) == 0)
+                    o.fail_stage = k + 1;
+            if (o.fail_stage == 0) {
+                rc = usage_error("unknown --fail-stage", val);
+                goto out;
+            }
+        } else if (strcmp(a, "--progress") == 0) {
+            progress = 1;
+        } else if (strcmp(a, "--no-progress") == 0) {
+            progress = 0;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            quiet = 1;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            rc = usage_error("unknown option", a);
+            goto out;
+        } else {
+            inputs[nin++] = a;
+        }
+#undef NEED_VALUE
+#undef IS
+    }
+    if (nin == 0) {
+        rc = usage_error("no input file given", NULL);
+        goto out;
+    }
+    if (output == NULL) {
+        rc = usage_error("no output given (-o OUT.json or OUT.json.gz)", NULL);
+        goto out;
+    }
+    o.include = ninc ? inc : NULL;
+    o.n_include = ninc;
+    o.exclude = nexc ? exc : NULL;
+    o.n_exclude = nexc;
+    o.ranks = ranks;
+    o.n_ranks = nranks;
+    struct progress_state ps = {now(), 0};
+    if (progress < 0)
+        progress = isatty(STDERR_FILENO);
+    if (progress && !quiet && world_rank == 0) {
+        o.progress = show_progress;
+        o.progress_user = &ps;
+    }
+
+    char **labels = calloc(nin + 1, sizeof *labels);
+    char **uniq = NULL;
+    struct sx_error e;
+    if (labels == NULL)
+        return 1;
+    if (nin > 1) {
+        for (size_t k = 0; k < nin; k++) {
+            if (sx_run_label(MPI_COMM_WORLD, inputs[k], &labels[k], &e) != SX_OK) {
+                print_error(&e);
+                rc = 1;
+                goto free_labels;
+            }
+        }
+        uniq = unique_labels(labels, nin);
+    }
+    for (size_t k = 0; k < nin; k++) {
+        char *path = sx_output_path(output, uniq ? uniq[k] : NULL, nin);
+        if (path == NULL) {
+            rc = 1;
+            break;
+        }
+        ps.t0 = now();
+        enum sx_status st = sx_export(MPI_COMM_WORLD, inputs[k], path, &o, &e);
+        if (o.progress != NULL)
+            fprintf(stderr, "\n");
+        if (st != SX_OK) {
+            print_error(&e);
+            rc = st == SX_ERR_USAGE ? 2 : 1;
+            free(path);
+            break;
+        }
+        if (!quiet && world_rank == 0)
+            printf("Wrote %s\n", path);
+        free(path);
+    }
+free_labels:
+    for (size_t k = 0; k < nin; k++) {
+        free(labels[k]);
+        if (uniq)
+            free(uniq[k]);
+    }
+    free(labels);
+    free(uniq);
+out:
+    free(inputs);
+    free(inc);
+    free(exc);
+    free(ranks);
+    return rc;
+}
+
+static int cmd_validate(int argc, char **argv, int first)
+{
+    int rc = 0, n = 0;
+    for (int i = first; i < argc; i++) {
+        if (argv[i][0] == '-' && argv[i][1] != '\0')
+            return usage_error("unknown option", argv[i]);
+        n++;
+        if (world_rank != 0)
+            continue;
+        struct sx_error e;
+        memset(&e, 0, sizeof e);
+        e.rank = -1;
+        if (sx_validate(argv[i], &e) == SX_OK) {
+            printf("%s: OK\n", argv[i]);
+        } else {
+            printf("%s: INVALID: %s\n", argv[i], e.text);
+            rc = 1;
+        }
+    }
+    if (n == 0)
+        return usage_error("no file to validate", NULL);
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return rc;
+}
+
+static int cmd_import(int argc, char **argv, int first)
+{
+    const char *in = NULL, *out = NULL;
+    for (int i = first; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
+            if (i + 1 >= argc)
+                return usage_error("option needs a value", argv[i]);
+            out = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            return usage_error("unknown option", argv[i]);
+        } else if (in == NULL) {
+            in = argv[i];
+        } else {
+            return usage_error("import takes one input", argv[i]);
+        }
+    }
+    if (in == NULL || out == NULL)
+        return usage_error("usage: scope-export import IN.json[.gz] -o OUT.h5", NULL);
+    int rc = 0;
+    struct sx_error e;
+    memset(&e, 0, sizeof e);
+    e.rank = -1;
+    if (world_rank == 0) {
+        if (sx_import(in, out, &e) != SX_OK) {
+            print_error(&e);
+            rc = 1;
+        } else {
+            printf("Wrote %s\n", out);
+        }
+    }
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
+        fprintf(stderr, "scope-export: error: MPI_Init failed\n");
+        return 1;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+
+    int rc = 0;
+    const char *cmd = argc > 1 ? argv[1] : NULL;
+    if (cmd == NULL) {
+        rc = usage_error("no command given", NULL);
+    } else if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 ||
+               strcmp(cmd, "help") == 0) {
+        if (world_rank == 0)
+            fputs(usage_text, stdout);
+    } else if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
+        if (world_rank == 0)
+            printf("scope-export %s\n", sx_version());
+    } else if (strcmp(cmd, "export") == 0) {
+        rc = cmd_export(argc, argv, 2);
+    } else if (strcmp(cmd, "validate") == 0) {
+        rc = cmd_validate(argc, argv, 2);
+    } else if (strcmp(cmd, "import") == 0) {
+        rc = cmd_import(argc, argv, 2);
+    } else {
+        for (int i = 1; i < argc; i++)
+            if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+                if (world_rank == 0)
+                    fputs(usage_text, stdout);
+                MPI_Finalize();
+                return 0;
+            }
+        rc = cmd_export(argc, argv, 1); /* the bare form: scope-export IN -o OUT */
+    }
+    MPI_Finalize();
+    return rc;
+}

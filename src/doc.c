@@ -1,0 +1,812 @@
+/* doc.c - the JSON document's text: row order, blocks, header, rows, trailer */
+#include "internal.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Document keys of the event segments, SX_SEG_START .. SX_SEG_AWAIT. */
+static const char *const seg_keys[SX_NSEGS] = {
+    NULL,       "start_times_ns", "end_times_ns", "event_metadata", "gpu_durations_ns",
+    "call_ids", "parent_ids",     "thread_ids",   "task_ids",       "await_ns",
+    NULL,
+};
+
+/* The event column behind a segment, or -1. */
+static int seg_col(unsigned seg)
+{
+    switch (seg) {
+    case SX_SEG_START:
+        return SX_COL_START;
+    case SX_SEG_END:
+        return SX_COL_END;
+    case SX_SEG_GPU:
+        return SX_COL_GPU;
+    case SX_SEG_CALL:
+        return SX_COL_CALL;
+    case SX_SEG_PARENT:
+        return SX_COL_PARENT;
+    case SX_SEG_THREAD:
+        return SX_COL_THREAD;
+    case SX_SEG_TASK:
+        return SX_COL_TASK;
+    case SX_SEG_AWAIT:
+        return SX_COL_AWAIT;
+    default:
+        return -1;
+    }
+}
+
+/* Whether 'row' writes segment 'seg' at all. */
+static bool row_has_seg(const struct sx_row *row, unsigned seg)
+{
+    if (seg == SX_SEG_HEAD || seg == SX_SEG_TAIL)
+        return true;
+    if (row->is_aggregate)
+        return false;
+    if (seg == SX_SEG_META)
+        return row->has_meta_col || row->meta_text != NULL;
+    int c = seg_col(seg);
+    return c >= 0 && (row->cols & SX_COLBIT(c));
+}
+
+/* Events a segment spans: atomic segments count as one unit. */
+static uint64_t seg_units(const struct sx_row *row, unsigned seg)
+{
+    return seg_col(seg) >= 0 ? row->count : 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Plan                                                               */
+
+static const struct sx_run *sort_run; /* qsort has no context argument in C11 */
+
+static int cmp_doc_rows(const void *a, const void *b)
+{
+    const struct sx_row *x = &sort_run->rows[*(const uint64_t *)a];
+    const struct sx_row *y = &sort_run->rows[*(const uint64_t *)b];
+    if (x->region != y->region)
+        return x->region < y->region ? -1 : 1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    uint64_t i = *(const uint64_t *)a, j = *(const uint64_t *)b;
+    return (i > j) - (i < j);
+}
+
+static size_t str_weight(const char *s) { return s ? strlen(s) + 24 : 0; }
+
+/* Estimated bytes of one event of a segment: weights only balance blocks. */
+static uint64_t ev_weight(const struct sx_doc *doc, unsigned seg)
+{
+    uint64_t w = seg == SX_SEG_START || seg == SX_SEG_END ? 21
+                 : seg == SX_SEG_META                     ? 40
+                                                          : 8;
+    if (doc->indent >= 0)
+        w += (uint64_t)doc->indent * 4 + 1;
+    return w;
+}
+
+static uint64_t head_weight(const struct sx_row *row, const struct sx_run *run)
+{
+    uint64_t w = 64 + strlen(run->names[row->region]);
+    w += str_weight(row->source_file) + str_weight(row->source_text);
+    for (size_t i = 0; i < row->ntags; i++)
+        w += str_weight(row->tags[i]);
+    if (row->is_aggregate)
+        w += 24 * row->nagg;
+    return w;
+}
+
+enum sx_status sx_doc_plan(struct sx_doc *doc, const struct sx_run *run,
+                           const struct sx_filter *filter, int indent, size_t block_bytes,
+                           struct sx_error *err)
+{
+    enum sx_status st = SX_OK;
+    bool *keep_name = NULL;
+    memset(doc, 0, sizeof *doc);
+    doc->run = run;
+    doc->indent = indent;
+    doc->filter = filter;
+    if (block_bytes == 0)
+        block_bytes = 4u << 20;
+
+    keep_name = sx_calloc(run->nnames + 1, sizeof *keep_name);
+    SX_CHECK(keep_name != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+    for (size_t i = 0; i < run->nnames; i++)
+        keep_name[i] = sx_filter_name(filter, run->names[i]);
+    doc->order = sx_malloc((run->nrows + 1) * sizeof *doc->order);
+    SX_CHECK(doc->order != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+    uint64_t n = 0;
+    for (size_t r = 0; r < run->nrows; r++) {
+        const struct sx_row *row = &run->rows[r];
+        if (keep_name[row->region] && sx_filter_rank(filter, row->rank))
+            doc->order[n++] = r;
+    }
+    /* Region-major (region table order), then rank ascending. */
+    sort_run = run;
+    qsort(doc->order, n, sizeof *doc->order, cmp_doc_rows);
+    /* A (name, rank) written twice: the later row wins, as in the reader's dict. */
+    uint64_t k = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        const struct sx_row *row = &run->rows[doc->order[i]];
+        if (i + 1 < n) {
+            const struct sx_row *nx = &run->rows[doc->order[i + 1]];
+            if (nx->region == row->region && nx->rank == row->rank)
+                continue;
+        }
+        doc->order[k++] = doc->order[i];
+    }
+    doc->nrows = k;
+
+    /* Cut the rows into blocks of about block_bytes, splitting big columns by event. */
+    size_t cap = 16;
+    doc->blocks = sx_malloc(cap * sizeof *doc->blocks);
+    SX_CHECK(doc->blocks != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+    struct sx_pos from = {0, 0, 0};
+    uint64_t acc = 0;
+    for (uint64_t i = 0; i < doc->nrows; i++) {
+        const struct sx_row *row = &run->rows[doc->order[i]];
+        for (unsigned seg = 0; seg < SX_NSEGS; seg++) {
+            if (!row_has_seg(row, seg))
+                continue;
+            uint64_t units = seg_units(row, seg);
+            uint64_t per = seg == SX_SEG_HEAD   ? head_weight(row, run)
+                           : seg == SX_SEG_TAIL ? 24
+                                                : ev_weight(doc, seg);
+            if (seg == SX_SEG_META)
+                per = ev_weight(doc, seg) * (row->count + 1);
+            uint64_t ev = 0;
+            while (ev < units) {
+                uint64_t room = acc < block_bytes ? block_bytes - acc : 0;
+                uint64_t take = (room + per - 1) / per;
+                if (take == 0)
+                    take = 1;
+                if (take > units - ev)
+                    take = units - ev;
+                acc += take * per;
+                ev += take;
+                if (acc >= block_bytes) {
+                    struct sx_pos to = {i, seg, ev};
+                    if (ev == units) { /* normalise: end of segment = start of the next */
+                        to.seg = seg + 1;
+                        to.ev = 0;
+                        if (to.seg == SX_NSEGS) {
+                            to.row = i + 1;
+                            to.seg = 0;
+                        }
+                    }
+                    if (doc->nblocks == cap) {
+                        cap *= 2;
+                        struct sx_block *nb = sx_realloc(doc->blocks, cap * sizeof *nb);
+                        SX_CHECK(nb != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+                        doc->blocks = nb;
+                    }
+                    doc->blocks[doc->nblocks++] = (struct sx_block){from, to, acc};
+                    doc->total_weight += acc;
+                    from = to;
+                    acc = 0;
+                }
+            }
+        }
+    }
+    if (acc > 0 || doc->nblocks == 0) {
+        if (doc->nblocks == cap) {
+            struct sx_block *nb = sx_realloc(doc->blocks, (cap + 1) * sizeof *nb);
+            SX_CHECK(nb != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+            doc->blocks = nb;
+        }
+        struct sx_pos end = {doc->nrows, 0, 0};
+        doc->blocks[doc->nblocks++] = (struct sx_block){from, end, acc};
+        doc->total_weight += acc;
+    }
+out:
+    free(keep_name);
+    return st;
+}
+
+void sx_doc_free(struct sx_doc *doc)
+{
+    if (doc == NULL)
+        return;
+    free(doc->order);
+    free(doc->blocks);
+    memset(doc, 0, sizeof *doc);
+}
+
+/* ------------------------------------------------------------------ */
+/* Header and trailer                                                 */
+
+static void key(struct sx_buf *b, const char *k)
+{
+    sx_buf_putc(b, '"');
+    sx_buf_puts(b, k);
+    sx_buf_puts(b, "\": ");
+}
+
+enum sx_status sx_doc_header(const struct sx_doc *doc, struct sx_buf *out,
+                             struct sx_error *err)
+{
+    const struct sx_run *run = doc->run;
+    const int ind = doc->indent;
+    sx_buf_putc(out, '{');
+    sx_write_newline(out, ind, 1);
+    key(out, "format");
+    sx_buf_puts(out, "\"scope-profiler-profile\"");
+    sx_write_sep(out, ind, 1);
+    key(out, "format_version");
+    sx_buf_puts(out, "1");
+    sx_write_sep(out, ind, 1);
+    key(out, "exporter");
+    sx_buf_puts(out, "\"scope-export@" SX_VERSION_STRING "\"");
+    sx_write_sep(out, ind, 1);
+    key(out, "time_unit");
+    sx_buf_puts(out, "\"nanoseconds\"");
+    sx_write_sep(out, ind, 1);
+    key(out, "num_ranks");
+    sx_buf_i64(out, run->num_ranks);
+    sx_write_sep(out, ind, 1);
+    key(out, "event_data_available");
+    sx_buf_puts(out, run->event_data_available ? "true" : "false");
+    sx_write_sep(out, ind, 1);
+    key(out, "metadata");
+    sx_write_value(out, &run->metadata, ind, 1);
+    sx_write_sep(out, ind, 1);
+    key(out, "regions");
+    sx_buf_putc(out, '[');
+    if (out->failed)
+        return sx_error_set(err, SX_ERR_NOMEM, run->path, "out of memory");
+    return SX_OK;
+}
+
+/* Value builders that note allocation failure in '*ok'. */
+static void put(struct sx_value *obj, const char *k, struct sx_value v, bool *ok)
+{
+    if (!sx_value_set(obj, k, strlen(k), v))
+        *ok = false;
+}
+
+static struct sx_value vstr(const char *s, bool *ok)
+{
+    struct sx_value v;
+    if (!sx_value_str(&v, s ? s : "", s ? strlen(s) : 0))
+        *ok = false;
+    return v;
+}
+
+static struct sx_value vints(const int64_t *x, size_t n, bool *ok)
+{
+    struct sx_value v;
+    sx_value_array(&v);
+    for (size_t i = 0; i < n; i++)
+        if (!sx_value_push(&v, sx_value_int(x[i])))
+            *ok = false;
+    return v;
+}
+
+static struct sx_value vfloats(const double *x, size_t n, bool *ok)
+{
+    struct sx_value v;
+    sx_value_array(&v);
+    for (size_t i = 0; i < n; i++)
+        if (!sx_value_push(&v, sx_value_float(x[i])))
+            *ok = false;
+    return v;
+}
+
+static struct sx_value vstrs(char *const *x, size_t n, bool *ok)
+{
+    struct sx_value v;
+    sx_value_array(&v);
+    for (size_t i = 0; i < n; i++)
+        if (!sx_value_push(&v, vstr(x[i], ok)))
+            *ok = false;
+    return v;
+}
+
+static struct sx_value vmatrix(const struct sx_matrix *m, bool *ok)
+{
+    struct sx_value v;
+    sx_value_array(&v);
+    for (size_t r = 0; r < m->rows; r++)
+        if (!sx_value_push(&v, vfloats(m->v + r * m->cols, m->cols, ok)))
+            *ok = false;
+    return v;
+}
+
+static void rank_key(char *buf, size_t n, int64_t rank)
+{
+    snprintf(buf, n, "%" PRId64, rank);
+}
+
+/* ThreadInfo/TaskInfo: -1 end/done means "unknown" and stays -1. */
+static int64_t lane_end(int64_t v) { return v == -1 ? -1 : sx_lane_ns(v); }
+
+static struct sx_value lanes_value(const struct sx_doc *doc, const struct sx_lane_rank *lanes,
+                                   size_t n, bool tasks, bool *ok)
+{
+    struct sx_value top;
+    sx_value_object(&top);
+    for (size_t i = 0; i < n; i++) {
+        const struct sx_lane_rank *L = &lanes[i];
+        if (!sx_filter_rank(doc->filter, L->rank))
+            continue;
+        struct sx_value rows;
+        sx_value_array(&rows);
+        for (size_t j = 0; j < L->n; j++) {
+            struct sx_value o;
+            sx_value_object(&o);
+            if (tasks) {
+                const struct sx_task *t = &L->tasks[j];
+                put(&o, "index", sx_value_int(t->index), ok);
+                put(&o, "kind", vstr(t->kind, ok), ok);
+                put(&o, "name", vstr(t->name, ok), ok);
+                put(&o, "coro_name", vstr(t->coro_name, ok), ok);
+                put(&o, "thread_index", sx_value_int(t->thread_index), ok);
+                put(&o, "created_ns", sx_value_int(sx_lane_ns(t->created_ns)), ok);
+                put(&o, "done_ns", sx_value_int(lane_end(t->done_ns)), ok);
+                put(&o, "steps", sx_value_int(t->steps), ok);
+                put(&o, "running_ns", sx_value_int(sx_lane_ns(t->running_ns)), ok);
+                put(&o, "suspended_ns", sx_value_int(sx_lane_ns(t->suspended_ns)), ok);
+            } else {
+                const struct sx_thread *t = &L->threads[j];
+                put(&o, "index", sx_value_int(t->index), ok);
+                put(&o, "name", vstr(t->name, ok), ok);
+                put(&o, "ident", sx_value_int(t->ident), ok);
+                put(&o, "native_id", sx_value_int(t->native_id), ok);
+                put(&o, "daemon", sx_value_bool(t->daemon), ok);
+                put(&o, "start_ns", sx_value_int(sx_lane_ns(t->start_ns)), ok);
+                put(&o, "end_ns", sx_value_int(lane_end(t->end_ns)), ok);
+                put(&o, "cpu_ns", sx_value_int(sx_lane_ns(t->cpu_ns)), ok);
+            }
+            if (!sx_value_push(&rows, o))
+                *ok = false;
+        }
+        char k[32];
+        rank_key(k, sizeof k, L->rank);
+        put(&top, k, rows, ok);
+    }
+    return top;
+}
+
+static struct sx_value likwid_value(const struct sx_doc *doc, bool *ok)
+{
+    const struct sx_run *run = doc->run;
+    struct sx_value top;
+    sx_value_object(&top);
+    for (size_t i = 0; i < run->nlikwid; i++) {
+        const struct sx_likwid_rank *L = &run->likwid[i];
+        if (!sx_filter_rank(doc->filter, L->rank))
+            continue;
+        struct sx_value tags;
+        sx_value_object(&tags);
+        for (size_t j = 0; j < L->n; j++) {
+            const struct sx_likwid_entry *e = &L->entries[j];
+            struct sx_value o;
+            sx_value_object(&o);
+            put(&o, "tag", vstr(e->tag, ok), ok);
+            put(&o, "group_id", sx_value_int(e->group_id), ok);
+            put(&o, "group_name", vstr(e->group_name, ok), ok);
+            put(&o, "cpus", vints(e->cpus, e->ncpus, ok), ok);
+            put(&o, "times", vfloats(e->times, e->ntimes, ok), ok);
+            put(&o, "call_counts", vints(e->call_counts, e->ncall_counts, ok), ok);
+            put(&o, "event_names", vstrs(e->event_names, e->nevent_names, ok), ok);
+            put(&o, "counter_names", vstrs(e->counter_names, e->ncounter_names, ok), ok);
+            put(&o, "events", vmatrix(&e->events, ok), ok);
+            put(&o, "metric_names", vstrs(e->metric_names, e->nmetric_names, ok), ok);
+            put(&o, "metrics", vmatrix(&e->metrics, ok), ok);
+            put(&o, "source", vstr(e->source, ok), ok);
+            put(&tags, e->tag, o, ok);
+        }
+        char k[32];
+        rank_key(k, sizeof k, L->rank);
+        put(&top, k, tags, ok);
+    }
+    return top;
+}
+
+static struct sx_value line_profile_value(const struct sx_doc *doc, bool *any, bool *ok)
+{
+    const struct sx_run *run = doc->run;
+    struct sx_value top;
+    sx_value_object(&top);
+    *any = false;
+    for (size_t i = 0; i < run->nline_profile; i++) {
+        const struct sx_lp_rank *L = &run->line_profile[i];
+        if (!sx_filter_rank(doc->filter, L->rank))
+            continue;
+        struct sx_value recs;
+        sx_value_array(&recs);
+        for (size_t j = 0; j < L->n; j++) {
+            const struct sx_lp_record *r = &L->records[j];
+            struct sx_value o;
+            sx_value_object(&o);
+            put(&o, "region", vstr(r->region, ok), ok);
+            put(&o, "filename", vstr(r->filename, ok), ok);
+            put(&o, "function", vstr(r->function, ok), ok);
+            put(&o, "first_lineno", sx_value_int(r->first_lineno), ok);
+            put(&o, "line_numbers", vints(r->line_numbers, r->nline_numbers, ok), ok);
+            put(&o, "hits", vints(r->hits, r->nhits, ok), ok);
+            put(&o, "times", vfloats(r->times, r->ntimes, ok), ok);
+            put(&o, "unit", sx_value_float(r->unit), ok);
+            if (!sx_value_push(&recs, o))
+                *ok = false;
+        }
+        if (L->n > 0)
+            *any = true;
+        char k[32];
+        rank_key(k, sizeof k, L->rank);
+        put(&top, k, recs, ok);
+    }
+    return top;
+}
+
+enum sx_status sx_doc_trailer(const struct sx_doc *doc, struct sx_buf *out,
+                              struct sx_error *err)
+{
+    enum sx_status st = SX_OK;
+    const struct sx_run *run = doc->run;
+    const int ind = doc->indent;
+    bool ok = true, any_lp = false;
+    struct sx_value parts[4];
+    const char *names[4] = {"threads", "tasks", "likwid", "line_profile"};
+    parts[0] = lanes_value(doc, run->threads, run->nthreads, false, &ok);
+    parts[1] = lanes_value(doc, run->tasks, run->ntasks, true, &ok);
+    parts[2] = likwid_value(doc, &ok);
+    parts[3] = line_profile_value(doc, &any_lp, &ok);
+    if (doc->nrows > 0)
+        sx_write_newline(out, ind, 1);
+    sx_buf_putc(out, ']');
+    for (int i = 0; i < 4; i++) {
+        bool show = i == 3 ? any_lp : parts[i].u.obj.n > 0;
+        if (!show)
+            continue;
+        sx_write_sep(out, ind, 1);
+        key(out, names[i]);
+        sx_write_value(out, &parts[i], ind, 1);
+    }
+    sx_write_newline(out, ind, 0);
+    sx_buf_putc(out, '}');
+    for (int i = 0; i < 4; i++)
+        sx_value_free(&parts[i]);
+    SX_CHECK(ok && !out->failed, SX_ERR_NOMEM, err, run->path, "out of memory");
+out:
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Rows                                                               */
+
+/* aggregate values: int(v) if float(v).is_integer() else float(v) */
+static enum sx_status write_agg_value(struct sx_buf *b, const struct sx_agg_field *f,
+                                      const struct sx_run *run, const struct sx_row *row,
+                                      struct sx_error *err)
+{
+    if (!f->is_float) {
+        if (f->is_unsigned)
+            sx_buf_u64(b, f->u);
+        else
+            sx_buf_i64(b, f->i);
+        return SX_OK;
+    }
+    double v = f->f;
+    if (!isfinite(v))
+        return sx_error_set(err, SX_ERR_VALUE, run->path,
+                            "%s: region '%s' rank %" PRId64 " aggregate '%s' is %s: Out of "
+                            "range float values are not JSON compliant",
+                            run->path, run->names[row->region], row->rank, f->key,
+                            isnan(v) ? "NaN" : "infinite");
+    if (v == floor(v)) {
+        char tmp[400];
+        if (v == 0.0)
+            v = 0.0; /* int(-0.0) is 0 */
+        snprintf(tmp, sizeof tmp, "%.0f", v);
+        sx_buf_puts(b, tmp);
+    } else {
+        sx_buf_double(b, v);
+    }
+    return SX_OK;
+}
+
+static enum sx_status write_head(const struct sx_doc *doc, uint64_t i,
+                                 const struct sx_row *row, struct sx_buf *b,
+                                 struct sx_error *err)
+{
+    const struct sx_run *run = doc->run;
+    const int ind = doc->indent;
+    if (i > 0)
+        sx_write_sep(b, ind, 2);
+    else
+        sx_write_newline(b, ind, 2);
+    sx_buf_putc(b, '{');
+    sx_write_newline(b, ind, 3);
+    key(b, "name");
+    sx_buf_cstr(b, run->names[row->region]);
+    sx_write_sep(b, ind, 3);
+    key(b, "rank");
+    sx_buf_i64(b, row->rank);
+    if (row->source_file != NULL) {
+        sx_write_sep(b, ind, 3);
+        key(b, "source_file");
+        sx_buf_cstr(b, row->source_file);
+    }
+    if (row->has_lineno) {
+        sx_write_sep(b, ind, 3);
+        key(b, "source_lineno");
+        sx_buf_i64(b, row->source_lineno);
+    }
+    if (row->source_text != NULL) {
+        sx_write_sep(b, ind, 3);
+        key(b, "source_text");
+        sx_buf_cstr(b, row->source_text);
+    }
+    if (row->ntags > 0) {
+        sx_write_sep(b, ind, 3);
+        key(b, "tags");
+        sx_buf_putc(b, '[');
+        for (size_t t = 0; t < row->ntags; t++) {
+            if (t > 0)
+                sx_write_sep(b, ind, 4);
+            else
+                sx_write_newline(b, ind, 4);
+            sx_buf_cstr(b, row->tags[t]);
+        }
+        sx_write_newline(b, ind, 3);
+        sx_buf_putc(b, ']');
+    }
+    if (row->is_aggregate) {
+        sx_write_sep(b, ind, 3);
+        key(b, "aggregate");
+        sx_buf_putc(b, '{');
+        for (size_t k = 0; k < row->nagg; k++) {
+            if (k > 0)
+                sx_write_sep(b, ind, 4);
+            else
+                sx_write_newline(b, ind, 4);
+            key(b, row->agg[k].key);
+            enum sx_status st = write_agg_value(b, &row->agg[k], run, row, err);
+            if (st != SX_OK)
+                return st;
+        }
+        if (row->nagg > 0)
+            sx_write_newline(b, ind, 3);
+        sx_buf_putc(b, '}');
+        if (!row->event_data_available) {
+            sx_write_sep(b, ind, 3);
+            key(b, "event_data_available");
+            sx_buf_puts(b, "false");
+        }
+    }
+    return SX_OK;
+}
+
+static void write_tail(const struct sx_doc *doc, const struct sx_row *row, struct sx_buf *b)
+{
+    if (row->has_exclusive && !row->is_aggregate) {
+        sx_write_sep(b, doc->indent, 3);
+        key(b, "exclusive_total_ns");
+        sx_buf_i64(b, row->exclusive_total);
+    }
+    sx_write_newline(b, doc->indent, 2);
+    sx_buf_putc(b, '}');
+}
+
+/* Integers of one column piece; 'first' tells whether the column starts here. */
+static void write_ints(struct sx_buf *b, const int64_t *v, uint64_t n, uint64_t first,
+                       int indent)
+{
+    if (indent < 0) {
+        /* hot path: one reserve per piece, then raw formatting */
+        for (uint64_t i = 0; i < n; i++) {
+            if (!sx_buf_reserve(b, 32))
+                return;
+            char *p = b->data + b->len;
+            if (first + i > 0) {
+                p[0] = ',';
+                p[1] = ' ';
+                p += 2;
+            }
+            p += sx_fmt_i64(p, v[i]);
+            b->len = (size_t)(p - b->data);
+        }
+        return;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        if (first + i > 0)
+            sx_write_sep(b, indent, 4);
+        else
+            sx_write_newline(b, indent, 4);
+        sx_buf_i64(b, v[i]);
+    }
+}
+
+/* The event_metadata list (canonical one-line text) at depth 3. */
+static enum sx_status write_meta(const struct sx_doc *doc, const struct sx_row *row,
+                                 const char *text, size_t len, struct sx_buf *b,
+                                 struct sx_error *err);
+
+enum { PIECE_EVENTS = 1 << 16 };
+
+/* A slice request for one segment piece of a row. */
+struct piece {
+    uint64_t i; /* index in doc order */
+    unsigned seg;
+    uint64_t a, z; /* events [a, z) (atomic segments: 0, 1) */
+};
+
+enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_source *src,
+                            size_t bi, struct sx_buf *out, struct sx_error *err)
+{
+    enum sx_status st = SX_OK;
+    const struct sx_run *run = doc->run;
+    const struct sx_block *blk = &doc->blocks[bi];
+    struct piece *pieces = NULL;
+    size_t np = 0, capp = 0;
+    struct sx_slice *slices = NULL;
+    int64_t *arena = NULL;
+    struct sx_buf mb = {0};
+
+    /* 1. The block's pieces, in text order. */
+    for (uint64_t i = blk->from.row; i < doc->nrows && i <= blk->to.row; i++) {
+        if (i == blk->to.row && blk->to.seg == 0 && blk->to.ev == 0)
+            break;
+        const struct sx_row *row = &run->rows[doc->order[i]];
+        unsigned s0 = i == blk->from.row ? blk->from.seg : 0;
+        for (unsigned seg = s0; seg < SX_NSEGS; seg++) {
+            if (i == blk->to.row && seg > blk->to.seg)
+                break;
+            if (i == blk->to.row && seg == blk->to.seg && blk->to.ev == 0)
+                break;
+            if (!row_has_seg(row, seg))
+                continue;
+            uint64_t a = (i == blk->from.row && seg == blk->from.seg) ? blk->from.ev : 0;
+            uint64_t z = (i == blk->to.row && seg == blk->to.seg) ? blk->to.ev
+                                                                   : seg_units(row, seg);
+            if (np == capp) {
+                capp = capp ? capp * 2 : 64;
+                struct piece *nv = sx_realloc(pieces, capp * sizeof *nv);
+                SX_CHECK(nv != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+                pieces = nv;
+            }
+            pieces[np++] = (struct piece){i, seg, a, z};
+        }
+    }
+
+    /* 2. Format, reading events in bounded batches of pieces. */
+    size_t p = 0;
+    while (p < np) {
+        /* gather pieces until PIECE_EVENTS events of event data */
+        size_t q = p;
+        uint64_t evs = 0;
+        while (q < np) {
+            const struct piece *pc = &pieces[q];
+            if (seg_col(pc->seg) >= 0) {
+                uint64_t n = pc->z - pc->a;
+                if (evs > 0 && evs + n > PIECE_EVENTS)
+                    break;
+                if (n > PIECE_EVENTS && evs == 0) {
+                    /* a long piece alone: cut it */
+                    evs = PIECE_EVENTS;
+                    q++;
+                    break;
+                }
+                evs += n;
+            }
+            q++;
+        }
+        /* slices: one per event piece, clipped to PIECE_EVENTS for a long one */
+        size_t ns = 0;
+        free(slices);
+        slices = sx_calloc(q - p + 1, sizeof *slices);
+        free(arena);
+        arena = sx_malloc((evs + 1) * sizeof *arena);
+        SX_CHECK(slices != NULL && arena != NULL, SX_ERR_NOMEM, err, run->path,
+                 "out of memory");
+        uint64_t used = 0;
+        for (size_t k = p; k < q; k++) {
+            const struct piece *pc = &pieces[k];
+            int c = seg_col(pc->seg);
+            if (c < 0)
+                continue;
+            uint64_t n = pc->z - pc->a;
+            if (n > evs - used)
+                n = evs - used;
+            struct sx_slice *sl = &slices[ns++];
+            sl->row = &run->rows[doc->order[pc->i]];
+            sl->first = pc->a;
+            sl->n = n;
+            sl->cols = SX_COLBIT(c);
+            sl->col[c] = arena + used;
+            used += n;
+        }
+        if (src->h5 != NULL && ns > 0) {
+            st = sx_h5_read_slices(src->h5, run, slices, ns, err);
+            if (st != SX_OK)
+                goto out;
+        }
+        size_t si = 0;
+        for (size_t k = p; k < q; k++) {
+            struct piece *pc = &pieces[k];
+            const struct sx_row *row = &run->rows[doc->order[pc->i]];
+            int c = seg_col(pc->seg);
+            if (pc->seg == SX_SEG_HEAD) {
+                st = write_head(doc, pc->i, row, out, err);
+                if (st != SX_OK)
+                    goto out;
+            } else if (pc->seg == SX_SEG_TAIL) {
+                write_tail(doc, row, out);
+            } else if (pc->seg == SX_SEG_META) {
+                if (src->h5 != NULL) {
+                    bool any = false;
+                    sx_buf_reset(&mb);
+                    st = sx_h5_read_meta(src->h5, run, row, &mb, &any, err);
+                    if (st != SX_OK)
+                        goto out;
+                    if (any) {
+                        st = write_meta(doc, row, mb.data, mb.len, out, err);
+                        if (st != SX_OK)
+                            goto out;
+                    }
+                } else if (row->meta_any && row->meta_text != NULL) {
+                    st = write_meta(doc, row, row->meta_text, strlen(row->meta_text), out,
+                                    err);
+                    if (st != SX_OK)
+                        goto out;
+                }
+            } else {
+                struct sx_slice *sl = &slices[si++];
+                const int64_t *v = src->h5 != NULL ? sl->col[c] : row->col[c] + sl->first;
+                if (pc->a == 0) {
+                    sx_write_sep(out, doc->indent, 3);
+                    key(out, seg_keys[pc->seg]);
+                    sx_buf_putc(out, '[');
+                }
+                write_ints(out, v, sl->n, sl->first, doc->indent);
+                pc->a += sl->n;
+                if (pc->a == row->count && pc->z == row->count) {
+                    if (row->count > 0)
+                        sx_write_newline(out, doc->indent, 3);
+                    sx_buf_putc(out, ']');
+                }
+                if (pc->a < pc->z) {
+                    /* the rest of a long piece goes in the next batch */
+                    q = k;
+                    break;
+                }
+            }
+            if (out->failed)
+                break;
+        }
+        SX_CHECK(!out->failed, SX_ERR_NOMEM, err, run->path,
+                 "out of memory formatting the document");
+        p = q;
+    }
+out:
+    sx_buf_free(&mb);
+    free(arena);
+    free(slices);
+    free(pieces);
+    return st;
+}
+
+static enum sx_status write_meta(const struct sx_doc *doc, const struct sx_row *row,
+                                 const char *text, size_t len, struct sx_buf *b,
+                                 struct sx_error *err)
+{
+    (void)row;
+    sx_write_sep(b, doc->indent, 3);
+    key(b, "event_metadata");
+    if (doc->indent < 0) {
+        sx_buf_append(b, text, len);
+        return SX_OK;
+    }
+    /* indent mode re-lays the dicts out; they are small */
+    struct sx_value v = {0};
+    enum sx_status st = sx_json_to_value(text, len, &v, err);
+    if (st != SX_OK)
+        return st;
+    sx_write_value(b, &v, doc->indent, 3);
+    sx_value_free(&v);
+    return SX_OK;
+}

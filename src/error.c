@@ -1,0 +1,103 @@
+/* error.c - struct sx_error setters, allocation hooks, sx_strerror() */
+#include "internal.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum sx_status sx_error_set(struct sx_error *err, enum sx_status code, const char *source,
+                            const char *fmt, ...)
+{
+    if (err == NULL || err->code != SX_OK)
+        return code; /* the first error wins */
+    err->code = code;
+    err->rank = -1;
+    snprintf(err->source, sizeof err->source, "%s", source ? source : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->text, sizeof err->text, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void sx_error_clear(struct sx_error *err)
+{
+    if (err == NULL)
+        return;
+    memset(err, 0, sizeof *err);
+    err->code = SX_OK;
+    err->rank = -1;
+}
+
+/* Failure injection: the Nth allocation from now fails (tests only). */
+static long alloc_countdown;
+
+void sx_alloc_fail_after(long n) { alloc_countdown = n; }
+
+static bool alloc_should_fail(void)
+{
+    if (alloc_countdown <= 0)
+        return false;
+    return --alloc_countdown == 0;
+}
+
+void *sx_malloc(size_t n) { return alloc_should_fail() ? NULL : malloc(n ? n : 1); }
+
+void *sx_calloc(size_t n, size_t size)
+{
+    return alloc_should_fail() ? NULL : calloc(n ? n : 1, size ? size : 1);
+}
+
+void *sx_realloc(void *p, size_t n) { return alloc_should_fail() ? NULL : realloc(p, n ? n : 1); }
+
+char *sx_strndup(const char *s, size_t n)
+{
+    char *d = sx_malloc(n + 1);
+    if (d == NULL)
+        return NULL;
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+char *sx_strdup(const char *s) { return sx_strndup(s, strlen(s)); }
+
+const char *sx_strerror(enum sx_status status)
+{
+    switch (status) {
+    case SX_OK:
+        return "success";
+    case SX_ERR_USAGE:
+        return "invalid argument";
+    case SX_ERR_NOT_FOUND:
+        return "file not found";
+    case SX_ERR_OPEN:
+        return "cannot open input";
+    case SX_ERR_FORMAT:
+        return "not a valid scope-profiler run";
+    case SX_ERR_UNSUPPORTED:
+        return "unsupported format or filter";
+    case SX_ERR_NOMEM:
+        return "out of memory";
+    case SX_ERR_IO:
+        return "input/output error";
+    case SX_ERR_MPI:
+        return "MPI error";
+    case SX_ERR_VALUE:
+        return "value cannot be written as JSON";
+    case SX_ERR_INTERNAL:
+        return "internal error";
+    case SX_ERR_INTERRUPTED:
+        return "interrupted";
+    }
+    return "unknown error";
+}
+
+const char *sx_version(void) { return SX_VERSION_STRING; }
+
+static volatile sig_atomic_t stop_flag;
+
+void sx_request_stop(void) { stop_flag = 1; }
+
+bool sx_stop_requested(void) { return stop_flag != 0; }

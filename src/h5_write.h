@@ -1,0 +1,125 @@
+/* h5_write.h - stream a run into a schema-3 HDF5 file in scope-profiler's layout */
+#ifndef SX_H5_WRITE_H
+#define SX_H5_WRITE_H
+
+#include "internal.h"
+
+/*
+ * sx_h5_write() (declared in internal.h) writes a fully loaded run in one
+ * call. The calls below are the same writer taken apart, for producers that
+ * must not hold every event in memory (tools/scope_export_synth.c): the
+ * index is written first, then the events row by row, in pieces of any size.
+ *
+ * Order of calls:
+ *
+ *   sx_h5w_spec_init(&spec); ...            choose columns, strings, storage
+ *   sx_h5w_create(path, &spec, &w, err)
+ *   sx_h5w_metadata(w, &meta, err)          optional
+ *   sx_h5w_names(w, names, n, err)          region_table/names
+ *   sx_h5w_index(w, rows, nrows, err)       the rank-region index; sizes the event
+ * columns sx_h5w_events(w, r, first, n, col, err) any number of times, see below
+ *   sx_h5w_set_exclusive(w, r, ns)          optional, any time before finish
+ *   sx_h5w_threads / sx_h5w_tasks / sx_h5w_likwid / sx_h5w_line_profile
+ *   sx_h5w_finish(w, err)                   or sx_h5w_abort(w)
+ *
+ * All calls are local (no MPI) and use HDF5's POSIX (sec2) driver. Each
+ * silences HDF5's error printer while it runs and turns failures into
+ * 'err' naming the final path and the HDF5 object. After any failure the
+ * only valid call is sx_h5w_abort(), which removes the temporary file.
+ */
+
+struct sx_h5w;
+
+struct sx_h5w_spec {
+    bool aggregate; /* storage_layout "aggregate": aggregate_* columns, no events */
+    unsigned cols;  /* optional event columns: SX_COLBIT(SX_COL_GPU .. SX_COL_AWAIT) */
+    bool meta;      /* write rank_region_index/event_metadata */
+    bool fixed_strings; /* region names and index strings as NULLPAD fixed-length
+                           UTF-8, as the parallel (MPI-IO) writer stores them */
+    uint64_t chunk; /* event columns: chunk length (resizable datasets); 0 = contiguous */
+    int deflate;    /* event columns: 1..9 = shuffle + deflate at that level; 0 = none.
+                       Implies chunking (16384 when 'chunk' is 0). */
+};
+
+/* Columnar, vlen strings, no optional columns, contiguous, unfiltered. */
+void sx_h5w_spec_init(struct sx_h5w_spec *spec);
+
+/*
+ * Create a temporary file beside 'path' with the root attributes and the
+ * top-level groups. '*w' is new; release it with sx_h5w_finish() or
+ * sx_h5w_abort(). An existing 'path' is untouched until sx_h5w_finish().
+ */
+enum sx_status sx_h5w_create(const char *path, const struct sx_h5w_spec *spec,
+                             struct sx_h5w **w, struct sx_error *err);
+
+/*
+ * Write the members of 'meta' (an SX_V_OBJECT; borrowed) as attributes of
+ * /metadata: int -> int64, uint -> uint64, float -> float64, bool -> h5py's
+ * bool enum, string -> vlen UTF-8, null -> float64 NaN (read back as null,
+ * so the key survives a round trip; skipping it would lose the key), arrays
+ * -> 1-D int64 / uint64 / float64 / bool / vlen string. Nested objects and
+ * mixed string/number arrays have no HDF5 attribute form: SX_ERR_UNSUPPORTED.
+ */
+enum sx_status sx_h5w_metadata(struct sx_h5w *w, const struct sx_value *meta,
+                               struct sx_error *err);
+
+/* region_table/names: 'n' UTF-8 names (NULL is written as ""), in region id order. */
+enum sx_status sx_h5w_names(struct sx_h5w *w, char *const *names, size_t n,
+                            struct sx_error *err);
+
+/*
+ * The rank-region index: 'rows' (borrowed; only the index fields are read:
+ * region, rank, count, source_*, tags, exclusive, meta_text, agg) in file
+ * order, i.e. ascending rank, contiguous per rank. Event offsets are assigned
+ * here as running sums of 'count', and the event column datasets are created
+ * with their final length. Aggregate layout: the aggregate_* columns, every
+ * other index column and events/start_deltas, durations empty. Call once,
+ * after sx_h5w_names().
+ */
+enum sx_status sx_h5w_index(struct sx_h5w *w, const struct sx_row *const *rows,
+                            size_t nrows, struct sx_error *err);
+
+/*
+ * Events [first, first + n) of index row 'row': 'col[c]' holds n values of
+ * column c (SX_COL_START and SX_COL_END absolute ns); a NULL optional column
+ * is written as its fill value (-1, await 0). Within a row the pieces must
+ * come in order (first = number already written); rows may come in any
+ * order. Start deltas restart at the first event of each row; the summary
+ * statistics are accumulated here and written by sx_h5w_finish().
+ */
+enum sx_status sx_h5w_events(struct sx_h5w *w, size_t row, uint64_t first, uint64_t n,
+                             const int64_t *const col[SX_NCOLS], struct sx_error *err);
+
+/* The exclusive total of index row 'row' (-1 = not computed, the default). */
+enum sx_status sx_h5w_set_exclusive(struct sx_h5w *w, size_t row, int64_t ns,
+                                    struct sx_error *err);
+
+/* thread_table/ and task_table/ from 'n' per-rank lane lists (borrowed). */
+enum sx_status sx_h5w_threads(struct sx_h5w *w, const struct sx_lane_rank *lanes,
+                              size_t n, struct sx_error *err);
+enum sx_status sx_h5w_tasks(struct sx_h5w *w, const struct sx_lane_rank *lanes, size_t n,
+                            struct sx_error *err);
+
+/* rank<N>/likwid/regions/<tag, "/" -> "|">/ groups (borrowed input). */
+enum sx_status sx_h5w_likwid(struct sx_h5w *w, const struct sx_likwid_rank *lk, size_t n,
+                             struct sx_error *err);
+
+/*
+ * rank<N>/line_profile/<i>/ groups. Readers list them in name order ("0",
+ * "1", "10", "2", ...); records are given names so that this order is the
+ * order of 'lp[k].records', and a read-back run equals the written one.
+ */
+enum sx_status sx_h5w_line_profile(struct sx_h5w *w, const struct sx_lp_rank *lp,
+                                   size_t n, struct sx_error *err);
+
+/*
+ * Check that every event was written, write exclusive_totals and
+ * summary_statistics, close and rename the file over 'path'. Frees 'w' in
+ * every case; on failure the temporary file is removed.
+ */
+enum sx_status sx_h5w_finish(struct sx_h5w *w, struct sx_error *err);
+
+/* Close and remove the temporary file, free 'w'. Accepts NULL. */
+void sx_h5w_abort(struct sx_h5w *w);
+
+#endif /* SX_H5_WRITE_H */

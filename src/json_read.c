@@ -1,0 +1,1488 @@
+/* json_read.c - JSON profiles and stored JSON snippets -> run model (jansson) */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define SX_FORMAT_NAME "scope-profiler-profile"
+#define SX_FORMAT_VERSION 1
+
+/* Python's json.dumps raises this for NaN/Infinity under allow_nan=False. */
+#define SX_NAN_TEXT "Out of range float values are not JSON compliant"
+
+static bool big_int(const json_t *v, const char **digits, size_t *len);
+
+static const char *json_kind(const json_t *v) {
+    if (big_int(v, NULL, NULL))
+        return "an integer beyond the int64 range";
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        return "object";
+    case JSON_ARRAY:
+        return "array";
+    case JSON_STRING:
+        return "string";
+    case JSON_INTEGER:
+        return "integer";
+    case JSON_REAL:
+        return "real";
+    case JSON_TRUE:
+        return "true";
+    case JSON_FALSE:
+        return "false";
+    case JSON_NULL:
+        return "null";
+    }
+    return "unknown";
+}
+
+/*
+ * Whether 'text' holds a bare NaN, Infinity or -Infinity token outside
+ * strings: Python's json.loads accepts those, jansson does not.
+ */
+static bool has_nonfinite_token(const char *text, size_t n) {
+    bool in_str = false;
+    for (size_t i = 0; i < n; i++) {
+        const char c = text[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = false;
+            continue;
+        }
+        if (c == '"')
+            in_str = true;
+        else if (c == 'N' && n - i >= 3 && memcmp(text + i, "NaN", 3) == 0)
+            return true;
+        else if (c == 'I' && n - i >= 8 && memcmp(text + i, "Infinity", 8) == 0)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * jansson stops at int64; Python's ints do not (metadata holds uint64 values
+ * such as 18446744073709551615). Before parsing, every integer token outside
+ * the int64 range is rewritten as a string "\u0000sxbig:<digits>", which no
+ * real document contains (checked), and turned back into a number where it is
+ * used: verbatim digits in canonical text, SX_V_UINT or SX_V_RAW in metadata.
+ */
+#define BIG_PREFIX "\0sxbig:"
+#define BIG_PREFIX_LEN 7
+#define BIG_ESCAPED "\\u0000sxbig:"
+
+static bool big_int(const json_t *v, const char **digits, size_t *len) {
+    if (!json_is_string(v) || json_string_length(v) <= BIG_PREFIX_LEN ||
+        memcmp(json_string_value(v), BIG_PREFIX, BIG_PREFIX_LEN) != 0)
+        return false;
+    if (digits != NULL) {
+        *digits = json_string_value(v) + BIG_PREFIX_LEN;
+        *len = json_string_length(v) - BIG_PREFIX_LEN;
+    }
+    return true;
+}
+
+static bool is_str(const json_t *v) {
+    return json_is_string(v) && !big_int(v, NULL, NULL);
+}
+
+/* Whether the decimal integer token [p, p + n) lies outside int64. */
+static bool beyond_int64(const char *p, size_t n) {
+    const bool neg = *p == '-';
+    const char *d = p + neg;
+    const size_t nd = n - neg;
+    const char *lim = neg ? "9223372036854775808" : "9223372036854775807";
+
+    if (nd > 1 && d[0] == '0')
+        return false; /* not JSON; let the parser say so */
+    return nd > 19 || (nd == 19 && memcmp(d, lim, 19) > 0);
+}
+
+/*
+ * A copy of 'text' with the big integers marked (NULL in '*out' when there
+ * are none). False when 'text' already holds the marker.
+ */
+static bool mark_big_ints(const char *text, size_t n, struct sx_buf *out, bool *marked) {
+    size_t last = 0, i = 0;
+    bool in_str = false;
+
+    *marked = false;
+    while (i < n) {
+        const char c = text[i];
+        if (in_str) {
+            if (c == '\\') {
+                if (n - i >= sizeof BIG_ESCAPED - 1 &&
+                    memcmp(text + i, BIG_ESCAPED, sizeof BIG_ESCAPED - 1) == 0)
+                    return false;
+                i += 2;
+                continue;
+            }
+            in_str = c != '"';
+            i++;
+            continue;
+        }
+        if (c == '"') {
+            in_str = true;
+            i++;
+            continue;
+        }
+        if (c != '-' && !(c >= '0' && c <= '9')) {
+            i++;
+            continue;
+        }
+        size_t j = i + (c == '-');
+        while (j < n && text[j] >= '0' && text[j] <= '9')
+            j++;
+        if (j < n && (text[j] == '.' || text[j] == 'e' || text[j] == 'E')) {
+            /* a real: skip it whole */
+            while (j < n &&
+                   ((text[j] >= '0' && text[j] <= '9') || text[j] == '.' ||
+                    text[j] == 'e' || text[j] == 'E' || text[j] == '+' || text[j] == '-'))
+                j++;
+        } else if (j > i + (c == '-') && beyond_int64(text + i, j - i)) {
+            sx_buf_append(out, text + last, i - last);
+            sx_buf_puts(out, "\"" BIG_ESCAPED);
+            sx_buf_append(out, text + i, j - i);
+            sx_buf_putc(out, '"');
+            last = j;
+            *marked = true;
+        }
+        i = j > i ? j : i + 1;
+    }
+    if (*marked)
+        sx_buf_append(out, text + last, n - last);
+    return true;
+}
+
+/*
+ * Parse 'n' bytes with jansson. Turns jansson's failures into the errors
+ * Python's json.loads + json.dumps would give: NaN/Infinity and float
+ * overflow are SX_ERR_VALUE, the rest SX_ERR_FORMAT. 'what' prefixes the
+ * message ("event metadata", a path, ...). 'is_doc': a whole document, read
+ * as strict UTF-8 (stored snippets are decoded with errors="replace").
+ */
+static enum sx_status parse_text(const char *text, size_t n, json_t **out,
+                                 const char *source, const char *what, bool is_doc,
+                                 struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    json_error_t je;
+    char *clean = NULL;
+    struct sx_buf big = {0};
+    bool marked = false;
+    json_t *root = NULL;
+
+    SX_CHECK(mark_big_ints(text, n, &big, &marked), SX_ERR_UNSUPPORTED, err, source,
+             "%s holds the reserved string \"\\u0000sxbig:\"", what);
+    SX_CHECK(!big.failed, SX_ERR_NOMEM, err, source, "out of memory");
+    if (marked) {
+        text = big.data;
+        n = big.len;
+    }
+    root = json_loadb(text, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    if (root == NULL && !is_doc && json_error_code(&je) == json_error_invalid_utf8) {
+        clean = sx_utf8_sanitize(text, n);
+        SX_CHECK(clean != NULL, SX_ERR_NOMEM, err, source, "out of memory");
+        root = json_loadb(clean, strlen(clean), JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    }
+    if (root == NULL) {
+        const enum json_error_code code = json_error_code(&je);
+        SX_CHECK(code != json_error_out_of_memory, SX_ERR_NOMEM, err, source,
+                 "out of memory");
+        const bool nonfinite =
+            has_nonfinite_token(text, n) || strstr(je.text, "real number") != NULL;
+        /* A document read back: Python would accept NaN, but no exporter writes it. */
+        SX_CHECK(
+            !nonfinite || !is_doc, SX_ERR_UNSUPPORTED, err, source,
+            "%s holds NaN, Infinity or an out-of-range float, which JSON profiles never "
+            "contain (%s, line %d, column %d)",
+            what, je.text, je.line, je.column);
+        SX_CHECK(!nonfinite, SX_ERR_VALUE, err, source, SX_NAN_TEXT);
+        SX_CHECK(false, SX_ERR_FORMAT, err, source,
+                 "%s is not valid JSON: %s (line %d, column %d)", what, je.text, je.line,
+                 je.column);
+    }
+    *out = root;
+    root = NULL;
+out:
+    json_decref(root);
+    free(clean);
+    sx_buf_free(&big);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Canonical re-emission: json.dumps(json.loads(text))                */
+
+static enum sx_status emit_canon(struct sx_buf *b, const json_t *v, const char *source,
+                                 struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    size_t i, ndigits = 0;
+    const char *sep = "", *digits = NULL;
+
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        sx_buf_putc(b, '{');
+        /* jansson keeps insertion order; a repeated key kept its first slot. */
+        for (void *it = json_object_iter((json_t *)v); it != NULL;
+             it = json_object_iter_next((json_t *)v, it)) {
+            sx_buf_puts(b, sep);
+            sx_buf_str(b, json_object_iter_key(it), json_object_iter_key_len(it));
+            sx_buf_puts(b, ": ");
+            st = emit_canon(b, json_object_iter_value(it), source, err);
+            if (st != SX_OK)
+                goto out;
+            sep = ", ";
+        }
+        sx_buf_putc(b, '}');
+        break;
+    case JSON_ARRAY:
+        sx_buf_putc(b, '[');
+        for (i = 0; i < json_array_size(v); i++) {
+            sx_buf_puts(b, sep);
+            st = emit_canon(b, json_array_get(v, i), source, err);
+            if (st != SX_OK)
+                goto out;
+            sep = ", ";
+        }
+        sx_buf_putc(b, ']');
+        break;
+    case JSON_STRING:
+        if (big_int(v, &digits, &ndigits))
+            sx_buf_append(b, digits, ndigits); /* Python prints any int exactly */
+        else
+            sx_buf_str(b, json_string_value(v), json_string_length(v));
+        break;
+    case JSON_INTEGER:
+        sx_buf_i64(b, (int64_t)json_integer_value(v));
+        break;
+    case JSON_REAL:
+        SX_CHECK(isfinite(json_real_value(v)), SX_ERR_VALUE, err, source, SX_NAN_TEXT);
+        sx_buf_double(b, json_real_value(v));
+        break;
+    case JSON_TRUE:
+        sx_buf_puts(b, "true");
+        break;
+    case JSON_FALSE:
+        sx_buf_puts(b, "false");
+        break;
+    case JSON_NULL:
+        sx_buf_puts(b, "null");
+        break;
+    }
+out:
+    return st;
+}
+
+/*
+ * Check that 'list' is a list of objects and write it canonically. Shared by
+ * sx_json_canon_meta (stored text) and the document loader (parsed rows).
+ */
+static enum sx_status canon_meta_list(const json_t *list, struct sx_buf *out, bool *any,
+                                      const char *source, const char *what,
+                                      struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    bool nonempty = false;
+
+    SX_CHECK(json_is_array(list), SX_ERR_FORMAT, err, source,
+             "%s must be a list of objects, got %s", what, json_kind(list));
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        const json_t *item = json_array_get(list, i);
+        SX_CHECK(json_is_object(item), SX_ERR_FORMAT, err, source,
+                 "%s: item %zu must be an object, got %s", what, i, json_kind(item));
+        if (json_object_size(item) > 0)
+            nonempty = true;
+    }
+    st = emit_canon(out, list, source, err);
+    if (st != SX_OK)
+        goto out;
+    SX_CHECK(!out->failed, SX_ERR_NOMEM, err, source, "out of memory");
+    if (any != NULL)
+        *any = nonempty;
+out:
+    return st;
+}
+
+enum sx_status sx_json_canon_meta(const char *text, size_t n, struct sx_buf *out,
+                                  bool *any, uint64_t *count, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    json_t *root = NULL;
+
+    if (any != NULL)
+        *any = false;
+    if (count != NULL)
+        *count = 0;
+    if (n == 0) { /* json.loads(text or "[]") */
+        text = "[]";
+        n = 2;
+    }
+    st = parse_text(text, n, &root, NULL, "event metadata", false, err);
+    if (st != SX_OK)
+        goto out;
+    st = canon_meta_list(root, out, any, NULL, "event metadata", err);
+    if (st != SX_OK)
+        goto out;
+    if (count != NULL)
+        *count = json_array_size(root);
+out:
+    json_decref(root);
+    return st;
+}
+
+/* A new array of copies of the strings in 'list' (a JSON array of strings). */
+static enum sx_status string_list(const json_t *list, char ***strs, size_t *nstrs,
+                                  const char *source, const char *what,
+                                  struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    char **v = NULL;
+    size_t n = 0, i;
+
+    SX_CHECK(json_is_array(list), SX_ERR_FORMAT, err, source,
+             "%s must be a list of strings, got %s", what, json_kind(list));
+    v = sx_calloc(json_array_size(list) + 1, sizeof *v);
+    SX_CHECK(v != NULL, SX_ERR_NOMEM, err, source, "out of memory");
+    for (i = 0; i < json_array_size(list); i++) {
+        const json_t *s = json_array_get(list, i);
+        SX_CHECK(is_str(s), SX_ERR_FORMAT, err, source,
+                 "%s: item %zu must be a string, got %s", what, i, json_kind(s));
+        v[i] = sx_strndup(json_string_value(s), json_string_length(s));
+        SX_CHECK(v[i] != NULL, SX_ERR_NOMEM, err, source, "out of memory");
+        n = i + 1;
+    }
+    *strs = v;
+    *nstrs = n;
+    v = NULL;
+out:
+    if (v != NULL) {
+        for (i = 0; i < n; i++)
+            free(v[i]);
+        free(v);
+    }
+    return st;
+}
+
+enum sx_status sx_json_parse_tags(const char *text, size_t n, char ***tags, size_t *ntags,
+                                  struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    json_t *root = NULL;
+
+    *tags = NULL;
+    *ntags = 0;
+    if (n == 0) {
+        text = "[]";
+        n = 2;
+    }
+    st = parse_text(text, n, &root, NULL, "tags", false, err);
+    if (st != SX_OK)
+        goto out;
+    st = string_list(root, tags, ntags, NULL, "tags", err);
+out:
+    json_decref(root);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reading the file                                                   */
+
+/* The whole (decompressed) content of 'path'. gzip is detected by content. */
+static enum sx_status read_all(const char *path, char **data, size_t *len,
+                               struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    int fd = -1;
+    gzFile gz = NULL;
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+
+    fd = open(path, O_RDONLY);
+    SX_CHECK(fd >= 0 || errno != ENOENT, SX_ERR_NOT_FOUND, err, path,
+             "JSON profile not found: %s", path);
+    SX_CHECK(fd >= 0, SX_ERR_OPEN, err, path, "cannot open %s: %s", path,
+             strerror(errno));
+    /* gzread passes plain files through unchanged, so one path serves both. */
+    gz = gzdopen(fd, "rb");
+    SX_CHECK(gz != NULL, SX_ERR_NOMEM, err, path, "out of memory");
+    fd = -1; /* owned by gz now */
+    for (;;) {
+        if (cap - n < (1u << 20)) {
+            const size_t ncap = cap ? 2 * cap : (size_t)4 << 20;
+            char *p = sx_realloc(buf, ncap + 1);
+            SX_CHECK(p != NULL, SX_ERR_NOMEM, err, path, "out of memory reading %s",
+                     path);
+            buf = p;
+            cap = ncap;
+        }
+        const int got = gzread(gz, buf + n, 1u << 20);
+        if (got < 0) {
+            int zerr = Z_OK;
+            const char *msg = gzerror(gz, &zerr);
+            SX_CHECK(zerr != Z_ERRNO, SX_ERR_IO, err, path, "cannot read %s: %s", path,
+                     strerror(errno));
+            SX_CHECK(false, SX_ERR_FORMAT, err, path,
+                     "%s: gzip data is damaged or truncated (%s)", path, msg);
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+    }
+    {
+        /* gzread hands out what it has and flags a cut-off stream with Z_BUF_ERROR. */
+        int zerr = Z_OK;
+        const char *msg = gzerror(gz, &zerr);
+        SX_CHECK(zerr == Z_OK, SX_ERR_FORMAT, err, path,
+                 "%s: gzip data is damaged or truncated (%s)", path, msg);
+    }
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    buf = NULL;
+out:
+    if (gz != NULL)
+        gzclose_r(gz);
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Document -> run model                                              */
+
+struct loader {
+    const char *path;
+    struct sx_error *err;
+    struct sx_run *run;
+    size_t *name_slot; /* open addressing: name index + 1, 0 = empty */
+    size_t *row_slot;  /* row index + 1 */
+    size_t cap;        /* slots in each table (power of two) */
+    char where[160];   /* "regions[3] ('solve', rank 0)" for messages */
+};
+
+static uint64_t hash_bytes(const char *s, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+static uint64_t hash_row(uint32_t region, int64_t rank) {
+    uint64_t h = ((uint64_t)region << 32) ^ (uint64_t)rank;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+/* Python's int(v) for the values a document can hold there. */
+static bool py_int(const json_t *v, int64_t *out) {
+    if (json_is_integer(v)) {
+        *out = (int64_t)json_integer_value(v);
+        return true;
+    }
+    if (json_is_boolean(v)) {
+        *out = json_is_true(v) ? 1 : 0;
+        return true;
+    }
+    if (json_is_real(v)) {
+        const double d = json_real_value(v);
+        if (!isfinite(d) || d >= 9223372036854775808.0 || d < -9223372036854775808.0)
+            return false;
+        *out = (int64_t)d;
+        return true;
+    }
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v), *end = NULL;
+        while (*s == ' ' || (*s >= '\t' && *s <= '\r'))
+            s++;
+        if (*s == '\0')
+            return false;
+        errno = 0;
+        const long long x = strtoll(s, (char **)&end, 10);
+        if (errno != 0 || end == s ||
+            (*end != '\0' && !(*end == ' ' || (*end >= '\t' && *end <= '\r'))))
+            return false;
+        while (*end == ' ' || (*end >= '\t' && *end <= '\r'))
+            end++;
+        if (*end != '\0' || (size_t)(end - json_string_value(v)) != json_string_length(v))
+            return false;
+        *out = x;
+        return true;
+    }
+    return false;
+}
+
+/* The integer at 'key' of 'obj' ('*present' = false when absent or null). */
+static enum sx_status get_int(struct loader *ld, const json_t *obj, const char *key,
+                              bool *present, int64_t *out) {
+    enum sx_status st = SX_OK;
+    const json_t *v = json_object_get(obj, key);
+    struct sx_error *err = ld->err;
+
+    *present = v != NULL && !json_is_null(v);
+    if (!*present)
+        goto out;
+    SX_CHECK(json_is_integer(v), SX_ERR_FORMAT, err, ld->path,
+             "%s: %s: '%s' must be an integer, got %s", ld->path, ld->where, key,
+             json_kind(v));
+    *out = (int64_t)json_integer_value(v);
+out:
+    return st;
+}
+
+/* A new copy of the string at 'key' (NULL when absent or null, or 'dflt' copied). */
+static enum sx_status get_str(struct loader *ld, const json_t *obj, const char *key,
+                              const char *dflt, char **out) {
+    enum sx_status st = SX_OK;
+    const json_t *v = json_object_get(obj, key);
+    struct sx_error *err = ld->err;
+
+    *out = NULL;
+    if (v == NULL || json_is_null(v)) {
+        if (dflt != NULL) {
+            *out = sx_strdup(dflt);
+            SX_CHECK(*out != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
+        }
+        goto out;
+    }
+    SX_CHECK(is_str(v), SX_ERR_FORMAT, err, ld->path,
+             "%s: %s: '%s' must be a string, got %s", ld->path, ld->where, key,
+             json_kind(v));
+    *out = sx_strndup(json_string_value(v), json_string_length(v));
+    SX_CHECK(*out != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
+out:
+    return st;
+}
+
+/* An int64 array from the list at 'key'; '*present' false when absent or null. */
+static enum sx_status get_i64s(struct loader *ld, const json_t *obj, const char *key,
+                               bool *present, int64_t **out, size_t *n) {
+    enum sx_status st = SX_OK;
+    const json_t *v = json_object_get(obj, key);
+    struct sx_error *err = ld->err;
+    int64_t *a = NULL;
+
+    *out = NULL;
+    *n = 0;
+    *present = v != NULL && !json_is_null(v);
+    if (!*present)
+        goto out;
+    SX_CHECK(json_is_array(v), SX_ERR_FORMAT, err, ld->path,
+             "%s: %s: '%s' must be a list of integers, got %s", ld->path, ld->where, key,
+             json_kind(v));
+    a = sx_malloc((json_array_size(v) + 1) * sizeof *a);
+    SX_CHECK(a != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        const json_t *x = json_array_get(v, i);
+        SX_CHECK(json_is_integer(x), SX_ERR_FORMAT, err, ld->path,
+                 "%s: %s: '%s'[%zu] must be an integer, got %s", ld->path, ld->where, key,
+                 i, json_kind(x));
+        a[i] = (int64_t)json_integer_value(x);
+    }
+    *n = json_array_size(v);
+    *out = a;
+    a = NULL;
+out:
+    free(a);
+    return st;
+}
+
+/* A number or null (NaN) as a double. */
+static bool num_or_null(const json_t *x, double *d) {
+    if (json_is_null(x))
+        *d = NAN;
+    else if (json_is_number(x))
+        *d = json_number_value(x);
+    else
+        return false;
+    return true;
+}
+
+/* A double array from a list of numbers/null at 'key' (default []). */
+static enum sx_status get_f64s(struct loader *ld, const json_t *obj, const char *key,
+                               double **out, size_t *n) {
+    enum sx_status st = SX_OK;
+    const json_t *v = json_object_get(obj, key);
+    struct sx_error *err = ld->err;
+    double *a = NULL;
+
+    *out = NULL;
+    *n = 0;
+    if (v == NULL)
+        goto out;
+    SX_CHECK(json_is_array(v), SX_ERR_FORMAT, err, ld->path,
+             "%s: %s: '%s' must be a list of numbers, got %s", ld->path, ld->where, key,
+             json_kind(v));
+    a = sx_malloc((json_array_size(v) + 1) * sizeof *a);
+    SX_CHECK(a != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        const json_t *x = json_array_get(v, i);
+        SX_CHECK(num_or_null(x, &a[i]), SX_ERR_FORMAT, err, ld->path,
+                 "%s: %s: '%s'[%zu] must be a number or null, got %s", ld->path,
+                 ld->where, key, i, json_kind(x));
+    }
+    *n = json_array_size(v);
+    *out = a;
+    a = NULL;
+out:
+    free(a);
+    return st;
+}
+
+/* String list at 'key', default []. */
+static enum sx_status get_strs(struct loader *ld, const json_t *obj, const char *key,
+                               char ***out, size_t *n) {
+    const json_t *v = json_object_get(obj, key);
+    char what[240];
+
+    *out = NULL;
+    *n = 0;
+    if (v == NULL)
+        return SX_OK;
+    snprintf(what, sizeof what, "%s: %s: '%s'", ld->path, ld->where, key);
+    return string_list(v, out, n, ld->path, what, ld->err);
+}
+
+/* Decimal digits (no sign) that fit uint64. */
+static bool parse_u64(const char *d, size_t n, uint64_t *out) {
+    uint64_t v = 0;
+    if (n == 0)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const unsigned k = (unsigned)(d[i] - '0');
+        if (k > 9 || v > (UINT64_MAX - k) / 10)
+            return false;
+        v = v * 10 + k;
+    }
+    *out = v;
+    return true;
+}
+
+/* JSON value -> sx_value (metadata). */
+static enum sx_status to_value(struct loader *ld, const json_t *v, struct sx_value *out) {
+    enum sx_status st = SX_OK;
+    struct sx_error *err = ld->err;
+    struct sx_value item = {.kind = SX_V_NULL};
+    const char *digits = NULL;
+    size_t ndigits = 0;
+
+    *out = sx_value_null();
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        sx_value_object(out);
+        for (void *it = json_object_iter((json_t *)v); it != NULL;
+             it = json_object_iter_next((json_t *)v, it)) {
+            st = to_value(ld, json_object_iter_value(it), &item);
+            if (st != SX_OK)
+                goto out;
+            SX_CHECK(sx_value_set(out, json_object_iter_key(it),
+                                  json_object_iter_key_len(it), item),
+                     SX_ERR_NOMEM, err, ld->path, "out of memory");
+            item.kind = SX_V_NULL; /* owned by 'out' now (or freed by sx_value_set) */
+        }
+        break;
+    case JSON_ARRAY:
+        sx_value_array(out);
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            st = to_value(ld, json_array_get(v, i), &item);
+            if (st != SX_OK)
+                goto out;
+            SX_CHECK(sx_value_push(out, item), SX_ERR_NOMEM, err, ld->path,
+                     "out of memory");
+            item.kind = SX_V_NULL;
+        }
+        break;
+    case JSON_STRING:
+        if (big_int(v, &digits, &ndigits)) {
+            uint64_t u = 0;
+            if (digits[0] != '-' && parse_u64(digits, ndigits, &u))
+                *out = (struct sx_value){.kind = SX_V_UINT, .u.u = u};
+            else /* beyond uint64 too: keep Python's exact digits */
+                SX_CHECK(sx_value_raw(out, digits, ndigits), SX_ERR_NOMEM, err, ld->path,
+                         "out of memory");
+            break;
+        }
+        SX_CHECK(sx_value_str(out, json_string_value(v), json_string_length(v)),
+                 SX_ERR_NOMEM, err, ld->path, "out of memory");
+        break;
+    case JSON_INTEGER:
+        *out = sx_value_int((int64_t)json_integer_value(v));
+        break;
+    case JSON_REAL:
+        *out = sx_value_float(json_real_value(v));
+        break;
+    case JSON_TRUE:
+    case JSON_FALSE:
+        *out = sx_value_bool(json_is_true(v));
+        break;
+    case JSON_NULL:
+        break;
+    }
+out:
+    sx_value_free(&item);
+    if (st != SX_OK)
+        sx_value_free(out);
+    return st;
+}
+
+enum sx_status sx_json_to_value(const char *text, size_t n, struct sx_value *out,
+                                struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    json_t *root = NULL;
+    struct loader ld = {.err = err};
+
+    *out = sx_value_null();
+    st = parse_text(text, n, &root, NULL, "JSON text", false, err);
+    if (st != SX_OK)
+        goto out;
+    st = to_value(&ld, root, out);
+out:
+    json_decref(root);
+    return st;
+}
+
+static enum sx_status tables_init(struct loader *ld, size_t nrows) {
+    enum sx_status st = SX_OK;
+    struct sx_error *err = ld->err;
+
+    ld->cap = 16;
+    while (ld->cap < 2 * nrows + 1)
+        ld->cap *= 2;
+    ld->name_slot = sx_calloc(ld->cap, sizeof *ld->name_slot);
+    ld->row_slot = sx_calloc(ld->cap, sizeof *ld->row_slot);
+    SX_CHECK(ld->name_slot != NULL && ld->row_slot != NULL, SX_ERR_NOMEM, err, ld->path,
+             "out of memory");
+out:
+    return st;
+}
+
+/* The region index of 'name', added to run->names when new. */
+static enum sx_status name_index(struct loader *ld, const char *name, size_t len,
+                                 uint32_t *index) {
+    enum sx_status st = SX_OK;
+    struct sx_error *err = ld->err;
+    struct sx_run *run = ld->run;
+    size_t h = (size_t)hash_bytes(name, len) & (ld->cap - 1);
+
+    while (ld->name_slot[h] != 0) {
+        const char *s = run->names[ld->name_slot[h] - 1];
+        if (strlen(s) == len && memcmp(s, name, len) == 0) {
+            *index = (uint32_t)(ld->name_slot[h] - 1);
+            goto out;
+        }
+        h = (h + 1) & (ld->cap - 1);
+    }
+    run->names[run->nnames] = sx_strndup(name, len);
+    SX_CHECK(run->names[run->nnames] != NULL, SX_ERR_NOMEM, err, ld->path,
+             "out of memory");
+    ld->name_slot[h] = ++run->nnames;
+    *index = (uint32_t)(run->nnames - 1);
+out:
+    return st;
+}
+
+/* The slot of (region, rank) in run->rows: an existing row or a new one at the end. */
+static size_t row_index(struct loader *ld, uint32_t region, int64_t rank,
+                        bool *existing) {
+    struct sx_run *run = ld->run;
+    size_t h = (size_t)hash_row(region, rank) & (ld->cap - 1);
+
+    while (ld->row_slot[h] != 0) {
+        const struct sx_row *r = &run->rows[ld->row_slot[h] - 1];
+        if (r->region == region && r->rank == rank) {
+            *existing = true;
+            return ld->row_slot[h] - 1;
+        }
+        h = (h + 1) & (ld->cap - 1);
+    }
+    *existing = false;
+    ld->row_slot[h] = run->nrows + 1;
+    return run->nrows;
+}
+
+static const char *const agg_keys[] = {
+    "count",         "total",       "minimum",   "maximum",   "first", "last",
+    "start_minimum", "end_maximum", "gpu_count", "gpu_total", "mean",  "m2",
+    "exclusive"};
+
+static enum sx_status load_aggregate(struct loader *ld, const json_t *agg,
+                                     struct sx_row *row) {
+    enum sx_status st = SX_OK;
+    struct sx_error *err = ld->err;
+
+    SX_CHECK(json_is_object(agg), SX_ERR_FORMAT, err, ld->path,
+             "%s: %s: 'aggregate' must be an object, got %s", ld->path, ld->where,
+             json_kind(agg));
+    for (void *it = json_object_iter((json_t *)agg); it != NULL;
+         it = json_object_iter_next((json_t *)agg, it)) {
+        const char *key = json_object_iter_key(it);
+        const json_t *v = json_object_iter_value(it);
+        const char *skey = NULL;
+        for (size_t k = 0; k < sizeof agg_keys / sizeof agg_keys[0]; k++)
+            if (strcmp(key, agg_keys[k]) == 0)
+                skey = agg_keys[k];
+        SX_CHECK(skey != NULL, SX_ERR_FORMAT, err, ld->path,
+                 "%s: %s: unknown aggregate key '%s'", ld->path, ld->where, key);
+        SX_CHECK(row->nagg < SX_AGG_MAX, SX_ERR_FORMAT, err, ld->path,
+                 "%s: %s: too many aggregate keys", ld->path, ld->where);
+        const char *digits = NULL;
+        size_t ndigits = 0;
+        uint64_t u = 0;
+        const bool big = big_int(v, &digits, &ndigits);
+        SX_CHECK(json_is_number(v) || (big && parse_u64(digits, ndigits, &u)),
+                 SX_ERR_FORMAT, err, ld->path,
+                 "%s: %s: aggregate '%s' must be a number, got %s", ld->path, ld->where,
+                 key, json_kind(v));
+        struct sx_agg_field *f = &row->agg[row->nagg++];
+        *f = (struct sx_agg_field){.key = skey};
+        if (big) {
+            f->is_unsigned = true; /* gpu_count is a uint64 */
+            f->u = u;
+        } else if (json_is_integer(v)) {
+            f->i = (int64_t)json_integer_value(v);
+        } else {
+            /* The writer prints int(v) when float(v).is_integer(); keep such values ints.
+             */
+            const double d = json_real_value(v);
+            if (isfinite(d) && d == floor(d) && d >= -9223372036854775808.0 &&
+                d < 9223372036854775808.0) {
+                f->i = (int64_t)d;
+            } else {
+                f->is_float = true;
+                f->f = d;
+            }
+        }
+        if (skey == agg_keys[0] && !f->is_float && f->i >= 0)
+            row->count = (uint64_t)f->i;
+    }
+out:
+    return st;
+}
+
+/* Optional event columns: document key -> model column. */
+static const struct {
+    const char *key;
+    enum sx_col col;
+} opt_cols[] = {{"gpu_durations_ns", SX_COL_GPU}, {"call_ids", SX_COL_CALL},
+                {"parent_ids", SX_COL_PARENT},    {"thread_ids", SX_COL_THREAD},
+                {"task_ids", SX_COL_TASK},        {"await_ns", SX_COL_AWAIT}};
+
+static enum sx_status load_events(struct loader *ld, const json_t *obj,
+                                  struct sx_row *row) {
+    enum sx_status st = SX_OK;
+    struct sx_error *err = ld->err;
+    struct sx_buf meta = {0};
+    bool present = false;
+    size_t n = 0, m = 0;
+
+    st = get_i64s(ld, obj, "start_times_ns", &present, &row->col[SX_COL_START], &n);
+    if (st != SX_OK)
+        goto out;
+    st = get_i64s(ld, obj, "end_times_ns", &present, &row->col[SX_COL_END], &m);
+    if (st != SX_OK)
+        goto out;
+    SX_CHECK(m == n, SX_ERR_FORMAT, err, ld->path,
+             "%s: %s: 'end_times_ns' has %zu values but 'start_times_ns' has %zu",
+             ld->path, ld->where, m, n);
+    row->count = n;
+    row->cols = SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END);
+    if (row->col[SX_COL_START] == NULL) {
+        row->col[SX_COL_START] = sx_malloc(sizeof(int64_t));
+        row->col[SX_COL_END] = sx_malloc(sizeof(int64_t));
+        SX_CHECK(row->col[SX_COL_START] != NULL && row->col[SX_COL_END] != NULL,
+                 SX_ERR_NOMEM, err, ld->path, "out of memory");
+    }
+    for (size_t k = 0; k < sizeof opt_cols / sizeof opt_cols[0]; k++) {
+        st = get_i64s(ld, obj, opt_cols[k].key, &present, &row->col[opt_cols[k].col], &m);
+        if (st != SX_OK)
+            goto out;
+        if (!present)
+            continue;
+        SX_CHECK(m == n, SX_ERR_FORMAT, err, ld->path,
+                 "%s: %s: '%s' has %zu values but the row has %zu calls", ld->path,
+                 ld->where, opt_cols[k].key, m, n);
+        row->cols |= SX_COLBIT(opt_cols[k].col);
+    }
+
+    const json_t *em = json_object_get(obj, "event_metadata");
+    if (em != NULL && !json_is_null(em)) {
+        char what[240];
+        snprintf(what, sizeof what, "%s: %s: 'event_metadata'", ld->path, ld->where);
+        SX_CHECK(json_is_array(em), SX_ERR_FORMAT, err, ld->path,
+                 "%s must be a list of objects, got %s", what, json_kind(em));
+        if (json_array_size(em) > 0) {
+            SX_CHECK(json_array_size(em) == n, SX_ERR_FORMAT, err, ld->path,
+                     "%s: %s: event metadata must match the call count (%zu entries, %zu "
+                     "calls)",
+                     ld->path, ld->where, json_array_size(em), n);
+            st = canon_meta_list(em, &meta, &row->meta_any, ld->path, what, err);
+            if (st != SX_OK)
+                goto out;
+            row->meta_text = meta.data;
+            meta = (struct sx_buf){0};
+        }
+    }
+
+    st = get_int(ld, obj, "exclusive_total_ns", &row->has_exclusive,
+                 &row->exclusive_total);
+out:
+    sx_buf_free(&meta);
+    return st;
+}
+
+static enum sx_status load_row(struct loader *ld, size_t i, const json_t *obj) {
+    enum sx_status st = SX_OK;
+    struct sx_error *err = ld->err;
+    struct sx_run *run = ld->run;
+    struct sx_row row = {0};
+    const json_t *name = NULL, *rank = NULL, *v = NULL;
+    bool existing = false;
+    size_t at;
+
+    snprintf(ld->where, sizeof ld->where, "regions[%zu]", i);
+    SX_CHECK(json_is_object(obj), SX_ERR_FORMAT, err, ld->path,
+             "%s: %s must be an object, got %s", ld->path, ld->where, json_kind(obj));
+    name = json_object_get(obj, "name");
+    rank = json_object_get(obj, "rank");
+    SX_CHECK(name != NULL, SX_ERR_FORMAT, err, ld->path, "%s: %s has no 'name'", ld->path,
+             ld->where);
+    SX_CHECK(is_str(name), SX_ERR_FORMAT, err, ld->path,
+             "%s: %s: 'name' must be a string, got %s", ld->path, ld->where,
+             json_kind(name));
+    SX_CHECK(rank != NULL, SX_ERR_FORMAT, err, ld->path, "%s: %s ('%.60s') has no 'rank'",
+             ld->path, ld->where, json_string_value(name));
+    SX_CHECK(py_int(rank, &row.rank), SX_ERR_FORMAT, err, ld->path,
+             "%s: %s ('%.60s'): 'rank' must be an integer, got %s", ld->path, ld->where,
+             json_string_value(name), json_kind(rank));
+    snprintf(ld->where, sizeof ld->where, "regions[%zu] ('%.60s', rank %lld)", i,
+             json_string_value(name), (long long)row.rank);
+
+    st = name_index(ld, json_string_value(name), json_string_length(name), &row.region);
+    if (st != SX_OK)
+        goto out;
+    st = get_str(ld, obj, "source_file", NULL, &row.source_file);
+    if (st != SX_OK)
+        goto out;
+    st = get_int(ld, obj, "source_lineno", &row.has_lineno, &row.source_lineno);
+    if (st != SX_OK)
+        goto out;
+    st = get_str(ld, obj, "source_text", NULL, &row.source_text);
+    if (st != SX_OK)
+        goto out;
+    st = get_strs(ld, obj, "tags", &row.tags, &row.ntags);
+    if (st != SX_OK)
+        goto out;
+
+    row.event_data_available = true;
+    v = json_object_get(obj, "aggregate");
+    if (v != NULL && !json_is_null(v)) {
+        row.is_aggregate = true;
+        st = load_aggregate(ld, v, &row);
+        if (st != SX_OK)
+            goto out;
+        v = json_object_get(obj, "event_data_available");
+        if (v != NULL) {
+            SX_CHECK(json_is_boolean(v), SX_ERR_FORMAT, err, ld->path,
+                     "%s: %s: 'event_data_available' must be true or false, got %s",
+                     ld->path, ld->where, json_kind(v));
+            row.event_data_available = json_is_true(v);
+        }
+    } else {
+        st = load_events(ld, obj, &row);
+        if (st != SX_OK)
+            goto out;
+    }
+
+    at = row_index(ld, row.region, row.rank, &existing);
+    if (existing)
+        sx_row_clear(&run->rows[at]); /* a repeated (name, rank) overwrites */
+    else
+        run->nrows++;
+    run->rows[at] = row;
+    row = (struct sx_row){0};
+out:
+    sx_row_clear(&row);
+    return st;
+}
+
+static enum sx_status load_regions(struct loader *ld, const json_t *regions) {
+    enum sx_status st = SX_OK;
+    struct sx_error *err = ld->err;
+    struct sx_run *run = ld->run;
+    size_t n;
+
+    SX_CHECK(regions == NULL || json_is_array(regions), SX_ERR_FORMAT, err, ld->path,
+             "%s: 'regions' must be a list, got %s", ld->path, json_kind(regions));
+    n = regions != NULL ? json_array_size(regions) : 0;
+    run->names = sx_calloc(n + 1, sizeof *run->names);
+    run->rows = sx_calloc(n + 1, sizeof *run->rows);
+    SX_CHECK(run->names != NULL && run->rows != NULL, SX_ERR_NOMEM, err, ld->path,
+             "out of memory");
+    st = tables_init(ld, n);
+    if (st != SX_OK)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        st = load_row(ld, i, json_array_get(regions, i));
+        if (st != SX_OK)
+            goto out;
+    }
+out:
+    return st;
+}
+
+/* A rank key of threads/tasks/likwid/line_profile: Python's int(key). */
+static enum sx_status rank_key(struct loader *ld, const char *section, const char *key,
+                               int64_t *rank) {
+    enum sx_status st = SX_OK;
+    struct sx_error *err = ld->err;
+    json_t *s = json_string(key);
+
+    SX_CHECK(s != NULL, SX_ERR_FORMAT, err, ld->path, "%s: %s: bad rank key", ld->path,
+             section);
+    SX_CHECK(py_int(s, rank), SX_ERR_FORMAT, err, ld->path,
+             "%s: %s: key '%.60s' is not a rank number", ld->path, section, key);
+out:
+    json_decref(s);
+    return st;
+}
+
+/* A required int() field of a lane row. */
+static enum sx_status lane_int(struct loader *ld, const json_t *obj, const char *key,
+                               int64_t *out) {
+    enum sx_status st = SX_OK;
+    struct sx_error *err = ld->err;
+    const json_t *v = json_object_get(obj, key);
+
+    SX_CHECK(v != NULL, SX_ERR_FORMAT, err, ld->path, "%s: %s has no '%s'", ld->path,
+             ld->where, key);
+    SX_CHECK(py_int(v, out), SX_ERR_FORMAT, err, ld->path,
+             "%s: %s: '%s' must be an integer, got %s", ld->path, ld->where, key,
+             json_kind(v));
+out:
+    return st;
+}
+
+static enum sx_status lane_str(struct loader *ld, const json_t *obj, const char *key,
+                               char **out) {
+    enum sx_status st = SX_OK;
+    struct sx_error *err = ld->err;
+    const json_t *v = json_object_get(obj, key);
+
+    SX_CHECK(v != NULL && !json_is_null(v), SX_ERR_FORMAT, err, ld->path,
+             "%s: %s has no '%s'", ld->path, ld->where, key);
+    st = get_str(ld, obj, key, NULL, out);
+out:
+    return st;
+}
+
+static enum sx_status load_thread(struct loader *ld, const json_t *o,
+                                  struct sx_thread *t) {
+    enum sx_status st = SX_OK;
+    struct sx_error *err = ld->err;
+    const json_t *d = NULL;
+
+    SX_CHECK(json_is_object(o), SX_ERR_FORMAT, err, ld->path,
+             "%s: %s must be an object, got %s", ld->path, ld->where, json_kind(o));
+    if ((st = lane_int(ld, o, "index", &t->index)) != SX_OK ||
+        (st = lane_str(ld, o, "name", &t->name)) != SX_OK ||
+        (st = lane_int(ld, o, "ident", &t->ident)) != SX_OK ||
+        (st = lane_int(ld, o, "native_id", &t->native_id)) != SX_OK ||
+        (st = lane_int(ld, o, "start_ns", &t->start_ns)) != SX_OK ||
+        (st = lane_int(ld, o, "end_ns", &t->end_ns)) != SX_OK ||
+        (st = lane_int(ld, o, "cpu_ns", &t->cpu_ns)) != SX_OK)
+        goto out;
+    d = json_object_get(o, "daemon");
+    SX_CHECK(d != NULL, SX_ERR_FORMAT, err, ld->path, "%s: %s has no 'daemon'", ld->path,
+             ld->where);
+    if (json_is_boolean(d)) {
+        t->daemon = json_is_true(d);
+    } else {
+        int64_t x = 0;
+        SX_CHECK(py_int(d, &x), SX_ERR_FORMAT, err, ld->path,
+                 "%s: %s: 'daemon' must be true or false, got %s", ld->path, ld->where,
+                 json_kind(d));
+        t->daemon = x != 0;
+    }
+out:
+    return st;
+}
+
+static enum sx_status load_task(struct loader *ld, const json_t *o, struct sx_task *t) {
+    enum sx_status st = SX_OK;
+    struct sx_error *err = ld->err;
+
+    SX_CHECK(json_is_object(o), SX_ERR_FORMAT, err, ld->path,
+             "%s: %s must be an object, got %s", ld->path, ld->where, json_kind(o));
+    if ((st = lane_int(ld, o, "index", &t->index)) != SX_OK ||
+        (st = lane_str(ld, o, "kind", &t->kind)) != SX_OK ||
+        (st = lane_str(ld, o, "name", &t->name)) != SX_OK ||
+        (st = lane_str(ld, o, "coro_name", &t->coro_name)) != SX_OK ||
+        (st = lane_int(ld, o, "thread_index", &t->thread_index)) != SX_OK ||
+        (st = lane_int(ld, o, "created_ns", &t->created_ns)) != SX_OK ||
+        (st = lane_int(ld, o, "done_ns", &t->done_ns)) != SX_OK ||
+        (st = lane_int(ld, o, "steps", &t->steps)) != SX_OK ||
+        (st = lane_int(ld, o, "running_ns", &t->running_ns)) != SX_OK ||
+        (st = lane_int(ld, o, "suspended_ns", &t->suspended_ns)) != SX_OK)
+        goto out;
+out:
+    return st;
+}
+
+/* threads / tasks: {"<rank>": [row, ...], ...} */
+static enum sx_status load_lanes(struct loader *ld, const json_t *sec,
+                                 const char *section, bool tasks,
+                                 struct sx_lane_rank **out, size_t *nout) {
+    enum sx_status st = SX_OK;
+    struct sx_error *err = ld->err;
+    struct sx_lane_rank *lanes = NULL;
+    size_t n = 0;
+
+    SX_CHECK(json_is_object(sec), SX_ERR_FORMAT, err, ld->path,
+             "%s: '%s' must be an object, got %s", ld->path, section, json_kind(sec));
+    lanes = sx_calloc(json_object_size(sec) + 1, sizeof *lanes);
+    SX_CHECK(lanes != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
+    for (void *it = json_object_iter((json_t *)sec); it != NULL;
+         it = json_object_iter_next((json_t *)sec, it)) {
+        const json_t *rows = json_object_iter_value(it);
+        struct sx_lane_rank *lr = &lanes[n++];
+        st = rank_key(ld, section, json_object_iter_key(it), &lr->rank);
+        if (st != SX_OK)
+            goto out;
+        SX_CHECK(json_is_array(rows), SX_ERR_FORMAT, err, ld->path,
+                 "%s: %s[\"%lld\"] must be a list, got %s", ld->path, section,
+                 (long long)lr->rank, json_kind(rows));
+        const size_t m = json_array_size(rows);
+        if (tasks)
+            lr->tasks = sx_calloc(m + 1, sizeof *lr->tasks);
+        else
+            lr->threads = sx_calloc(m + 1, sizeof *lr->threads);
+        SX_CHECK(lr->tasks != NULL || lr->threads != NULL, SX_ERR_NOMEM, err, ld->path,
+                 "out of memory");
+        for (size_t j = 0; j < m; j++) {
+            snprintf(ld->where, sizeof ld->where, "%s[\"%lld\"][%zu]", section,
+                     (long long)lr->rank, j);
+            lr->n = j + 1; /* so a partly filled row is freed */
+            st = tasks ? load_task(ld, json_array_get(rows, j), &lr->tasks[j])
+                       : load_thread(ld, json_array_get(rows, j), &lr->threads[j]);
+            if (st != SX_OK)
+                goto out;
+        }
+    }
+out:
+    *out = lanes;
+    *nout = n;
+    return st;
+}
+
+/* events/metrics: a list of rows (or a flat list) reshaped to (rows, cols). */
+static enum sx_status load_matrix(struct loader *ld, const json_t *obj, const char *key,
+                                  size_t rows, size_t cols, struct sx_matrix *m) {
+    enum sx_status st = SX_OK;
+    struct sx_error *err = ld->err;
+    const json_t *v = json_object_get(obj, key);
+    size_t total = 0, k = 0;
+
+    bool rect = true;
+
+    if (v != NULL) {
+        SX_CHECK(json_is_array(v), SX_ERR_FORMAT, err, ld->path,
+                 "%s: %s: '%s' must be a list, got %s", ld->path, ld->where, key,
+                 json_kind(v));
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            const json_t *r = json_array_get(v, i);
+            total += json_is_array(r) ? json_array_size(r) : 1;
+            rect = rect && json_is_array(r) &&
+                   json_array_size(r) == json_array_size(json_array_get(v, 0));
+        }
+        /*
+         * Python reshapes to (names, len(cpus)) and so cannot read a marker_api
+         * entry (no cpus, one thread) back. Its document is still a proper
+         * (names, threads) matrix: keep that shape rather than refuse the file.
+         */
+        if (rect && cols == 0 && json_array_size(v) == rows && rows > 0 && total > 0)
+            cols = json_array_size(json_array_get(v, 0));
+    }
+    m->rows = rows;
+    m->cols = cols;
+    SX_CHECK(total == rows * cols, SX_ERR_FORMAT, err, ld->path,
+             "%s: %s: '%s' holds %zu values, cannot reshape to (%zu, %zu)", ld->path,
+             ld->where, key, total, rows, cols);
+    m->v = sx_malloc((total + 1) * sizeof *m->v);
+    SX_CHECK(m->v != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
+    for (size_t i = 0; v != NULL && i < json_array_size(v); i++) {
+        const json_t *r = json_array_get(v, i);
+        const size_t nr = json_is_array(r) ? json_array_size(r) : 1;
+        for (size_t j = 0; j < nr; j++) {
+            const json_t *x = json_is_array(r) ? json_array_get(r, j) : r;
+            SX_CHECK(num_or_null(x, &m->v[k]), SX_ERR_FORMAT, err, ld->path,
+                     "%s: %s: '%s' values must be numbers or null, got %s", ld->path,
+                     ld->where, key, json_kind(x));
+            k++;
+        }
+    }
+out:
+    return st;
+}
+
+static enum sx_status load_likwid_entry(struct loader *ld, const char *key,
+                                        const json_t *o, struct sx_likwid_entry *e) {
+    enum sx_status st = SX_OK;
+    struct sx_error *err = ld->err;
+    bool present = false, has_gid = false;
+
+    SX_CHECK(json_is_object(o), SX_ERR_FORMAT, err, ld->path,
+             "%s: %s must be an object, got %s", ld->path, ld->where, json_kind(o));
+    e->group_id = -1;
+    if ((st = get_str(ld, o, "tag", key, &e->tag)) != SX_OK ||
+        (st = get_int(ld, o, "group_id", &has_gid, &e->group_id)) != SX_OK ||
+        (st = get_str(ld, o, "group_name", "", &e->group_name)) != SX_OK ||
+        (st = get_i64s(ld, o, "cpus", &present, &e->cpus, &e->ncpus)) != SX_OK ||
+        (st = get_f64s(ld, o, "times", &e->times, &e->ntimes)) != SX_OK ||
+        (st = get_i64s(ld, o, "call_counts", &present, &e->call_counts,
+                       &e->ncall_counts)) != SX_OK ||
+        (st = get_strs(ld, o, "event_names", &e->event_names, &e->nevent_names)) !=
+            SX_OK ||
+        (st = get_strs(ld, o, "counter_names", &e->counter_names, &e->ncounter_names)) !=
+            SX_OK ||
+        (st = get_strs(ld, o, "metric_names", &e->metric_names, &e->nmetric_names)) !=
+            SX_OK ||
+        (st = load_matrix(ld, o, "events", e->nevent_names, e->ncpus, &e->events)) !=
+            SX_OK ||
+        (st = load_matrix(ld, o, "metrics", e->nmetric_names, e->ncpus, &e->metrics)) !=
+            SX_OK ||
+        (st = get_str(ld, o, "source", "", &e->source)) != SX_OK)
+        goto out;
+    if (!has_gid)
+        e->group_id = -1;
+out:
+    return st;
+}
+
+static int cmp_likwid_tag(const void *a, const void *b) {
+    const struct sx_likwid_entry *x = a, *y = b;
+    return strcmp(x->tag, y->tag);
+}
+
+/* likwid: {"<rank>": {"<tag>": entry, ...}, ...} */
+static enum sx_status load_likwid(struct loader *ld, const json_t *sec) {
+    enum sx_status st = SX_OK;
+    struct sx_error *err = ld->err;
+    struct sx_run *run = ld->run;
+
+    SX_CHECK(json_is_object(sec), SX_ERR_FORMAT, err, ld->path,
+             "%s: 'likwid' must be an object, got %s", ld->path, json_kind(sec));
+    run->likwid = sx_calloc(json_object_size(sec) + 1, sizeof *run->likwid);
+    SX_CHECK(run->likwid != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
+    for (void *it = json_object_iter((json_t *)sec); it != NULL;
+         it = json_object_iter_next((json_t *)sec, it)) {
+        const json_t *tags = json_object_iter_value(it);
+        struct sx_likwid_rank *lr = &run->likwid[run->nlikwid++];
+        st = rank_key(ld, "likwid", json_object_iter_key(it), &lr->rank);
+        if (st != SX_OK)
+            goto out;
+        SX_CHECK(json_is_object(tags), SX_ERR_FORMAT, err, ld->path,
+                 "%s: likwid[\"%lld\"] must be an object, got %s", ld->path,
+                 (long long)lr->rank, json_kind(tags));
+        lr->entries = sx_calloc(json_object_size(tags) + 1, sizeof *lr->entries);
+        SX_CHECK(lr->entries != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
+        for (void *jt = json_object_iter((json_t *)tags); jt != NULL;
+             jt = json_object_iter_next((json_t *)tags, jt)) {
+            snprintf(ld->where, sizeof ld->where, "likwid[\"%lld\"][\"%.60s\"]",
+                     (long long)lr->rank, json_object_iter_key(jt));
+            st = load_likwid_entry(ld, json_object_iter_key(jt),
+                                   json_object_iter_value(jt), &lr->entries[lr->n++]);
+            if (st != SX_OK)
+                goto out;
+        }
+        qsort(lr->entries, lr->n, sizeof *lr->entries, cmp_likwid_tag);
+    }
+out:
+    return st;
+}
+
+static enum sx_status load_lp_record(struct loader *ld, const json_t *o,
+                                     struct sx_lp_record *r) {
+    enum sx_status st = SX_OK;
+    struct sx_error *err = ld->err;
+    bool present = false;
+    const json_t *u = NULL;
+
+    SX_CHECK(json_is_object(o), SX_ERR_FORMAT, err, ld->path,
+             "%s: %s must be an object, got %s", ld->path, ld->where, json_kind(o));
+    if ((st = get_str(ld, o, "region", "", &r->region)) != SX_OK ||
+        (st = get_str(ld, o, "filename", "", &r->filename)) != SX_OK ||
+        (st = get_str(ld, o, "function", "", &r->function)) != SX_OK ||
+        (st = get_int(ld, o, "first_lineno", &present, &r->first_lineno)) != SX_OK ||
+        (st = get_i64s(ld, o, "line_numbers", &present, &r->line_numbers,
+                       &r->nline_numbers)) != SX_OK ||
+        (st = get_i64s(ld, o, "hits", &present, &r->hits, &r->nhits)) != SX_OK ||
+        (st = get_f64s(ld, o, "times", &r->times, &r->ntimes)) != SX_OK)
+        goto out;
+    r->unit = 1.0;
+    u = json_object_get(o, "unit");
+    if (u != NULL) {
+        SX_CHECK(json_is_number(u), SX_ERR_FORMAT, err, ld->path,
+                 "%s: %s: 'unit' must be a number, got %s", ld->path, ld->where,
+                 json_kind(u));
+        r->unit = json_number_value(u);
+    }
+out:
+    return st;
+}
+
+/* line_profile: {"<rank>": [record, ...], ...} */
+static enum sx_status load_line_profile(struct loader *ld, const json_t *sec) {
+    enum sx_status st = SX_OK;
+    struct sx_error *err = ld->err;
+    struct sx_run *run = ld->run;
+
+    SX_CHECK(json_is_object(sec), SX_ERR_FORMAT, err, ld->path,
+             "%s: 'line_profile' must be an object, got %s", ld->path, json_kind(sec));
+    run->line_profile = sx_calloc(json_object_size(sec) + 1, sizeof *run->line_profile);
+    SX_CHECK(run->line_profile != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
+    for (void *it = json_object_iter((json_t *)sec); it != NULL;
+         it = json_object_iter_next((json_t *)sec, it)) {
+        const json_t *recs = json_object_iter_value(it);
+        struct sx_lp_rank *lr = &run->line_profile[run->nline_profile++];
+        st = rank_key(ld, "line_profile", json_object_iter_key(it), &lr->rank);
+        if (st != SX_OK)
+            goto out;
+        SX_CHECK(json_is_array(recs), SX_ERR_FORMAT, err, ld->path,
+                 "%s: line_profile[\"%lld\"] must be a list, got %s", ld->path,
+                 (long long)lr->rank, json_kind(recs));
+        lr->records = sx_calloc(json_array_size(recs) + 1, sizeof *lr->records);
+        SX_CHECK(lr->records != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
+        for (size_t j = 0; j < json_array_size(recs); j++) {
+            snprintf(ld->where, sizeof ld->where, "line_profile[\"%lld\"][%zu]",
+                     (long long)lr->rank, j);
+            st = load_lp_record(ld, json_array_get(recs, j), &lr->records[lr->n++]);
+            if (st != SX_OK)
+                goto out;
+        }
+    }
+out:
+    return st;
+}
+
+static enum sx_status load_document(struct loader *ld, const json_t *doc) {
+    enum sx_status st = SX_OK;
+    struct sx_error *err = ld->err;
+    struct sx_run *run = ld->run;
+    const json_t *v = NULL;
+    int64_t version = 0;
+    bool present = false;
+
+    v = json_object_get(doc, "format");
+    SX_CHECK(json_is_object(doc) && is_str(v) &&
+                 strcmp(json_string_value(v), SX_FORMAT_NAME) == 0 &&
+                 json_string_length(v) == strlen(SX_FORMAT_NAME),
+             SX_ERR_FORMAT, err, ld->path,
+             "%s is not a scope-profiler JSON profile (written by `scope-profiler export "
+             "json` or `-o <name>.json`).",
+             ld->path);
+    v = json_object_get(doc, "format_version");
+    SX_CHECK(v == NULL || py_int(v, &version), SX_ERR_FORMAT, err, ld->path,
+             "%s: 'format_version' must be an integer, got %s", ld->path,
+             v != NULL ? json_kind(v) : "nothing");
+    SX_CHECK(version <= SX_FORMAT_VERSION, SX_ERR_UNSUPPORTED, err, ld->path,
+             "%s uses JSON profile format version %lld; this package supports versions "
+             "through %d. Upgrade scope-profiler to read this file.",
+             ld->path, (long long)version, SX_FORMAT_VERSION);
+
+    st = load_regions(ld, json_object_get(doc, "regions"));
+    if (st != SX_OK)
+        goto out;
+
+    v = json_object_get(doc, "metadata");
+    if (v != NULL) {
+        SX_CHECK(json_is_object(v), SX_ERR_FORMAT, err, ld->path,
+                 "%s: 'metadata' must be an object, got %s", ld->path, json_kind(v));
+        sx_value_free(&run->metadata);
+        st = to_value(ld, v, &run->metadata);
+        if (st != SX_OK)
+            goto out;
+    }
+    snprintf(ld->where, sizeof ld->where, "the document");
+    st = get_int(ld, doc, "num_ranks", &present, &run->num_ranks);
+    if (st != SX_OK)
+        goto out;
+    if (!present)
+        run->num_ranks = 0;
+    run->event_data_available = true;
+    v = json_object_get(doc, "event_data_available");
+    if (v != NULL) {
+        SX_CHECK(json_is_boolean(v), SX_ERR_FORMAT, err, ld->path,
+                 "%s: 'event_data_available' must be true or false, got %s", ld->path,
+                 json_kind(v));
+        run->event_data_available = json_is_true(v);
+    }
+
+    if ((v = json_object_get(doc, "threads")) != NULL) {
+        st = load_lanes(ld, v, "threads", false, &run->threads, &run->nthreads);
+        if (st != SX_OK)
+            goto out;
+        run->has_threads = run->nthreads > 0;
+    }
+    if ((v = json_object_get(doc, "tasks")) != NULL) {
+        st = load_lanes(ld, v, "tasks", true, &run->tasks, &run->ntasks);
+        if (st != SX_OK)
+            goto out;
+        run->has_tasks = run->ntasks > 0;
+    }
+    if ((v = json_object_get(doc, "likwid")) != NULL) {
+        st = load_likwid(ld, v);
+        if (st != SX_OK)
+            goto out;
+    }
+    if ((v = json_object_get(doc, "line_profile")) != NULL) {
+        st = load_line_profile(ld, v);
+        if (st != SX_OK)
+            goto out;
+    }
+out:
+    return st;
+}
+
+enum sx_status sx_json_load(const char *path, struct sx_run **run_out,
+                            struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    char *data = NULL;
+    size_t len = 0;
+    json_t *doc = NULL;
+    struct sx_run *run = NULL;
+    struct loader ld = {.path = path, .err = err};
+
+    *run_out = NULL;
+    st = read_all(path, &data, &len, err);
+    if (st != SX_OK)
+        goto out;
+    st = parse_text(data, len, &doc, path, path, true, err);
+    if (st != SX_OK)
+        goto out;
+    free(data); /* the parsed tree is all we need; halve the peak memory */
+    data = NULL;
+    run = sx_run_new();
+    SX_CHECK(run != NULL, SX_ERR_NOMEM, err, path, "out of memory");
+    run->path = sx_strdup(path);
+    SX_CHECK(run->path != NULL, SX_ERR_NOMEM, err, path, "out of memory");
+    run->schema = 0;
+    run->layout = SX_LAYOUT_JSON;
+    ld.run = run;
+    st = load_document(&ld, doc);
+    if (st != SX_OK)
+        goto out;
+    *run_out = run;
+    run = NULL;
+out:
+    sx_run_free(run);
+    free(ld.row_slot);
+    free(ld.name_slot);
+    json_decref(doc);
+    free(data);
+    return st;
+}

@@ -1,0 +1,471 @@
+/* json_write.c - byte-exact JSON text: buffers, integers, floats and strings */
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* Buffers                                                            */
+
+void sx_buf_init(struct sx_buf *b) {
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+    b->failed = false;
+}
+
+void sx_buf_free(struct sx_buf *b) {
+    free(b->data);
+    sx_buf_init(b);
+}
+
+void sx_buf_reset(struct sx_buf *b) {
+    b->len = 0;
+    b->failed = false;
+    if (b->data)
+        b->data[0] = '\0';
+}
+
+/*
+ * One byte more than asked is kept free so that 'data' can stay
+ * NUL-terminated after every append: callers may treat it as a C string.
+ */
+bool sx_buf_reserve(struct sx_buf *b, size_t extra) {
+    if (b->failed)
+        return false;
+    if (extra > SIZE_MAX - 1 - b->len)
+        goto fail;
+    size_t need = b->len + extra + 1;
+    if (need <= b->cap)
+        return true;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need) {
+        if (cap > SIZE_MAX / 2) {
+            cap = need;
+            break;
+        }
+        cap *= 2;
+    }
+    char *p = realloc(b->data, cap);
+    if (!p)
+        goto fail;
+    b->data = p;
+    b->cap = cap;
+    return true;
+fail:
+    b->failed = true;
+    return false;
+}
+
+void sx_buf_append(struct sx_buf *b, const void *p, size_t n) {
+    if (!sx_buf_reserve(b, n))
+        return;
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+void sx_buf_puts(struct sx_buf *b, const char *s) { sx_buf_append(b, s, strlen(s)); }
+
+void sx_buf_putc(struct sx_buf *b, char c) {
+    if (!sx_buf_reserve(b, 1))
+        return;
+    b->data[b->len++] = c;
+    b->data[b->len] = '\0';
+}
+
+/* ------------------------------------------------------------------ */
+/* Integers: the hot path (every event time goes through here)         */
+
+static const char sx_digits2[201] = "00010203040506070809"
+                                    "10111213141516171819"
+                                    "20212223242526272829"
+                                    "30313233343536373839"
+                                    "40414243444546474849"
+                                    "50515253545556575859"
+                                    "60616263646566676869"
+                                    "70717273747576777879"
+                                    "80818283848586878889"
+                                    "90919293949596979899";
+
+static size_t count_digits(uint64_t v) {
+    size_t n = 1;
+    for (;;) {
+        if (v < 10)
+            return n;
+        if (v < 100)
+            return n + 1;
+        if (v < 1000)
+            return n + 2;
+        if (v < 10000)
+            return n + 3;
+        v /= 10000;
+        n += 4;
+    }
+}
+
+/* Write exactly 'n' = count_digits(v) digits of 'v' at 'out', two at a time. */
+static void put_digits(char *out, uint64_t v, size_t n) {
+    char *p = out + n;
+    while (v >= 100) {
+        const unsigned r = (unsigned)(v % 100);
+        v /= 100;
+        p -= 2;
+        memcpy(p, sx_digits2 + 2 * r, 2);
+    }
+    if (v >= 10) {
+        p -= 2;
+        memcpy(p, sx_digits2 + 2 * v, 2);
+    } else {
+        *--p = (char)('0' + v);
+    }
+}
+
+size_t sx_fmt_u64(char *out, uint64_t v) {
+    const size_t n = count_digits(v);
+    put_digits(out, v, n);
+    out[n] = '\0';
+    return n;
+}
+
+size_t sx_fmt_i64(char *out, int64_t v) {
+    if (v >= 0)
+        return sx_fmt_u64(out, (uint64_t)v);
+    /* Negate in unsigned arithmetic so that INT64_MIN does not overflow. */
+    out[0] = '-';
+    return 1 + sx_fmt_u64(out + 1, 0 - (uint64_t)v);
+}
+
+void sx_buf_u64(struct sx_buf *b, uint64_t v) {
+    if (!sx_buf_reserve(b, 24))
+        return;
+    b->len += sx_fmt_u64(b->data + b->len, v);
+}
+
+void sx_buf_i64(struct sx_buf *b, int64_t v) {
+    if (!sx_buf_reserve(b, 24))
+        return;
+    b->len += sx_fmt_i64(b->data + b->len, v);
+}
+
+/* ------------------------------------------------------------------ */
+/* Floats: Python's float.__repr__ (not on the hot path)               */
+
+/* strtod of mantissa 'm' times 10^'e', written without a decimal point (locale-proof). */
+static double decimal_value(uint64_t m, int e) {
+    char tmp[48];
+    snprintf(tmp, sizeof tmp, "%llue%d", (unsigned long long)m, e);
+    return strtod(tmp, NULL);
+}
+
+/*
+ * Whether some 'prec'-digit decimal reads back as 'v' (> 0, finite); if so,
+ * the one nearest to 'v' is '*m' x 10^'*e' (otherwise that is just the
+ * nearest). The correctly rounded candidate
+ * is tried first, then the grid point on the other side of 'v': at a power
+ * of two the rounding interval is lopsided, so that one may read back when
+ * the nearest does not (2^-1017 is 7.120236347223045e-307, not ...0444e-307).
+ * Any 'prec'-digit number inside the interval implies one of these two is.
+ */
+static bool try_precision(double v, int prec, uint64_t *m, int *e) {
+    char tmp[48];
+    snprintf(tmp, sizeof tmp, "%.*e", prec - 1, v);
+    /* "d.ddde+XX": gather the digits; any non-digit before 'e' is the point. */
+    uint64_t c = 0;
+    const char *p = tmp;
+    for (; *p && *p != 'e'; p++)
+        if (*p >= '0' && *p <= '9')
+            c = c * 10 + (uint64_t)(*p - '0');
+    const int x = (*p == 'e' ? (int)strtol(p + 1, NULL, 10) : 0) - (prec - 1);
+    uint64_t low = 1; /* the smallest 'prec'-digit mantissa */
+    for (int i = 1; i < prec; i++)
+        low *= 10;
+    *m = c;
+    *e = x;
+    if (decimal_value(c, x) == v) {
+        /* the nearest one */
+    } else if (decimal_value(c + 1, x) == v) {
+        *m = c + 1;
+    } else if (c > low && decimal_value(c - 1, x) == v) {
+        *m = c - 1;
+    } else if (c == low && decimal_value(low * 10 - 1, x - 1) == v) {
+        *m = low * 10 - 1; /* below a power of ten the grid is ten times finer */
+        *e = x - 1;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/*
+ * The shortest decimal digits that read back as 'v' (> 0, finite), as
+ * David Gay's dtoa mode 0 finds them: returns the number of digits in
+ * 'digits' (no trailing zeros) and sets '*decpt' so that v = 0.DIGITS x
+ * 10^decpt. The p-digit numbers are among the (p+1)-digit ones, so "some
+ * p-digit number reads back" is monotone in p and a binary search finds the
+ * shortest; 17 digits always suffice for a double.
+ */
+static size_t shortest_digits(double v, char digits[24], int *decpt) {
+    uint64_t m = 0;
+    int e = 0;
+    int lo = 1, hi = 17;
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (try_precision(v, mid, &m, &e))
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    /* Digits at the shortest precision (at 17 the nearest always reads back). */
+    try_precision(v, hi, &m, &e);
+    while (m % 10 == 0 && m != 0) {
+        m /= 10;
+        e++;
+    }
+    const size_t n = sx_fmt_u64(digits, m);
+    *decpt = e + (int)n;
+    return n;
+}
+
+size_t sx_fmt_double(char *out, double v) {
+    char *p = out;
+    if (isnan(v)) {
+        memcpy(out, "NaN", 4);
+        return 3;
+    }
+    if (signbit(v)) {
+        *p++ = '-';
+        v = -v;
+    }
+    if (isinf(v)) {
+        memcpy(p, "Infinity", 9);
+        return (size_t)(p - out) + 8;
+    }
+    if (v == 0) {
+        memcpy(p, "0.0", 4);
+        return (size_t)(p - out) + 3;
+    }
+    char digits[24];
+    int d;
+    const size_t n = shortest_digits(v, digits, &d);
+    if (d > -4 && d <= 16) {
+        /* Fixed notation, always with a fractional part. */
+        if (d <= 0) {
+            *p++ = '0';
+            *p++ = '.';
+            for (int i = 0; i < -d; i++)
+                *p++ = '0';
+            memcpy(p, digits, n);
+            p += n;
+        } else if ((size_t)d < n) {
+            memcpy(p, digits, (size_t)d);
+            p += d;
+            *p++ = '.';
+            memcpy(p, digits + d, n - (size_t)d);
+            p += n - (size_t)d;
+        } else {
+            memcpy(p, digits, n);
+            p += n;
+            for (size_t i = n; i < (size_t)d; i++)
+                *p++ = '0';
+            *p++ = '.';
+            *p++ = '0';
+        }
+    } else {
+        /* Scientific: no ".0" for one digit, at least two exponent digits. */
+        *p++ = digits[0];
+        if (n > 1) {
+            *p++ = '.';
+            memcpy(p, digits + 1, n - 1);
+            p += n - 1;
+        }
+        int x = d - 1;
+        *p++ = 'e';
+        *p++ = x < 0 ? '-' : '+';
+        if (x < 0)
+            x = -x;
+        if (x < 10)
+            *p++ = '0';
+        p += sx_fmt_u64(p, (uint64_t)x);
+    }
+    *p = '\0';
+    return (size_t)(p - out);
+}
+
+void sx_buf_double(struct sx_buf *b, double v) {
+    if (!sx_buf_reserve(b, 32))
+        return;
+    b->len += sx_fmt_double(b->data + b->len, v);
+}
+
+/* ------------------------------------------------------------------ */
+/* Strings                                                            */
+
+#define SX_BAD_CP 0x110000u /* an invalid subpart: becomes U+FFFD */
+
+/*
+ * Decode one character of 's' (n >= 1 bytes); returns the bytes consumed.
+ * An invalid sequence consumes its maximal valid prefix (at least one
+ * byte) and yields SX_BAD_CP, which is how CPython's "replace" handler
+ * counts: C0 80 is two errors, ED A0 80 three, a truncated F0 9F 98 one.
+ */
+static size_t utf8_next(const unsigned char *s, size_t n, uint32_t *cp) {
+    const unsigned c = s[0];
+    unsigned lo = 0x80, hi = 0xBF;
+    size_t need;
+    uint32_t v;
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    } else if (c < 0xC2) {
+        *cp = SX_BAD_CP; /* continuation byte, or overlong two-byte lead */
+        return 1;
+    } else if (c < 0xE0) {
+        need = 1;
+        v = c & 0x1F;
+    } else if (c < 0xF0) {
+        need = 2;
+        v = c & 0x0F;
+        if (c == 0xE0)
+            lo = 0xA0; /* overlong */
+        else if (c == 0xED)
+            hi = 0x9F; /* UTF-16 surrogates */
+    } else if (c < 0xF5) {
+        need = 3;
+        v = c & 0x07;
+        if (c == 0xF0)
+            lo = 0x90; /* overlong */
+        else if (c == 0xF4)
+            hi = 0x8F; /* beyond U+10FFFF */
+    } else {
+        *cp = SX_BAD_CP;
+        return 1;
+    }
+    for (size_t i = 1; i <= need; i++) {
+        if (i >= n || s[i] < lo || s[i] > hi) {
+            *cp = SX_BAD_CP;
+            return i;
+        }
+        lo = 0x80;
+        hi = 0xBF;
+        v = (v << 6) | (s[i] & 0x3F);
+    }
+    *cp = v;
+    return need + 1;
+}
+
+/* Bytes that end a plain run: controls, '"', '\\', DEL and everything non-ASCII. */
+static bool needs_escape(unsigned char c) {
+    return c < 0x20 || c == '"' || c == '\\' || c >= 0x7F;
+}
+
+static size_t put_u_escape(char *out, unsigned u) {
+    static const char hex[] = "0123456789abcdef";
+    out[0] = '\\';
+    out[1] = 'u';
+    out[2] = hex[(u >> 12) & 0xF];
+    out[3] = hex[(u >> 8) & 0xF];
+    out[4] = hex[(u >> 4) & 0xF];
+    out[5] = hex[u & 0xF];
+    return 6;
+}
+
+/* The escape json.dumps(ensure_ascii=True) writes for code point 'cp'. */
+static size_t escape_cp(char *out, uint32_t cp) {
+    const char *two = NULL;
+    switch (cp) {
+    case '"':
+        two = "\\\"";
+        break;
+    case '\\':
+        two = "\\\\";
+        break;
+    case '\n':
+        two = "\\n";
+        break;
+    case '\r':
+        two = "\\r";
+        break;
+    case '\t':
+        two = "\\t";
+        break;
+    case '\b':
+        two = "\\b";
+        break;
+    case '\f':
+        two = "\\f";
+        break;
+    default:
+        break;
+    }
+    if (two) {
+        memcpy(out, two, 2);
+        return 2;
+    }
+    if (cp == SX_BAD_CP)
+        cp = 0xFFFD;
+    if (cp < 0x10000)
+        return put_u_escape(out, cp);
+    cp -= 0x10000;
+    put_u_escape(out, 0xD800 | (cp >> 10));
+    return 6 + put_u_escape(out + 6, 0xDC00 | (cp & 0x3FF));
+}
+
+void sx_buf_str(struct sx_buf *b, const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    sx_buf_putc(b, '"');
+    while (i < n) {
+        const size_t start = i;
+        while (i < n && !needs_escape(p[i]))
+            i++;
+        if (i > start)
+            sx_buf_append(b, p + start, i - start);
+        if (i >= n)
+            break;
+        uint32_t cp;
+        if (p[i] < 0x80) {
+            cp = p[i];
+            i++;
+        } else {
+            i += utf8_next(p + i, n - i, &cp);
+        }
+        char esc[12];
+        sx_buf_append(b, esc, escape_cp(esc, cp));
+    }
+    sx_buf_putc(b, '"');
+}
+
+void sx_buf_cstr(struct sx_buf *b, const char *s) { sx_buf_str(b, s, strlen(s)); }
+
+char *sx_utf8_sanitize(const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s;
+    /* Every invalid byte grows to at most the 3 bytes of U+FFFD. */
+    if (n > (SIZE_MAX - 1) / 3)
+        return NULL;
+    char *out = malloc(3 * n + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0, i = 0;
+    while (i < n) {
+        if (p[i] < 0x80) {
+            out[o++] = (char)p[i++];
+            continue;
+        }
+        uint32_t cp;
+        const size_t k = utf8_next(p + i, n - i, &cp);
+        if (cp == SX_BAD_CP) {
+            memcpy(out + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+        } else {
+            memcpy(out + o, p + i, k);
+            o += k;
+        }
+        i += k;
+    }
+    out[o] = '\0';
+    return out;
+}

@@ -1,0 +1,142 @@
+/* out_file.c - output under a temporary name, renamed into place only when complete */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct sx_out_file {
+    int fd;
+    char *path; /* final name */
+    char *tmp;  /* temporary name beside it */
+};
+
+/* mkdir -p of the directory part of 'path'. */
+static enum sx_status make_parents(const char *path, struct sx_error *err)
+{
+    enum sx_status st = SX_OK;
+    char *dir = sx_strdup(path);
+    SX_CHECK(dir != NULL, SX_ERR_NOMEM, err, path, "out of memory");
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL || slash == dir)
+        goto out;
+    *slash = '\0';
+    for (char *p = dir + 1; ; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+                st = sx_error_set(err, SX_ERR_IO, dir, "cannot create directory %s: %s",
+                                  dir, strerror(errno));
+                goto out;
+            }
+            struct stat sb;
+            if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+                st = sx_error_set(err, SX_ERR_IO, dir, "cannot create directory %s: %s", dir,
+                                  "a file of that name is in the way");
+                goto out;
+            }
+            *p = c;
+            if (c == '\0')
+                break;
+        }
+    }
+out:
+    free(dir);
+    return st;
+}
+
+enum sx_status sx_out_open(const char *path, struct sx_out_file **out, struct sx_error *err)
+{
+    enum sx_status st = SX_OK;
+    struct sx_out_file *f = NULL;
+    struct stat sb;
+    *out = NULL;
+    SX_CHECK(path != NULL && path[0] != '\0', SX_ERR_USAGE, err, "", "no output path given");
+    SX_CHECK(!(stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)), SX_ERR_IO, err, path,
+             "cannot write %s: it is a directory", path);
+    st = make_parents(path, err);
+    if (st != SX_OK)
+        goto out;
+    f = sx_calloc(1, sizeof *f);
+    SX_CHECK(f != NULL, SX_ERR_NOMEM, err, path, "out of memory");
+    f->fd = -1;
+    f->path = sx_strdup(path);
+    size_t n = strlen(path) + 32;
+    f->tmp = sx_malloc(n);
+    SX_CHECK(f->path != NULL && f->tmp != NULL, SX_ERR_NOMEM, err, path, "out of memory");
+    /* same directory, so the final rename is atomic */
+    const char *base = strrchr(path, '/');
+    if (base == NULL)
+        snprintf(f->tmp, n, ".%s.XXXXXX", path);
+    else
+        snprintf(f->tmp, n, "%.*s/.%s.XXXXXX", (int)(base - path), path, base + 1);
+    f->fd = mkstemp(f->tmp);
+    SX_CHECK(f->fd >= 0, SX_ERR_IO, err, path, "cannot create %s: %s", path, strerror(errno));
+    /* mkstemp makes 0600; give the file what open(2) with 0666 would under the umask */
+    mode_t um = umask(0);
+    umask(um);
+    if (fchmod(f->fd, 0666 & ~um) != 0) {
+        /* not fatal: the data is what matters */
+    }
+out:
+    if (st != SX_OK) {
+        sx_out_abort(f);
+        f = NULL;
+    }
+    *out = f;
+    return st;
+}
+
+enum sx_status sx_out_write(struct sx_out_file *f, const void *p, size_t n,
+                            struct sx_error *err)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = write(f->fd, c, n > (1u << 30) ? (1u << 30) : n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return sx_error_set(err, SX_ERR_IO, f->path, "cannot write %s: %s", f->path,
+                                strerror(errno));
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return SX_OK;
+}
+
+enum sx_status sx_out_commit(struct sx_out_file *f, struct sx_error *err)
+{
+    enum sx_status st = SX_OK;
+    int fd = f->fd;
+    f->fd = -1;
+    /* a failed close is a failed write (NFS, quotas) */
+    SX_CHECK(close(fd) == 0, SX_ERR_IO, err, f->path, "cannot write %s: %s", f->path,
+             strerror(errno));
+    SX_CHECK(rename(f->tmp, f->path) == 0, SX_ERR_IO, err, f->path,
+             "cannot rename the finished output to %s: %s", f->path, strerror(errno));
+    free(f->tmp);
+    f->tmp = NULL;
+out:
+    sx_out_abort(f);
+    return st;
+}
+
+void sx_out_abort(struct sx_out_file *f)
+{
+    if (f == NULL)
+        return;
+    if (f->fd >= 0)
+        close(f->fd);
+    if (f->tmp != NULL)
+        unlink(f->tmp);
+    free(f->tmp);
+    free(f->path);
+    free(f);
+}

@@ -1,0 +1,21 @@
+# lib.sh - shared helpers of the script tests (sourced, not run)
+set -u
+BIN=${SX_BIN_DIR:?SX_BIN_DIR not set}
+SHARED=${SX_SHARED_DIR:?SX_SHARED_DIR not set}
+X="$BIN/scope-export"
+CMP="$BIN/tests/golden_cmp"
+MPIEXEC=${SX_MPIEXEC:-mpiexec}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+passes=0
+ok() { passes=$((passes + 1)); }
+bad() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+# mpirun with a timeout: a hang is a failure
+run_np() { local np=$1; shift; timeout 120 "$MPIEXEC" --oversubscribe -n "$np" "$@"; }
+finish() {
+    echo "$passes passed, $fails failed"
+    [ "$fails" -eq 0 ]
+}

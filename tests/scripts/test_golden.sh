@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# test_golden.sh - every golden run and compat fixture exports to scope-profiler's text,
+# at 1, 2, 3 and 4 ranks, as .json and .json.gz, in one block and in many small ones
+. "$(dirname "$0")/lib.sh"
+
+[ -d "$SHARED/golden" ] || { echo "skip: no golden runs at $SHARED/golden"; exit 77; }
+for dir in "$SHARED"/golden/*/; do
+    case=$(basename "$dir")
+    for np in 1 2 3 4; do
+        for bs in 4194304 2048; do
+            for ext in json json.gz; do
+                out="$TMP/$case.$np.$bs.$ext"
+                if ! run_np "$np" "$X" export "$dir/run.h5" -o "$out" -q --block-size "$bs"; then
+                    bad "$case: export failed at -n $np ($ext, blocks of $bs)"
+                    continue
+                fi
+                if "$CMP" "$out" "$dir/run.json"; then ok; else bad "$case -n $np $ext $bs"; fi
+            done
+        done
+    done
+    if [ -f "$dir/run.indent2.json" ]; then
+        for np in 1 3; do
+            run_np "$np" "$X" export "$dir/run.h5" -o "$TMP/$case.i2.json" -q --indent 2 \
+                --block-size 2048 &&
+                "$CMP" "$TMP/$case.i2.json" "$dir/run.indent2.json" && ok ||
+                bad "$case --indent 2 -n $np"
+        done
+    fi
+    if [ -f "$dir/run.summary.json" ]; then
+        for np in 1 2; do
+            run_np "$np" "$X" export "$dir/run.h5" -o "$TMP/$case.s.json.gz" -q --summary &&
+                "$CMP" "$TMP/$case.s.json.gz" "$dir/run.summary.json" && ok ||
+                bad "$case --summary -n $np"
+        done
+    fi
+done
+
+# Our .gz output is deterministic: the same bytes run after run, for a rank count.
+d="$SHARED/golden/gen_schema3_allcols"
+for np in 1 3; do
+    run_np "$np" "$X" export "$d/run.h5" -o "$TMP/a.json.gz" -q --block-size 8192 &&
+        run_np "$np" "$X" export "$d/run.h5" -o "$TMP/b.json.gz" -q --block-size 8192 &&
+        cmp -s "$TMP/a.json.gz" "$TMP/b.json.gz" && ok || bad "gzip output not deterministic -n $np"
+done
+
+# The three compat fixtures give the document worked out in the spec (section 3.7).
+expected='{"format": "scope-profiler-profile", "format_version": 1, "exporter": "scope-export@X", "time_unit": "nanoseconds", "num_ranks": 1, "event_data_available": true, "metadata": {"mpi_size": 1}, "regions": [{"name": "solve", "rank": 0, "source_file": "solver.py", "source_lineno": 7, "tags": ["golden"], "start_times_ns": [10, 20, 40], "end_times_ns": [15, 33, 55]}]}'
+printf '%s' "$expected" >"$TMP/compat.expected.json"
+for f in "$SHARED"/fixtures/compat/hdf5-schema-*.h5; do
+    for np in 1 2; do
+        run_np "$np" "$X" export "$f" -o "$TMP/compat.json" -q &&
+            "$CMP" "$TMP/compat.json" "$TMP/compat.expected.json" && ok ||
+            bad "compat $(basename "$f") -n $np"
+    done
+done
+finish

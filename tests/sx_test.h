@@ -1,0 +1,48 @@
+/* sx_test.h - the assertion macros every test uses */
+#ifndef SX_TEST_H
+#define SX_TEST_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int sx_test_failures;
+
+/* Record a failure with expression, file and line, and keep going. */
+#define CHECK(expr)                                                                      \
+    do {                                                                                 \
+        if (!(expr)) {                                                                   \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #expr);    \
+            sx_test_failures++;                                                          \
+        }                                                                                \
+    } while (0)
+
+/* Fail and stop the test at once. */
+#define ASSERT(expr)                                                                     \
+    do {                                                                                 \
+        if (!(expr)) {                                                                   \
+            fprintf(stderr, "%s:%d: ASSERT failed: %s\n", __FILE__, __LINE__, #expr);   \
+            exit(1);                                                                     \
+        }                                                                                \
+    } while (0)
+
+#define CHECK_STR(got, want)                                                             \
+    do {                                                                                 \
+        const char *g_ = (got), *w_ = (want);                                            \
+        if (strcmp(g_, w_) != 0) {                                                       \
+            fprintf(stderr, "%s:%d: CHECK_STR failed: %s\n  got:  [%s]\n  want: [%s]\n",  \
+                    __FILE__, __LINE__, #got, g_, w_);                                   \
+            sx_test_failures++;                                                          \
+        }                                                                                \
+    } while (0)
+
+#define TEST_DONE()                                                                      \
+    do {                                                                                 \
+        if (sx_test_failures) {                                                          \
+            fprintf(stderr, "%d check(s) failed\n", sx_test_failures);                   \
+            return 1;                                                                    \
+        }                                                                                \
+        return 0;                                                                        \
+    } while (0)
+
+#endif
