@@ -82,6 +82,19 @@ static enum sx_status make_block(const struct sx_doc *doc, const struct sx_event
     return st;
 }
 
+/*
+ * Which rank formats block 'b'. For .gz every rank deflates its share,
+ * rank 0 included: compression is the cost. For plain text rank 0's job is
+ * writing every byte, so with two or more ranks the others do all the
+ * formatting and rank 0 only receives and writes, a two-stage pipeline.
+ */
+static int block_owner(size_t b, int size, bool gz)
+{
+    if (gz || size == 1)
+        return (int)(b % (size_t)size);
+    return 1 + (int)(b % (size_t)(size - 1));
+}
+
 /* MPI counts are int: move large buffers in pieces of at most 1 GiB. */
 #define MAX_MSG (1u << 30)
 
@@ -183,8 +196,13 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_doc *
         st = write_raw(w, &hdr_text, NULL, 0, false, err);
     if (st == SX_OK)
         st = inject(o, 0, SX_FAIL_WRITE, err);
+    if (st == SX_OK && size > 1 && !w->gz) {
+        /* rank 0 formats no block here; a failure injected for it still happens */
+        for (int stage = SX_FAIL_READ; st == SX_OK && stage <= SX_FAIL_SEND; stage++)
+            st = inject(o, 0, (enum sx_fail_stage)stage, err);
+    }
     for (size_t b = 0; st == SX_OK && !remote_failed && b < doc->nblocks; b++) {
-        int owner = (int)(b % (size_t)size);
+        int owner = block_owner(b, size, w->gz);
         if (owner == 0) {
             st = make_block(doc, src, b, o, w->gz, 0, &mine, err);
             if (st == SX_OK)
@@ -272,7 +290,9 @@ static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
     int nreq[NSETS] = {0};
     int got_ctrl = 0, ctrl = 0;
     size_t k = 0;
-    for (size_t b = (size_t)rank; b < doc->nblocks; b += (size_t)size, k++) {
+    for (size_t b = 0; b < doc->nblocks; b++) {
+        if (block_owner(b, size, gz) != rank)
+            continue;
         int flag = 0;
         MPI_Iprobe(0, TAG_CTRL, comm, &flag, MPI_STATUS_IGNORE);
         if (flag) { /* rank 0 gave up: stop producing */
@@ -288,6 +308,7 @@ static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
             st = inject(o, rank, SX_FAIL_SEND, err);
         if (st != SX_OK)
             break;
+        k++;
         memset(&hdr[j], 0, sizeof hdr[j]);
         hdr[j].raw_len = set[j].raw.len;
         hdr[j].data_len = set[j].z.len;

@@ -91,42 +91,62 @@ static const char sx_digits2[201] = "00010203040506070809"
                                     "80818283848586878889"
                                     "90919293949596979899";
 
-static size_t count_digits(uint64_t v) {
-    size_t n = 1;
-    for (;;) {
-        if (v < 10)
-            return n;
-        if (v < 100)
-            return n + 1;
-        if (v < 1000)
-            return n + 2;
-        if (v < 10000)
-            return n + 3;
-        v /= 10000;
-        n += 4;
-    }
+/* Exactly 8 digits of 'v' < 10^8 at 'p': 32-bit arithmetic, two digits at a time. */
+static inline void put8(char *p, uint32_t v) {
+    const uint32_t hi = v / 10000, lo = v % 10000;
+    memcpy(p, sx_digits2 + 2 * (hi / 100), 2);
+    memcpy(p + 2, sx_digits2 + 2 * (hi % 100), 2);
+    memcpy(p + 4, sx_digits2 + 2 * (lo / 100), 2);
+    memcpy(p + 6, sx_digits2 + 2 * (lo % 100), 2);
 }
 
-/* Write exactly 'n' = count_digits(v) digits of 'v' at 'out', two at a time. */
-static void put_digits(char *out, uint64_t v, size_t n) {
-    char *p = out + n;
-    while (v >= 100) {
-        const unsigned r = (unsigned)(v % 100);
-        v /= 100;
-        p -= 2;
-        memcpy(p, sx_digits2 + 2 * r, 2);
+/* The digits of 'v' < 10^8, as few as it takes. */
+static inline size_t put_small(char *out, uint32_t v) {
+    if (v < 10) {
+        out[0] = (char)('0' + v);
+        return 1;
     }
-    if (v >= 10) {
-        p -= 2;
-        memcpy(p, sx_digits2 + 2 * v, 2);
-    } else {
-        *--p = (char)('0' + v);
+    if (v < 100) {
+        memcpy(out, sx_digits2 + 2 * v, 2);
+        return 2;
     }
+    if (v < 10000) {
+        const uint32_t a = v / 100, b = v % 100;
+        if (a < 10) {
+            out[0] = (char)('0' + a);
+            memcpy(out + 1, sx_digits2 + 2 * b, 2);
+            return 3;
+        }
+        memcpy(out, sx_digits2 + 2 * a, 2);
+        memcpy(out + 2, sx_digits2 + 2 * b, 2);
+        return 4;
+    }
+    const uint32_t hi = v / 10000, lo = v % 10000;
+    size_t n = put_small(out, hi);
+    memcpy(out + n, sx_digits2 + 2 * (lo / 100), 2);
+    memcpy(out + n + 2, sx_digits2 + 2 * (lo % 100), 2);
+    return n + 4;
 }
 
+/*
+ * Split at 10^8 so that the digit work is 32-bit: nanosecond timestamps
+ * (19 digits) cost two 64-bit divisions by constants and three put8-sized steps.
+ */
 size_t sx_fmt_u64(char *out, uint64_t v) {
-    const size_t n = count_digits(v);
-    put_digits(out, v, n);
+    size_t n;
+    if (v < 100000000u) {
+        n = put_small(out, (uint32_t)v);
+    } else if (v < 10000000000000000u) {
+        n = put_small(out, (uint32_t)(v / 100000000u));
+        put8(out + n, (uint32_t)(v % 100000000u));
+        n += 8;
+    } else {
+        const uint64_t q = v / 100000000u;
+        n = put_small(out, (uint32_t)(q / 100000000u));
+        put8(out + n, (uint32_t)(q % 100000000u));
+        put8(out + n + 8, (uint32_t)(v % 100000000u));
+        n += 16;
+    }
     out[n] = '\0';
     return n;
 }
