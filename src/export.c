@@ -39,14 +39,17 @@ static bool ends_with_gz(const char *path)
     return e[0] == '.' && (e[1] == 'g' || e[1] == 'G') && (e[2] == 'z' || e[2] == 'Z');
 }
 
+static const char *inject_path; /* the input of the export under way, for the message */
+
 static enum sx_status inject(const struct sx_options *o, int rank, enum sx_fail_stage stage,
                              struct sx_error *err)
 {
     static const char *const names[] = {"", "open", "read", "format", "compress", "send",
                                         "write"};
     if (o->fail_rank == rank && o->fail_stage == (int)stage)
-        return sx_error_set(err, SX_ERR_INTERNAL, "fault injection",
-                            "failure injected at the %s stage", names[stage]);
+        return sx_error_set(err, SX_ERR_INTERNAL, inject_path ? inject_path : "",
+                            "%s: failure injected at the %s stage (fault test)",
+                            inject_path ? inject_path : "export", names[stage]);
     return SX_OK;
 }
 
@@ -427,6 +430,7 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
     MPI_Comm_rank(c, &rank);
     MPI_Comm_size(c, &size);
     const bool gz = output != NULL && ends_with_gz(output);
+    inject_path = input;
 
     /* Options and paths: every rank checks the same things. */
     st = check_paths(input, output, err);

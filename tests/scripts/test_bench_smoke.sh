@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# test_bench_smoke.sh - scripts/bench.sh runs end to end on tiny runs (10k, 100k events):
+# it exits 0, prints its table for every run and case, checks its targets, and every output
+# verifies. Timings are not judged here.
+. "$(dirname "$0")/lib.sh"
+top=$(cd "$(dirname "$0")/../.." && pwd)
+bench=$top/scripts/bench.sh
+
+if ! command -v pigz >/dev/null 2>&1; then
+    echo "SKIP: pigz not found (scripts/setup.sh installs it); the benchmark's yardstick" >&2
+    exit 77
+fi
+if [ ! -x /usr/bin/time ]; then
+    echo "SKIP: /usr/bin/time not found (install the 'time' package); the benchmark needs it" >&2
+    exit 77
+fi
+[ -x "$X" ] && [ -x "$BIN/scope-export-synth" ] || { echo "FAIL: $BIN is not built" >&2; exit 1; }
+
+# 1. Usage errors exit 2 and run nothing.
+BUILD_DIR=$BIN bash "$bench" --reps 0 --no-build >/dev/null 2>&1
+[ $? = 2 ] && ok || bad "--reps 0 did not exit 2"
+BUILD_DIR=$BIN bash "$bench" --no-such-option --no-build >/dev/null 2>&1
+[ $? = 2 ] && ok || bad "an unknown option did not exit 2"
+
+# 2. One repetition of everything on tiny runs, in $TMP, with the binaries under test.
+t0=$SECONDS
+TMPDIR=$TMP BUILD_DIR=$BIN SX_MPIEXEC=$MPIEXEC SX_BENCH_TIMEOUT=60 \
+    timeout 240 bash "$bench" --quick --tiny --reps 1 --no-build --out "$TMP/out" \
+    >"$TMP/stdout" 2>"$TMP/stderr"
+rc=$?
+elapsed=$((SECONDS - t0))
+echo "bench.sh --quick --tiny --reps 1: status $rc in ${elapsed} s"
+if [ "$rc" -ne 0 ]; then
+    bad "bench.sh exited $rc"
+    tail -20 "$TMP/stderr" >&2
+else
+    ok
+fi
+out=$TMP/stdout
+
+# The table: a section per run, a row per case with numbers, no errors.
+isal=0
+grep -q 'ISA-L: yes' "$out" && isal=1
+cases="json.1 json.2 gz.1 gz.2 cat gzip pigz.1 pigz.2"
+[ "$isal" = 1 ] && cases="$cases isal.1 isal.2"
+for run in 10k 100k 100k-skew; do
+    sect=$(awk -v h="== $run:" 'index($0, h) == 1 { on = 1; next } /^==/ { on = 0 } on' "$out")
+    if [ -z "$sect" ]; then
+        bad "no table for the $run run"
+        continue
+    fi
+    for c in $cases; do
+        # case, command ..., then wall seconds and MB/s as numbers
+        echo "$sect" | grep -Eq "^$c +.* [0-9]+\.[0-9]{3} +[0-9]+ " && ok ||
+            bad "$run: no row with timings for $c"
+    done
+    echo "$sect" | grep -q ERROR && bad "$run: a case failed: $(echo "$sect" | grep ERROR)"
+done
+
+# The targets are checked and summed up (pass or miss does not matter here).
+grep -q '^== targets' "$out" && ok || bad "no targets section"
+grep -Eq '^(PASS|FAIL)  ' "$out" && ok || bad "no PASS/FAIL lines"
+grep -Eq '^targets: [0-9]+ passed, [0-9]+ missed, [0-9]+ skipped' "$out" && ok ||
+    bad "no targets summary"
+
+# Every output verified: per run json 2 ranks, gz 1 and 2 ranks, isal 1 and 2 ranks.
+want=$((3 * (isal ? 5 : 3)))
+grep -q "^outputs verified: $want OK" "$out" && ok ||
+    bad "outputs not verified: $(grep -i 'outputs' "$out" || echo 'no verification line')"
+grep -q '^ERRORS' "$out" && bad "bench reports errors"
+
+# bench.txt is the table; raw.tsv has a line per repetition; the work directory is gone.
+cmp -s "$out" "$TMP/out/bench.txt" && ok || bad "bench.txt differs from what was printed"
+nraw=$(($(wc -l <"$TMP/out/raw.tsv") - 1))
+ncases=$(echo "$cases" | wc -w)
+[ "$nraw" = $((3 * ncases)) ] && ok || bad "raw.tsv has $nraw repetitions, not $((3 * ncases))"
+left=$(find "$TMP" -maxdepth 1 -name 'sx-bench.*' | head -1)
+[ -z "$left" ] && ok || bad "work directory left behind: $left"
+
+[ "$elapsed" -lt 60 ] || echo "note: the smoke run took ${elapsed} s (meant to stay under 60 s)" >&2
+finish
