@@ -61,17 +61,17 @@ enum sx_deflate {
  * duration of the call only.
  */
 struct sx_options {
-    int indent;                  /* -1: one line (default); N >= 0: json.dumps(indent=N) */
-    int summary;                 /* 1: summary-only read (read_h5_summary) */
-    int gzip_level;              /* 0..9 for .gz output; default 6 */
-    enum sx_deflate deflate;     /* engine for .gz output; default zlib */
-    const char *const *include;  /* region name patterns (re.match); NULL = all */
+    int indent;                 /* -1: one line (default); N >= 0: json.dumps(indent=N) */
+    int summary;                /* 1: summary-only read (read_h5_summary) */
+    int gzip_level;             /* 0..9 for .gz output; default 6 */
+    enum sx_deflate deflate;    /* engine for .gz output; default zlib */
+    const char *const *include; /* region name patterns (re.match); NULL = all */
     size_t n_include;
-    const char *const *exclude;  /* region name patterns to drop */
+    const char *const *exclude; /* region name patterns to drop */
     size_t n_exclude;
-    const int64_t *ranks;        /* ranks to keep; NULL = every rank */
+    const int64_t *ranks; /* ranks to keep; NULL = every rank */
     size_t n_ranks;
-    size_t block_bytes;          /* target bytes of JSON text per block; 0 = default */
+    size_t block_bytes; /* target bytes of JSON text per block; 0 = default */
     /*
      * Progress callback, called on rank 0 only, after each block written:
      * 'done' and 'total' bytes of JSON text ('total' is the plan's estimate

@@ -10,8 +10,7 @@
 
 int sx_has_isal(void) { return SX_HAVE_ISAL; }
 
-uint32_t sx_crc32(uint32_t crc, const void *p, size_t n)
-{
+uint32_t sx_crc32(uint32_t crc, const void *p, size_t n) {
     const unsigned char *c = p;
     while (n > 0) {
         uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
@@ -22,21 +21,18 @@ uint32_t sx_crc32(uint32_t crc, const void *p, size_t n)
     return crc;
 }
 
-uint32_t sx_crc32_combine(uint32_t crc1, uint32_t crc2, uint64_t len2)
-{
+uint32_t sx_crc32_combine(uint32_t crc1, uint32_t crc2, uint64_t len2) {
     return (uint32_t)crc32_combine(crc1, crc2, (z_off_t)len2);
 }
 
-void sx_gzip_header(unsigned char out[10], int level)
-{
+void sx_gzip_header(unsigned char out[10], int level) {
     /* no name, mtime 0: the same run gives the same bytes */
     static const unsigned char h[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff};
     memcpy(out, h, 10);
     out[8] = level >= 9 ? 2 : level == 1 ? 4 : 0;
 }
 
-void sx_gzip_trailer(unsigned char out[8], uint32_t crc, uint64_t isize)
-{
+void sx_gzip_trailer(unsigned char out[8], uint32_t crc, uint64_t isize) {
     uint32_t sz = (uint32_t)isize; /* ISIZE is the length mod 2^32 */
     for (int i = 0; i < 4; i++) {
         out[i] = (unsigned char)(crc >> (8 * i));
@@ -45,8 +41,7 @@ void sx_gzip_trailer(unsigned char out[8], uint32_t crc, uint64_t isize)
 }
 
 static enum sx_status zlib_segment(const void *p, size_t n, int level, bool final,
-                                   struct sx_buf *out, struct sx_error *err)
-{
+                                   struct sx_buf *out, struct sx_error *err) {
     enum sx_status st = SX_OK;
     z_stream z;
     memset(&z, 0, sizeof z);
@@ -59,13 +54,14 @@ static enum sx_status zlib_segment(const void *p, size_t n, int level, bool fina
         size_t room = deflateBound(&z, chunk) + 64;
         if (!sx_buf_reserve(out, room)) {
             deflateEnd(&z);
-            return sx_error_set(err, SX_ERR_NOMEM, "deflate", "out of memory compressing");
+            return sx_error_set(err, SX_ERR_NOMEM, "deflate",
+                                "out of memory compressing");
         }
         z.next_in = (Bytef *)(uintptr_t)in;
         z.avail_in = chunk;
         z.next_out = (Bytef *)out->data + out->len;
-        z.avail_out = (uInt)(out->cap - out->len > (1u << 31) ? (1u << 31)
-                                                               : out->cap - out->len);
+        z.avail_out =
+            (uInt)(out->cap - out->len > (1u << 31) ? (1u << 31) : out->cap - out->len);
         bool last = chunk == left;
         int flush = !last ? Z_NO_FLUSH : final ? Z_FINISH : Z_SYNC_FLUSH;
         int rc = deflate(&z, flush);
@@ -86,8 +82,7 @@ out:
 
 #if SX_HAVE_ISAL
 static enum sx_status isal_segment(const void *p, size_t n, int level, bool final,
-                                   struct sx_buf *out, struct sx_error *err)
-{
+                                   struct sx_buf *out, struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct isal_zstream z;
     static const uint32_t lvl_size[4] = {0, ISAL_DEF_LVL1_DEFAULT, ISAL_DEF_LVL2_DEFAULT,
@@ -108,12 +103,13 @@ static enum sx_status isal_segment(const void *p, size_t n, int level, bool fina
         SX_CHECK(sx_buf_reserve(out, n / 2 + 65536), SX_ERR_NOMEM, err, "deflate",
                  "out of memory compressing");
         z.next_out = (uint8_t *)out->data + out->len;
-        z.avail_out = (uint32_t)((out->cap - out->len) > UINT32_MAX ? UINT32_MAX
-                                                                   : out->cap - out->len);
+        z.avail_out =
+            (uint32_t)((out->cap - out->len) > UINT32_MAX ? UINT32_MAX
+                                                          : out->cap - out->len);
         int rc = isal_deflate(&z);
         out->len = (size_t)((char *)z.next_out - out->data);
-        SX_CHECK(rc == COMP_OK, SX_ERR_INTERNAL, err, "deflate", "ISA-L deflate failed (%d)",
-                 rc);
+        SX_CHECK(rc == COMP_OK, SX_ERR_INTERNAL, err, "deflate",
+                 "ISA-L deflate failed (%d)", rc);
         if (z.avail_in == 0 && z.avail_out > 0 &&
             (final ? z.internal_state.state == ZSTATE_END : 1))
             break;
@@ -125,12 +121,12 @@ out:
 #endif
 
 enum sx_status sx_deflate_segment(const void *p, size_t n, int level, enum sx_deflate eng,
-                                  bool final, struct sx_buf *out, struct sx_error *err)
-{
+                                  bool final, struct sx_buf *out, struct sx_error *err) {
     if (eng == SX_DEFLATE_ISAL) {
 #if SX_HAVE_ISAL
         if (n > UINT32_MAX)
-            return sx_error_set(err, SX_ERR_USAGE, "deflate", "block too large for ISA-L");
+            return sx_error_set(err, SX_ERR_USAGE, "deflate",
+                                "block too large for ISA-L");
         return isal_segment(p, n, level, final, out, err);
 #else
         return sx_error_set(err, SX_ERR_USAGE, "deflate",

@@ -15,8 +15,7 @@ static const char *const seg_keys[SX_NSEGS] = {
 };
 
 /* The event column behind a segment, or -1. */
-static int seg_col(unsigned seg)
-{
+static int seg_col(unsigned seg) {
     switch (seg) {
     case SX_SEG_START:
         return SX_COL_START;
@@ -40,8 +39,7 @@ static int seg_col(unsigned seg)
 }
 
 /* Whether 'row' writes segment 'seg' at all. */
-static bool row_has_seg(const struct sx_row *row, unsigned seg)
-{
+static bool row_has_seg(const struct sx_row *row, unsigned seg) {
     if (seg == SX_SEG_HEAD || seg == SX_SEG_TAIL)
         return true;
     if (row->is_aggregate)
@@ -53,8 +51,7 @@ static bool row_has_seg(const struct sx_row *row, unsigned seg)
 }
 
 /* Events a segment spans: atomic segments count as one unit. */
-static uint64_t seg_units(const struct sx_row *row, unsigned seg)
-{
+static uint64_t seg_units(const struct sx_row *row, unsigned seg) {
     return seg_col(seg) >= 0 ? row->count : 1;
 }
 
@@ -63,8 +60,7 @@ static uint64_t seg_units(const struct sx_row *row, unsigned seg)
 
 static const struct sx_run *sort_run; /* qsort has no context argument in C11 */
 
-static int cmp_doc_rows(const void *a, const void *b)
-{
+static int cmp_doc_rows(const void *a, const void *b) {
     const struct sx_row *x = &sort_run->rows[*(const uint64_t *)a];
     const struct sx_row *y = &sort_run->rows[*(const uint64_t *)b];
     if (x->region != y->region)
@@ -78,8 +74,7 @@ static int cmp_doc_rows(const void *a, const void *b)
 static size_t str_weight(const char *s) { return s ? strlen(s) + 24 : 0; }
 
 /* Estimated bytes of one event of a segment: weights only balance blocks. */
-static uint64_t ev_weight(const struct sx_doc *doc, unsigned seg)
-{
+static uint64_t ev_weight(const struct sx_doc *doc, unsigned seg) {
     uint64_t w = seg == SX_SEG_START || seg == SX_SEG_END ? 21
                  : seg == SX_SEG_META                     ? 40
                                                           : 8;
@@ -88,8 +83,7 @@ static uint64_t ev_weight(const struct sx_doc *doc, unsigned seg)
     return w;
 }
 
-static uint64_t head_weight(const struct sx_row *row, const struct sx_run *run)
-{
+static uint64_t head_weight(const struct sx_row *row, const struct sx_run *run) {
     uint64_t w = 64 + strlen(run->names[row->region]);
     w += str_weight(row->source_file) + str_weight(row->source_text);
     for (size_t i = 0; i < row->ntags; i++)
@@ -101,8 +95,7 @@ static uint64_t head_weight(const struct sx_row *row, const struct sx_run *run)
 
 enum sx_status sx_doc_plan(struct sx_doc *doc, const struct sx_run *run,
                            const struct sx_filter *filter, int indent, size_t block_bytes,
-                           struct sx_error *err)
-{
+                           struct sx_error *err) {
     enum sx_status st = SX_OK;
     bool *keep_name = NULL;
     memset(doc, 0, sizeof *doc);
@@ -180,7 +173,8 @@ enum sx_status sx_doc_plan(struct sx_doc *doc, const struct sx_run *run,
                     if (doc->nblocks == cap) {
                         cap *= 2;
                         struct sx_block *nb = sx_realloc(doc->blocks, cap * sizeof *nb);
-                        SX_CHECK(nb != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+                        SX_CHECK(nb != NULL, SX_ERR_NOMEM, err, run->path,
+                                 "out of memory");
                         doc->blocks = nb;
                     }
                     doc->blocks[doc->nblocks++] = (struct sx_block){from, to, acc};
@@ -206,8 +200,7 @@ out:
     return st;
 }
 
-void sx_doc_free(struct sx_doc *doc)
-{
+void sx_doc_free(struct sx_doc *doc) {
     if (doc == NULL)
         return;
     free(doc->order);
@@ -218,16 +211,14 @@ void sx_doc_free(struct sx_doc *doc)
 /* ------------------------------------------------------------------ */
 /* Header and trailer                                                 */
 
-static void key(struct sx_buf *b, const char *k)
-{
+static void key(struct sx_buf *b, const char *k) {
     sx_buf_putc(b, '"');
     sx_buf_puts(b, k);
     sx_buf_puts(b, "\": ");
 }
 
 enum sx_status sx_doc_header(const struct sx_doc *doc, struct sx_buf *out,
-                             struct sx_error *err)
-{
+                             struct sx_error *err) {
     const struct sx_run *run = doc->run;
     const int ind = doc->indent;
     sx_buf_putc(out, '{');
@@ -261,22 +252,19 @@ enum sx_status sx_doc_header(const struct sx_doc *doc, struct sx_buf *out,
 }
 
 /* Value builders that note allocation failure in '*ok'. */
-static void put(struct sx_value *obj, const char *k, struct sx_value v, bool *ok)
-{
+static void put(struct sx_value *obj, const char *k, struct sx_value v, bool *ok) {
     if (!sx_value_set(obj, k, strlen(k), v))
         *ok = false;
 }
 
-static struct sx_value vstr(const char *s, bool *ok)
-{
+static struct sx_value vstr(const char *s, bool *ok) {
     struct sx_value v;
     if (!sx_value_str(&v, s ? s : "", s ? strlen(s) : 0))
         *ok = false;
     return v;
 }
 
-static struct sx_value vints(const int64_t *x, size_t n, bool *ok)
-{
+static struct sx_value vints(const int64_t *x, size_t n, bool *ok) {
     struct sx_value v;
     sx_value_array(&v);
     for (size_t i = 0; i < n; i++)
@@ -285,8 +273,7 @@ static struct sx_value vints(const int64_t *x, size_t n, bool *ok)
     return v;
 }
 
-static struct sx_value vfloats(const double *x, size_t n, bool *ok)
-{
+static struct sx_value vfloats(const double *x, size_t n, bool *ok) {
     struct sx_value v;
     sx_value_array(&v);
     for (size_t i = 0; i < n; i++)
@@ -295,8 +282,7 @@ static struct sx_value vfloats(const double *x, size_t n, bool *ok)
     return v;
 }
 
-static struct sx_value vstrs(char *const *x, size_t n, bool *ok)
-{
+static struct sx_value vstrs(char *const *x, size_t n, bool *ok) {
     struct sx_value v;
     sx_value_array(&v);
     for (size_t i = 0; i < n; i++)
@@ -305,8 +291,7 @@ static struct sx_value vstrs(char *const *x, size_t n, bool *ok)
     return v;
 }
 
-static struct sx_value vmatrix(const struct sx_matrix *m, bool *ok)
-{
+static struct sx_value vmatrix(const struct sx_matrix *m, bool *ok) {
     struct sx_value v;
     sx_value_array(&v);
     for (size_t r = 0; r < m->rows; r++)
@@ -315,17 +300,16 @@ static struct sx_value vmatrix(const struct sx_matrix *m, bool *ok)
     return v;
 }
 
-static void rank_key(char *buf, size_t n, int64_t rank)
-{
+static void rank_key(char *buf, size_t n, int64_t rank) {
     snprintf(buf, n, "%" PRId64, rank);
 }
 
 /* ThreadInfo/TaskInfo: -1 end/done means "unknown" and stays -1. */
 static int64_t lane_end(int64_t v) { return v == -1 ? -1 : sx_lane_ns(v); }
 
-static struct sx_value lanes_value(const struct sx_doc *doc, const struct sx_lane_rank *lanes,
-                                   size_t n, bool tasks, bool *ok)
-{
+static struct sx_value lanes_value(const struct sx_doc *doc,
+                                   const struct sx_lane_rank *lanes, size_t n, bool tasks,
+                                   bool *ok) {
     struct sx_value top;
     sx_value_object(&top);
     for (size_t i = 0; i < n; i++) {
@@ -370,8 +354,7 @@ static struct sx_value lanes_value(const struct sx_doc *doc, const struct sx_lan
     return top;
 }
 
-static struct sx_value likwid_value(const struct sx_doc *doc, bool *ok)
-{
+static struct sx_value likwid_value(const struct sx_doc *doc, bool *ok) {
     const struct sx_run *run = doc->run;
     struct sx_value top;
     sx_value_object(&top);
@@ -406,8 +389,7 @@ static struct sx_value likwid_value(const struct sx_doc *doc, bool *ok)
     return top;
 }
 
-static struct sx_value line_profile_value(const struct sx_doc *doc, bool *any, bool *ok)
-{
+static struct sx_value line_profile_value(const struct sx_doc *doc, bool *any, bool *ok) {
     const struct sx_run *run = doc->run;
     struct sx_value top;
     sx_value_object(&top);
@@ -443,8 +425,7 @@ static struct sx_value line_profile_value(const struct sx_doc *doc, bool *any, b
 }
 
 enum sx_status sx_doc_trailer(const struct sx_doc *doc, struct sx_buf *out,
-                              struct sx_error *err)
-{
+                              struct sx_error *err) {
     enum sx_status st = SX_OK;
     const struct sx_run *run = doc->run;
     const int ind = doc->indent;
@@ -481,8 +462,7 @@ out:
 /* aggregate values: int(v) if float(v).is_integer() else float(v) */
 static enum sx_status write_agg_value(struct sx_buf *b, const struct sx_agg_field *f,
                                       const struct sx_run *run, const struct sx_row *row,
-                                      struct sx_error *err)
-{
+                                      struct sx_error *err) {
     if (!f->is_float) {
         if (f->is_unsigned)
             sx_buf_u64(b, f->u);
@@ -493,7 +473,8 @@ static enum sx_status write_agg_value(struct sx_buf *b, const struct sx_agg_fiel
     double v = f->f;
     if (!isfinite(v))
         return sx_error_set(err, SX_ERR_VALUE, run->path,
-                            "%s: region '%s' rank %" PRId64 " aggregate '%s' is %s: Out of "
+                            "%s: region '%s' rank %" PRId64
+                            " aggregate '%s' is %s: Out of "
                             "range float values are not JSON compliant",
                             run->path, run->names[row->region], row->rank, f->key,
                             isnan(v) ? "NaN" : "infinite");
@@ -511,8 +492,7 @@ static enum sx_status write_agg_value(struct sx_buf *b, const struct sx_agg_fiel
 
 static enum sx_status write_head(const struct sx_doc *doc, uint64_t i,
                                  const struct sx_row *row, struct sx_buf *b,
-                                 struct sx_error *err)
-{
+                                 struct sx_error *err) {
     const struct sx_run *run = doc->run;
     const int ind = doc->indent;
     if (i > 0)
@@ -581,8 +561,8 @@ static enum sx_status write_head(const struct sx_doc *doc, uint64_t i,
     return SX_OK;
 }
 
-static void write_tail(const struct sx_doc *doc, const struct sx_row *row, struct sx_buf *b)
-{
+static void write_tail(const struct sx_doc *doc, const struct sx_row *row,
+                       struct sx_buf *b) {
     if (row->has_exclusive && !row->is_aggregate) {
         sx_write_sep(b, doc->indent, 3);
         key(b, "exclusive_total_ns");
@@ -594,8 +574,7 @@ static void write_tail(const struct sx_doc *doc, const struct sx_row *row, struc
 
 /* Integers of one column piece; 'first' tells whether the column starts here. */
 static void write_ints(struct sx_buf *b, const int64_t *v, uint64_t n, uint64_t first,
-                       int indent)
-{
+                       int indent) {
     if (indent < 0) {
         /* hot path: one reserve per piece, then raw formatting */
         for (uint64_t i = 0; i < n; i++) {
@@ -636,8 +615,7 @@ struct piece {
 };
 
 enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_source *src,
-                            size_t bi, struct sx_buf *out, struct sx_error *err)
-{
+                            size_t bi, struct sx_buf *out, struct sx_error *err) {
     enum sx_status st = SX_OK;
     const struct sx_run *run = doc->run;
     const struct sx_block *blk = &doc->blocks[bi];
@@ -662,7 +640,7 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
                 continue;
             uint64_t a = (i == blk->from.row && seg == blk->from.seg) ? blk->from.ev : 0;
             uint64_t z = (i == blk->to.row && seg == blk->to.seg) ? blk->to.ev
-                                                                   : seg_units(row, seg);
+                                                                  : seg_units(row, seg);
             if (np == capp) {
                 capp = capp ? capp * 2 : 64;
                 struct piece *nv = sx_realloc(pieces, capp * sizeof *nv);
@@ -792,8 +770,7 @@ out:
 
 static enum sx_status write_meta(const struct sx_doc *doc, const struct sx_row *row,
                                  const char *text, size_t len, struct sx_buf *b,
-                                 struct sx_error *err)
-{
+                                 struct sx_error *err) {
     (void)row;
     sx_write_sep(b, doc->indent, 3);
     key(b, "event_metadata");

@@ -7,8 +7,7 @@
 #include <string.h>
 
 enum sx_status sx_error_set(struct sx_error *err, enum sx_status code, const char *source,
-                            const char *fmt, ...)
-{
+                            const char *fmt, ...) {
     if (err == NULL || err->code != SX_OK)
         return code; /* the first error wins */
     err->code = code;
@@ -21,8 +20,7 @@ enum sx_status sx_error_set(struct sx_error *err, enum sx_status code, const cha
     return code;
 }
 
-void sx_error_clear(struct sx_error *err)
-{
+void sx_error_clear(struct sx_error *err) {
     if (err == NULL)
         return;
     memset(err, 0, sizeof *err);
@@ -35,8 +33,7 @@ static long alloc_countdown;
 
 void sx_alloc_fail_after(long n) { alloc_countdown = n; }
 
-static bool alloc_should_fail(void)
-{
+static bool alloc_should_fail(void) {
     if (alloc_countdown <= 0)
         return false;
     return --alloc_countdown == 0;
@@ -44,15 +41,15 @@ static bool alloc_should_fail(void)
 
 void *sx_malloc(size_t n) { return alloc_should_fail() ? NULL : malloc(n ? n : 1); }
 
-void *sx_calloc(size_t n, size_t size)
-{
+void *sx_calloc(size_t n, size_t size) {
     return alloc_should_fail() ? NULL : calloc(n ? n : 1, size ? size : 1);
 }
 
-void *sx_realloc(void *p, size_t n) { return alloc_should_fail() ? NULL : realloc(p, n ? n : 1); }
+void *sx_realloc(void *p, size_t n) {
+    return alloc_should_fail() ? NULL : realloc(p, n ? n : 1);
+}
 
-char *sx_strndup(const char *s, size_t n)
-{
+char *sx_strndup(const char *s, size_t n) {
     char *d = sx_malloc(n + 1);
     if (d == NULL)
         return NULL;
@@ -63,8 +60,7 @@ char *sx_strndup(const char *s, size_t n)
 
 char *sx_strdup(const char *s) { return sx_strndup(s, strlen(s)); }
 
-const char *sx_strerror(enum sx_status status)
-{
+const char *sx_strerror(enum sx_status status) {
     switch (status) {
     case SX_OK:
         return "success";

@@ -21,8 +21,7 @@ struct block_hdr {
     struct sx_error error;
 };
 
-void sx_options_init(struct sx_options *o)
-{
+void sx_options_init(struct sx_options *o) {
     memset(o, 0, sizeof *o);
     o->indent = -1;
     o->gzip_level = 6;
@@ -30,8 +29,7 @@ void sx_options_init(struct sx_options *o)
     o->fail_rank = -1;
 }
 
-static bool ends_with_gz(const char *path)
-{
+static bool ends_with_gz(const char *path) {
     size_t n = strlen(path);
     if (n < 3)
         return false;
@@ -41,11 +39,10 @@ static bool ends_with_gz(const char *path)
 
 static const char *inject_path; /* the input of the export under way, for the message */
 
-static enum sx_status inject(const struct sx_options *o, int rank, enum sx_fail_stage stage,
-                             struct sx_error *err)
-{
-    static const char *const names[] = {"", "open", "read", "format", "compress", "send",
-                                        "write"};
+static enum sx_status inject(const struct sx_options *o, int rank,
+                             enum sx_fail_stage stage, struct sx_error *err) {
+    static const char *const names[] = {"",         "open", "read", "format",
+                                        "compress", "send", "write"};
     if (o->fail_rank == rank && o->fail_stage == (int)stage)
         return sx_error_set(err, SX_ERR_INTERNAL, inject_path ? inject_path : "",
                             "%s: failure injected at the %s stage (fault test)",
@@ -60,10 +57,10 @@ struct block_out {
     uint32_t crc;
 };
 
-static enum sx_status make_block(const struct sx_doc *doc, const struct sx_event_source *src,
-                                 size_t b, const struct sx_options *o, bool gz, int rank,
-                                 struct block_out *bo, struct sx_error *err)
-{
+static enum sx_status make_block(const struct sx_doc *doc,
+                                 const struct sx_event_source *src, size_t b,
+                                 const struct sx_options *o, bool gz, int rank,
+                                 struct block_out *bo, struct sx_error *err) {
     enum sx_status st = SX_OK;
     sx_buf_reset(&bo->raw);
     sx_buf_reset(&bo->z);
@@ -91,8 +88,7 @@ static enum sx_status make_block(const struct sx_doc *doc, const struct sx_event
  * writing every byte, so with two or more ranks the others do all the
  * formatting and rank 0 only receives and writes, a two-stage pipeline.
  */
-static int block_owner(size_t b, int size, bool gz)
-{
+static int block_owner(size_t b, int size, bool gz) {
     if (gz || size == 1)
         return (int)(b % (size_t)size);
     return 1 + (int)(b % (size_t)(size - 1));
@@ -102,8 +98,7 @@ static int block_owner(size_t b, int size, bool gz)
 #define MAX_MSG (1u << 30)
 
 static int send_bytes(const char *p, uint64_t n, MPI_Comm comm, MPI_Request *reqs,
-                      int *nreq, int max_req)
-{
+                      int *nreq, int max_req) {
     while (n > 0 && *nreq < max_req) {
         int k = n > MAX_MSG ? (int)MAX_MSG : (int)n;
         if (MPI_Isend(p, k, MPI_BYTE, 0, TAG_DATA, comm, &reqs[(*nreq)++]) != MPI_SUCCESS)
@@ -114,8 +109,7 @@ static int send_bytes(const char *p, uint64_t n, MPI_Comm comm, MPI_Request *req
     return n == 0 ? 0 : -1;
 }
 
-static int recv_bytes(struct sx_buf *b, uint64_t n, int from, MPI_Comm comm)
-{
+static int recv_bytes(struct sx_buf *b, uint64_t n, int from, MPI_Comm comm) {
     sx_buf_reset(b);
     if (!sx_buf_reserve(b, n + 1))
         return -1;
@@ -123,7 +117,8 @@ static int recv_bytes(struct sx_buf *b, uint64_t n, int from, MPI_Comm comm)
     uint64_t left = n;
     while (left > 0) {
         int k = left > MAX_MSG ? (int)MAX_MSG : (int)left;
-        if (MPI_Recv(p, k, MPI_BYTE, from, TAG_DATA, comm, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        if (MPI_Recv(p, k, MPI_BYTE, from, TAG_DATA, comm, MPI_STATUS_IGNORE) !=
+            MPI_SUCCESS)
             return -1;
         p += k;
         left -= (uint64_t)k;
@@ -148,8 +143,7 @@ struct writer {
 
 static enum sx_status write_raw(struct writer *w, const struct sx_buf *raw,
                                 const struct sx_buf *z, uint32_t crc, bool final,
-                                struct sx_error *err)
-{
+                                struct sx_error *err) {
     enum sx_status st = SX_OK;
     if (sx_stop_requested())
         return sx_error_set(err, SX_ERR_INTERRUPTED, "output", "interrupted by a signal");
@@ -159,7 +153,8 @@ static enum sx_status write_raw(struct writer *w, const struct sx_buf *raw,
         if (z == NULL) { /* rank 0's header and trailer: compress here */
             sx_buf_reset(&w->z);
             crc = sx_crc32(0, raw->data, raw->len);
-            st = sx_deflate_segment(raw->data, raw->len, w->level, w->eng, final, &w->z, err);
+            st = sx_deflate_segment(raw->data, raw->len, w->level, w->eng, final, &w->z,
+                                    err);
             z = &w->z;
         }
         if (st == SX_OK)
@@ -169,7 +164,8 @@ static enum sx_status write_raw(struct writer *w, const struct sx_buf *raw,
     }
     w->done += raw->len;
     if (st == SX_OK && w->o->progress != NULL)
-        w->o->progress(w->done, w->total > w->done ? w->total : w->done, w->o->progress_user);
+        w->o->progress(w->done, w->total > w->done ? w->total : w->done,
+                       w->o->progress_user);
     return st;
 }
 
@@ -177,8 +173,7 @@ static enum sx_status write_raw(struct writer *w, const struct sx_buf *raw,
 static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_doc *doc,
                                   const struct sx_event_source *src,
                                   const struct sx_options *o, struct writer *w,
-                                  struct sx_error *err)
-{
+                                  struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct block_out mine = {0};
     struct sx_buf hdr_text = {0}, in = {0};
@@ -219,7 +214,8 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_doc *
             break;
         }
         if (recv_bytes(&in, h.raw_len, owner, comm) != 0) {
-            st = sx_error_set(err, SX_ERR_NOMEM, "output", "out of memory receiving a block");
+            st = sx_error_set(err, SX_ERR_NOMEM, "output",
+                              "out of memory receiving a block");
             break;
         }
         if (w->gz) {
@@ -252,8 +248,9 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_doc *
             if (recv_bytes(&in, h.raw_len, r, comm) != 0 ||
                 (w->gz && recv_bytes(&in, h.data_len, r, comm) != 0)) {
                 /* cannot happen short of memory; keep draining in small steps */
-                st = st != SX_OK ? st
-                                 : sx_error_set(err, SX_ERR_NOMEM, "output", "out of memory");
+                st = st != SX_OK
+                         ? st
+                         : sx_error_set(err, SX_ERR_NOMEM, "output", "out of memory");
             }
         }
     }
@@ -283,8 +280,8 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_doc *
 static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
                                     const struct sx_doc *doc,
                                     const struct sx_event_source *src,
-                                    const struct sx_options *o, bool gz, struct sx_error *err)
-{
+                                    const struct sx_options *o, bool gz,
+                                    struct sx_error *err) {
     enum sx_status st = SX_OK;
     enum { NSETS = 2, MAXREQ = 16 };
     struct block_out set[NSETS] = {0};
@@ -316,11 +313,14 @@ static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
         hdr[j].raw_len = set[j].raw.len;
         hdr[j].data_len = set[j].z.len;
         hdr[j].crc = set[j].crc;
-        MPI_Isend(&hdr[j], sizeof hdr[j], MPI_BYTE, 0, TAG_HDR, comm, &reqs[j][nreq[j]++]);
-        if (send_bytes(set[j].raw.data, set[j].raw.len, comm, reqs[j], &nreq[j], MAXREQ) != 0 ||
-            (gz && send_bytes(set[j].z.data, set[j].z.len, comm, reqs[j], &nreq[j], MAXREQ) !=
-                       0)) {
-            st = sx_error_set(err, SX_ERR_MPI, "send", "sending a block to rank 0 failed");
+        MPI_Isend(&hdr[j], sizeof hdr[j], MPI_BYTE, 0, TAG_HDR, comm,
+                  &reqs[j][nreq[j]++]);
+        if (send_bytes(set[j].raw.data, set[j].raw.len, comm, reqs[j], &nreq[j],
+                       MAXREQ) != 0 ||
+            (gz && send_bytes(set[j].z.data, set[j].z.len, comm, reqs[j], &nreq[j],
+                              MAXREQ) != 0)) {
+            st =
+                sx_error_set(err, SX_ERR_MPI, "send", "sending a block to rank 0 failed");
             break;
         }
     }
@@ -352,10 +352,10 @@ static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
     return st;
 }
 
-/* Mark GPU columns of rows whose slice has no value >= 0 as absent; rows split over ranks. */
+/* Mark GPU columns of rows whose slice has no value >= 0 as absent; rows split over
+ * ranks. */
 static enum sx_status resolve_gpu(MPI_Comm comm, int rank, int size, struct sx_h5 *h5,
-                                  struct sx_run *run, struct sx_error *err)
-{
+                                  struct sx_run *run, struct sx_error *err) {
     enum sx_status st = SX_OK;
     unsigned char *present = NULL;
     if (run->layout != SX_LAYOUT_COLUMNAR || !(run->file_cols & SX_COLBIT(SX_COL_GPU)))
@@ -376,7 +376,8 @@ agree:
     /* NOTE: collective; MPI counts are int, so reduce in pieces */
     for (size_t at = 0; at < run->nrows; at += MAX_MSG) {
         size_t n = run->nrows - at < MAX_MSG ? run->nrows - at : MAX_MSG;
-        MPI_Allreduce(MPI_IN_PLACE, present + at, (int)n, MPI_UNSIGNED_CHAR, MPI_BOR, comm);
+        MPI_Allreduce(MPI_IN_PLACE, present + at, (int)n, MPI_UNSIGNED_CHAR, MPI_BOR,
+                      comm);
     }
     for (size_t r = 0; r < run->nrows; r++)
         if (!present[r])
@@ -387,22 +388,22 @@ out:
 }
 
 static enum sx_status check_paths(const char *input, const char *output,
-                                  struct sx_error *err)
-{
+                                  struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct stat a, b;
-    SX_CHECK(input != NULL && output != NULL, SX_ERR_USAGE, err, "", "input and output needed");
+    SX_CHECK(input != NULL && output != NULL, SX_ERR_USAGE, err, "",
+             "input and output needed");
     SX_CHECK(!(stat(input, &a) == 0 && stat(output, &b) == 0 && a.st_dev == b.st_dev &&
                a.st_ino == b.st_ino),
              SX_ERR_USAGE, err, output,
-             "the output %s is the input file itself; refusing to overwrite the run", output);
+             "the output %s is the input file itself; refusing to overwrite the run",
+             output);
 out:
     return st;
 }
 
 enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
-                         const struct sx_options *opts, struct sx_error *err)
-{
+                         const struct sx_options *opts, struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_options defaults;
     MPI_Comm c = MPI_COMM_NULL;

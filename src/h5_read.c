@@ -1,4 +1,5 @@
-/* h5_read.c - read scope-profiler HDF5 runs (schema 1, 2, 3, aggregate) into the run model */
+/* h5_read.c - read scope-profiler HDF5 runs (schema 1, 2, 3, aggregate) into the run
+ * model */
 #include "internal.h"
 
 #include <hdf5.h>
@@ -15,14 +16,15 @@
 
 /* Event dataset names in the columnar layout, per column. */
 static const char *const col_names[SX_NCOLS] = {
-    "start_times", "end_times", "gpu_durations", "call_ids",
-    "parent_ids",  "thread_ids", "task_ids",     "await_ns",
+    "start_times", "end_times",  "gpu_durations", "call_ids",
+    "parent_ids",  "thread_ids", "task_ids",      "await_ns",
 };
 
 struct sx_h5 {
     hid_t file;
     char *path;
-    hid_t ev[SX_NCOLS]; /* columnar event datasets (START/END: deltas/durations when encoded) */
+    hid_t ev[SX_NCOLS]; /* columnar event datasets (START/END: deltas/durations when
+                           encoded) */
     hid_t meta;         /* rank_region_index/event_metadata, or -1 */
     /* running sums of start_deltas at piece ends, so that a row read in
      * pieces does not re-sum from its first event for every piece */
@@ -40,18 +42,18 @@ struct quiet {
     void *data;
 };
 
-static void quiet_begin(struct quiet *q)
-{
+static void quiet_begin(struct quiet *q) {
     H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
 
-static void quiet_end(const struct quiet *q) { H5Eset_auto2(H5E_DEFAULT, q->func, q->data); }
+static void quiet_end(const struct quiet *q) {
+    H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
+}
 
 /* The nearest known running sum at or before event 'first' of 'row'. */
 static void ckpt_find(const struct sx_h5 *h5, const struct sx_row *row, uint64_t first,
-                      uint64_t *pos, uint64_t *sum)
-{
+                      uint64_t *pos, uint64_t *sum) {
     *pos = 0;
     *sum = 0;
     for (size_t i = 0; i < sizeof h5->ck / sizeof h5->ck[0]; i++) {
@@ -63,8 +65,8 @@ static void ckpt_find(const struct sx_h5 *h5, const struct sx_row *row, uint64_t
     }
 }
 
-static void ckpt_add(struct sx_h5 *h5, const struct sx_row *row, uint64_t pos, uint64_t sum)
-{
+static void ckpt_add(struct sx_h5 *h5, const struct sx_row *row, uint64_t pos,
+                     uint64_t sum) {
     if (pos >= row->count)
         return;
     struct ckpt *c = &h5->ck[h5->ck_next++ % (sizeof h5->ck / sizeof h5->ck[0])];
@@ -73,8 +75,7 @@ static void ckpt_add(struct sx_h5 *h5, const struct sx_row *row, uint64_t pos, u
     c->sum = sum;
 }
 
-static void close_id(hid_t id)
-{
+static void close_id(hid_t id) {
     if (id < 0)
         return;
     switch (H5Iget_type(id)) {
@@ -105,14 +106,12 @@ static void close_id(hid_t id)
 }
 
 /* "file.h5:/object" for error sources. */
-static const char *src_name(char *buf, size_t n, const char *path, const char *obj)
-{
+static const char *src_name(char *buf, size_t n, const char *path, const char *obj) {
     snprintf(buf, n, "%s:%s", path, obj);
     return buf;
 }
 
-static bool link_exists(hid_t loc, const char *name)
-{
+static bool link_exists(hid_t loc, const char *name) {
     /* H5Lexists fails on a missing intermediate group; check step by step. */
     char tmp[1024];
     snprintf(tmp, sizeof tmp, "%s", name);
@@ -131,8 +130,7 @@ static bool link_exists(hid_t loc, const char *name)
 /* Generic dataset readers                                            */
 
 /* Length of a 1-D dataset (a scalar counts as 1); -1 when not 1-D. */
-static int64_t dset_len(hid_t d)
-{
+static int64_t dset_len(hid_t d) {
     hid_t sp = H5Dget_space(d);
     if (sp < 0)
         return -1;
@@ -152,9 +150,8 @@ static int64_t dset_len(hid_t d)
  * unfiltered dataset's bytes are in the file; a filtered one compresses
  * at most ~1032:1 (deflate's limit).
  */
-static enum sx_status check_claim(const struct sx_h5 *h5, hid_t d, uint64_t n, size_t elem,
-                                  const char *src, struct sx_error *err)
-{
+static enum sx_status check_claim(const struct sx_h5 *h5, hid_t d, uint64_t n,
+                                  size_t elem, const char *src, struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t dcpl = H5Dget_create_plist(d);
     int nfilters = dcpl >= 0 ? H5Pget_nfilters(dcpl) : 0;
@@ -174,8 +171,8 @@ static enum sx_status check_claim(const struct sx_h5 *h5, hid_t d, uint64_t n, s
         unsigned flags = 0, cd[8];
         size_t ncd = 8;
         char fname[64] = "";
-        H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, sizeof fname,
-                                         fname, NULL);
+        H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd,
+                                         sizeof fname, fname, NULL);
         if (id >= 0 && H5Zfilter_avail(id) <= 0) {
             const char *known = id == 32000   ? "LZF"
                                 : id == 32015 ? "Zstandard"
@@ -184,11 +181,12 @@ static enum sx_status check_claim(const struct sx_h5 *h5, hid_t d, uint64_t n, s
                                 : id == 32008 ? "bitshuffle"
                                               : (fname[0] ? fname : "unknown");
             H5Pclose(dcpl);
-            st = sx_error_set(err, SX_ERR_UNSUPPORTED, src,
-                              "%s is compressed with HDF5 filter %d (%s), which this HDF5 "
-                              "build cannot decode; install the filter plugin "
-                              "(HDF5_PLUGIN_PATH) or repack the file with h5repack",
-                              src, (int)id, known);
+            st =
+                sx_error_set(err, SX_ERR_UNSUPPORTED, src,
+                             "%s is compressed with HDF5 filter %d (%s), which this HDF5 "
+                             "build cannot decode; install the filter plugin "
+                             "(HDF5_PLUGIN_PATH) or repack the file with h5repack",
+                             src, (int)id, known);
             goto out;
         }
     }
@@ -201,8 +199,7 @@ out:
 /* Read a whole 1-D integer dataset as int64 (or uint64 bits when 'as_unsigned'). */
 static enum sx_status read_ints(struct sx_h5 *h5, hid_t loc, const char *name,
                                 bool as_unsigned, int64_t **out, uint64_t *n_out,
-                                struct sx_error *err)
-{
+                                struct sx_error *err) {
     enum sx_status st = SX_OK;
     char src[1100];
     hid_t d = -1, t = -1;
@@ -221,8 +218,8 @@ static enum sx_status read_ints(struct sx_h5 *h5, hid_t loc, const char *name,
     v = sx_malloc(((size_t)n + 1) * sizeof *v);
     SX_CHECK(v != NULL, SX_ERR_NOMEM, err, src, "out of memory reading %s", src);
     if (n > 0) {
-        herr_t rc = H5Dread(d, as_unsigned ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64, H5S_ALL,
-                            H5S_ALL, H5P_DEFAULT, v);
+        herr_t rc = H5Dread(d, as_unsigned ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64,
+                            H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
         SX_CHECK(rc >= 0, SX_ERR_IO, err, src,
                  "%s cannot be read; the file is truncated or damaged", src);
     }
@@ -238,8 +235,7 @@ out:
 
 static enum sx_status read_doubles(struct sx_h5 *h5, hid_t loc, const char *name,
                                    double **out, uint64_t *n_out, hsize_t *dims2,
-                                   int *ndims, struct sx_error *err)
-{
+                                   int *ndims, struct sx_error *err) {
     enum sx_status st = SX_OK;
     char src[1100];
     hid_t d = -1, t = -1, sp = -1;
@@ -265,8 +261,8 @@ static enum sx_status read_doubles(struct sx_h5 *h5, hid_t loc, const char *name
     SX_CHECK(v != NULL, SX_ERR_NOMEM, err, src, "out of memory reading %s", src);
     if (n > 0)
         SX_CHECK(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0,
-                 SX_ERR_IO, err, src, "%s cannot be read; the file is truncated or damaged",
-                 src);
+                 SX_ERR_IO, err, src,
+                 "%s cannot be read; the file is truncated or damaged", src);
     if (ndims != NULL)
         *ndims = nd;
     if (dims2 != NULL) {
@@ -286,8 +282,8 @@ out:
 
 /* Strings of a vlen or fixed-length string type, decoded as h5py+errors="replace". */
 static enum sx_status convert_strings(hid_t obj, bool is_attr, hid_t ftype, uint64_t n,
-                                      char ***out, const char *src, struct sx_error *err)
-{
+                                      char ***out, const char *src,
+                                      struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t mt = -1, sp = -1;
     char **v = NULL, *raw = NULL, **vl = NULL;
@@ -352,8 +348,7 @@ out:
 }
 
 static enum sx_status read_strings(struct sx_h5 *h5, hid_t loc, const char *name,
-                                   char ***out, uint64_t *n_out, struct sx_error *err)
-{
+                                   char ***out, uint64_t *n_out, struct sx_error *err) {
     enum sx_status st = SX_OK;
     char src[1100];
     hid_t d = -1, t = -1;
@@ -365,8 +360,8 @@ static enum sx_status read_strings(struct sx_h5 *h5, hid_t loc, const char *name
              "%s has the wrong datatype: strings expected", src);
     int64_t n = dset_len(d);
     SX_CHECK(n >= 0, SX_ERR_FORMAT, err, src, "%s is not one-dimensional", src);
-    st = check_claim(h5, d, (uint64_t)n,
-                     H5Tis_variable_str(t) > 0 ? 16 : H5Tget_size(t), src, err);
+    st = check_claim(h5, d, (uint64_t)n, H5Tis_variable_str(t) > 0 ? 16 : H5Tget_size(t),
+                     src, err);
     if (st != SX_OK)
         goto out;
     st = convert_strings(d, false, t, (uint64_t)n, out, src, err);
@@ -378,8 +373,7 @@ out:
     return st;
 }
 
-static void free_strv(char **v, uint64_t n)
-{
+static void free_strv(char **v, uint64_t n) {
     if (v == NULL)
         return;
     for (uint64_t i = 0; i < n; i++)
@@ -391,8 +385,7 @@ static void free_strv(char **v, uint64_t n)
 /* Attributes                                                         */
 
 /* h5py writes numpy bools as an int8 enum {FALSE 0, TRUE 1}. */
-static bool is_bool_enum(hid_t t)
-{
+static bool is_bool_enum(hid_t t) {
     if (H5Tget_class(t) != H5T_ENUM || H5Tget_nmembers(t) != 2)
         return false;
     char *a = H5Tget_member_name(t, 0), *b = H5Tget_member_name(t, 1);
@@ -404,8 +397,7 @@ static bool is_bool_enum(hid_t t)
 
 /* One element (at 'p', of native type class) as a value. */
 static enum sx_status attr_values(hid_t a, hid_t t, uint64_t n, struct sx_value *vals,
-                                  const char *src, struct sx_error *err)
-{
+                                  const char *src, struct sx_error *err) {
     enum sx_status st = SX_OK;
     H5T_class_t cls = H5Tget_class(t);
     void *buf = NULL;
@@ -421,7 +413,8 @@ static enum sx_status attr_values(hid_t a, hid_t t, uint64_t n, struct sx_value 
         }
         hid_t mt = uns ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64;
         if (cls == H5T_ENUM) {
-            /* HDF5 converts enums only to enums: read the base integers, convert in place. */
+            /* HDF5 converts enums only to enums: read the base integers, convert in
+             * place. */
             hid_t b2 = H5Tget_super(t);
             herr_t rc = H5Aread(a, b2, buf);
             if (rc >= 0)
@@ -476,9 +469,10 @@ static enum sx_status attr_values(hid_t a, hid_t t, uint64_t n, struct sx_value 
             strs[i] = NULL;
         }
     } else {
-        st = sx_error_set(err, SX_ERR_UNSUPPORTED, src,
-                          "%s has a datatype (HDF5 class %d) that cannot be written as JSON",
-                          src, (int)cls);
+        st = sx_error_set(
+            err, SX_ERR_UNSUPPORTED, src,
+            "%s has a datatype (HDF5 class %d) that cannot be written as JSON", src,
+            (int)cls);
     }
 out:
     if (strs != NULL) {
@@ -492,8 +486,7 @@ out:
 
 /* Nest a flat row-major list into arrays of the attribute's shape. */
 static bool nest(struct sx_value *out, struct sx_value *flat, const hsize_t *dims, int nd,
-                 uint64_t *pos)
-{
+                 uint64_t *pos) {
     sx_value_array(out);
     for (hsize_t i = 0; i < dims[0]; i++) {
         struct sx_value item;
@@ -511,8 +504,7 @@ static bool nest(struct sx_value *out, struct sx_value *flat, const hsize_t *dim
 
 /* An attribute as a metadata value (h5reader._decode_attribute + _metadata_value). */
 static enum sx_status read_attr_value(hid_t a, struct sx_value *out, const char *src,
-                                      struct sx_error *err)
-{
+                                      struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t t = -1, sp = -1;
     struct sx_value *flat = NULL;
@@ -560,8 +552,7 @@ out:
 /* Optional scalar attributes of a group. */
 static enum sx_status attr_string(struct sx_h5 *h5, hid_t loc, const char *obj,
                                   const char *name, char **out, bool *found,
-                                  struct sx_error *err)
-{
+                                  struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t a = -1;
     struct sx_value v = {0};
@@ -590,8 +581,7 @@ out:
 
 static enum sx_status attr_number(struct sx_h5 *h5, hid_t loc, const char *obj,
                                   const char *name, struct sx_value *out, bool *found,
-                                  struct sx_error *err)
-{
+                                  struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t a = -1;
     char src[1200];
@@ -613,8 +603,7 @@ out:
     return st;
 }
 
-static int64_t value_as_int(const struct sx_value *v)
-{
+static int64_t value_as_int(const struct sx_value *v) {
     switch (v->kind) {
     case SX_V_INT:
         return v->u.i;
@@ -632,8 +621,7 @@ static int64_t value_as_int(const struct sx_value *v)
 /* A 1-D string array attribute (tags, event_names, ...); absent -> empty. */
 static enum sx_status attr_strings(struct sx_h5 *h5, hid_t loc, const char *obj,
                                    const char *name, char ***out, size_t *n_out,
-                                   struct sx_error *err)
-{
+                                   struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t a = -1;
     struct sx_value v = {0};
@@ -665,7 +653,8 @@ static enum sx_status attr_strings(struct sx_h5 *h5, hid_t loc, const char *obj,
         struct sx_value *it = &v.u.arr.items[i];
         if (it->kind != SX_V_STR) {
             free_strv(s, i);
-            st = sx_error_set(err, SX_ERR_FORMAT, src, "%s is not a list of strings", src);
+            st =
+                sx_error_set(err, SX_ERR_FORMAT, src, "%s is not a list of strings", src);
             goto out;
         }
         s[i] = it->u.str.s;
@@ -686,8 +675,7 @@ struct meta_ctx {
     struct sx_error *err;
 };
 
-static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void *op)
-{
+static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void *op) {
     (void)info;
     struct meta_ctx *c = op;
     char src[1200];
@@ -714,8 +702,7 @@ static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void 
 }
 
 static enum sx_status read_metadata(struct sx_h5 *h5, struct sx_run *run,
-                                    struct sx_error *err)
-{
+                                    struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t g = -1;
     if (!link_exists(h5->file, "metadata"))
@@ -741,8 +728,8 @@ out:
 /* ------------------------------------------------------------------ */
 /* Schema and layout                                                  */
 
-static enum sx_status read_schema(struct sx_h5 *h5, struct sx_run *run, struct sx_error *err)
-{
+static enum sx_status read_schema(struct sx_h5 *h5, struct sx_run *run,
+                                  struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t a = -1, t = -1;
     struct sx_value v = {0};
@@ -760,10 +747,11 @@ static enum sx_status read_schema(struct sx_h5 *h5, struct sx_run *run, struct s
         struct sx_buf b = {0};
         sx_write_value(&b, &v, -1, 0);
         sx_buf_putc(&b, '\0');
-        st = sx_error_set(err, SX_ERR_FORMAT, src,
-                          "HDF5 schema version attribute 'scope_profiler_schema' must be an "
-                          "integer, got %s (in %s)",
-                          b.data && !b.failed ? b.data : "?", h5->path);
+        st = sx_error_set(
+            err, SX_ERR_FORMAT, src,
+            "HDF5 schema version attribute 'scope_profiler_schema' must be an "
+            "integer, got %s (in %s)",
+            b.data && !b.failed ? b.data : "?", h5->path);
         sx_buf_free(&b);
         goto out;
     }
@@ -779,11 +767,12 @@ static enum sx_status read_schema(struct sx_h5 *h5, struct sx_run *run, struct s
              "Unsupported scope-profiler HDF5 schema version %" PRId64
              "; versions must be positive (%s)",
              v.u.i, h5->path);
-    SX_CHECK(v.u.i <= CURRENT_SCHEMA, SX_ERR_UNSUPPORTED, err, src,
-             "Unsupported scope-profiler HDF5 schema version %" PRId64
-             "; this package supports versions through %d. Upgrade scope-profiler to read "
-             "this file. (%s)",
-             v.u.i, CURRENT_SCHEMA, h5->path);
+    SX_CHECK(
+        v.u.i <= CURRENT_SCHEMA, SX_ERR_UNSUPPORTED, err, src,
+        "Unsupported scope-profiler HDF5 schema version %" PRId64
+        "; this package supports versions through %d. Upgrade scope-profiler to read "
+        "this file. (%s)",
+        v.u.i, CURRENT_SCHEMA, h5->path);
     run->schema = (int)v.u.i;
 layout:
     run->layout = run->schema >= 2 ? SX_LAYOUT_COLUMNAR : SX_LAYOUT_SCHEMA1;
@@ -820,8 +809,7 @@ struct index_cols {
     bool has_lines, has_excl;
 };
 
-static void free_index(struct index_cols *ix)
-{
+static void free_index(struct index_cols *ix) {
     free(ix->region_ids);
     free(ix->ranks);
     free(ix->offsets);
@@ -834,8 +822,7 @@ static void free_index(struct index_cols *ix)
 }
 
 static enum sx_status req_len(const struct sx_h5 *h5, const char *name, uint64_t got,
-                              uint64_t want, struct sx_error *err)
-{
+                              uint64_t want, struct sx_error *err) {
     enum sx_status st = SX_OK;
     char src[1100];
     src_name(src, sizeof src, h5->path, name);
@@ -849,8 +836,7 @@ out:
 
 static const int64_t *sort_offsets; /* qsort has no context argument in C11 */
 
-static int cmp_rows(const void *a, const void *b)
-{
+static int cmp_rows(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     uint64_t ox = (uint64_t)sort_offsets[x], oy = (uint64_t)sort_offsets[y];
     if (ox != oy)
@@ -859,8 +845,7 @@ static int cmp_rows(const void *a, const void *b)
 }
 
 static enum sx_status validate_index(const struct sx_h5 *h5, const struct index_cols *ix,
-                                     uint64_t nevents, struct sx_error *err)
-{
+                                     uint64_t nevents, struct sx_error *err) {
     enum sx_status st = SX_OK;
     uint64_t *order = NULL;
     char src[1100];
@@ -898,8 +883,7 @@ out:
 
 /* Open the event columns and check they are integer columns the file can hold. */
 static enum sx_status open_events(struct sx_h5 *h5, struct sx_run *run, uint64_t need,
-                                  struct sx_error *err)
-{
+                                  struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t t = -1;
     char src[1100];
@@ -954,8 +938,7 @@ out:
 }
 
 static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
-                                    struct sx_error *err)
-{
+                                    struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct index_cols ix = {0};
     hid_t g = -1;
@@ -982,8 +965,8 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
     }
     g = H5Gopen2(h5->file, "rank_region_index", H5P_DEFAULT);
     SX_CHECK(g >= 0, SX_ERR_FORMAT, err, src, "%s is not a group", src);
-    st = read_ints(h5, h5->file, "rank_region_index/region_ids", false, &ix.region_ids, &ix.n,
-                   err);
+    st = read_ints(h5, h5->file, "rank_region_index/region_ids", false, &ix.region_ids,
+                   &ix.n, err);
     if (st != SX_OK)
         goto out;
     st = read_ints(h5, h5->file, "rank_region_index/ranks", false, &ix.ranks, &n2, err);
@@ -1011,17 +994,18 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
         if (st == SX_OK)
             st = req_len(h5, "/rank_region_index/event_offsets", n2, ix.n, err);
         if (st == SX_OK)
-            st = read_ints(h5, h5->file, "rank_region_index/event_counts", true, &ix.counts,
-                           &n2, err);
+            st = read_ints(h5, h5->file, "rank_region_index/event_counts", true,
+                           &ix.counts, &n2, err);
         if (st == SX_OK)
             st = req_len(h5, "/rank_region_index/event_counts", n2, ix.n, err);
         if (st != SX_OK)
             goto out;
         if (link_exists(h5->file, "rank_region_index/source_lines")) {
-            st = read_ints(h5, h5->file, "rank_region_index/source_lines", false, &ix.lines,
-                           &ix.n_lines, err);
+            st = read_ints(h5, h5->file, "rank_region_index/source_lines", false,
+                           &ix.lines, &ix.n_lines, err);
             if (st == SX_OK)
-                st = req_len(h5, "/rank_region_index/source_lines", ix.n_lines, ix.n, err);
+                st =
+                    req_len(h5, "/rank_region_index/source_lines", ix.n_lines, ix.n, err);
             if (st != SX_OK)
                 goto out;
             ix.has_lines = true;
@@ -1051,7 +1035,8 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
                 goto out;
         }
         if (link_exists(h5->file, "rank_region_index/event_metadata")) {
-            h5->meta = H5Dopen2(h5->file, "rank_region_index/event_metadata", H5P_DEFAULT);
+            h5->meta =
+                H5Dopen2(h5->file, "rank_region_index/event_metadata", H5P_DEFAULT);
             src_name(src, sizeof src, h5->path, "/rank_region_index/event_metadata");
             SX_CHECK(h5->meta >= 0, SX_ERR_FORMAT, err, src, "%s cannot be opened", src);
             int64_t nm = dset_len(h5->meta);
@@ -1060,8 +1045,8 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
             close_id(mt);
             SX_CHECK(is_str, SX_ERR_FORMAT, err, src,
                      "%s has the wrong datatype: strings expected", src);
-            st = req_len(h5, "/rank_region_index/event_metadata", (uint64_t)(nm < 0 ? 0 : nm),
-                         ix.n, err);
+            st = req_len(h5, "/rank_region_index/event_metadata",
+                         (uint64_t)(nm < 0 ? 0 : nm), ix.n, err);
             if (st != SX_OK)
                 goto out;
             run->has_meta_col = true;
@@ -1085,10 +1070,10 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
     int64_t max_rank = -1;
     for (uint64_t r = 0; r < ix.n; r++) {
         struct sx_row *row = &run->rows[r];
-        SX_CHECK(ix.region_ids[r] >= 0 && (uint64_t)ix.region_ids[r] < nnames, SX_ERR_FORMAT,
-                 err, src,
-                 "%s row %" PRIu64 " names region id %" PRId64
-                 ", beyond the %" PRIu64 " names of region_table/names; the file is damaged",
+        SX_CHECK(ix.region_ids[r] >= 0 && (uint64_t)ix.region_ids[r] < nnames,
+                 SX_ERR_FORMAT, err, src,
+                 "%s row %" PRIu64 " names region id %" PRId64 ", beyond the %" PRIu64
+                 " names of region_table/names; the file is damaged",
                  src, r, ix.region_ids[r], nnames);
         SX_CHECK(ix.ranks[r] >= 0, SX_ERR_FORMAT, err, src,
                  "%s row %" PRIu64 " has a negative rank", src, r);
@@ -1135,8 +1120,8 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
             row->exclusive_total = ix.excl[r];
         }
         if (ix.tags != NULL && ix.tags[r][0] != '\0') {
-            st = sx_json_parse_tags(ix.tags[r], strlen(ix.tags[r]), &row->tags, &row->ntags,
-                                    err);
+            st = sx_json_parse_tags(ix.tags[r], strlen(ix.tags[r]), &row->tags,
+                                    &row->ntags, err);
             if (st != SX_OK)
                 goto out;
         }
@@ -1172,8 +1157,8 @@ struct summary_stats {
     double mean, m2;
 };
 
-static enum sx_status read_summary(struct sx_h5 *h5, struct sx_run *run, struct sx_error *err)
-{
+static enum sx_status read_summary(struct sx_h5 *h5, struct sx_run *run,
+                                   struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t d = -1, mt = -1;
     struct summary_stats *s = NULL;
@@ -1204,18 +1189,18 @@ static enum sx_status read_summary(struct sx_h5 *h5, struct sx_run *run, struct 
     s = sx_calloc((size_t)n + 1, sizeof *s);
     SX_CHECK(s != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     if (n > 0)
-        SX_CHECK(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, s) >= 0, SX_ERR_IO, err, src,
-                 "%s cannot be read; the file is truncated or damaged", src);
+        SX_CHECK(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, s) >= 0, SX_ERR_IO, err,
+                 src, "%s cannot be read; the file is truncated or damaged", src);
     for (size_t r = 0; r < run->nrows; r++) {
         struct sx_row *row = &run->rows[r];
         const struct summary_stats *x = &s[r];
-        static const char *const keys[] = {"count",     "total",         "minimum",
-                                           "maximum",   "first",         "last",
-                                           "start_minimum", "end_maximum", "gpu_count",
-                                           "gpu_total", "mean",          "m2",
-                                           "exclusive"};
-        int64_t iv[] = {0,        x->total,         x->minimum,     x->maximum, x->first,
-                        x->last,  x->start_minimum, x->end_maximum, 0,          x->gpu_total};
+        static const char *const keys[] = {
+            "count",         "total",       "minimum",   "maximum",   "first", "last",
+            "start_minimum", "end_maximum", "gpu_count", "gpu_total", "mean",  "m2",
+            "exclusive"};
+        int64_t iv[] = {0,        x->total,    x->minimum,       x->maximum,
+                        x->first, x->last,     x->start_minimum, x->end_maximum,
+                        0,        x->gpu_total};
         row->is_aggregate = true;
         row->event_data_available = false;
         for (int k = 0; k < 13; k++) {
@@ -1253,8 +1238,7 @@ struct name_list {
     size_t n, cap;
 };
 
-static herr_t collect_cb(hid_t g, const char *name, const H5L_info_t *info, void *op)
-{
+static herr_t collect_cb(hid_t g, const char *name, const H5L_info_t *info, void *op) {
     (void)g;
     (void)info;
     struct name_list *l = op;
@@ -1275,8 +1259,7 @@ static herr_t collect_cb(hid_t g, const char *name, const H5L_info_t *info, void
 
 /* Link names of a group in h5py order (by name). */
 static enum sx_status list_links(hid_t g, struct name_list *l, const char *src,
-                                 struct sx_error *err)
-{
+                                 struct sx_error *err) {
     enum sx_status st = SX_OK;
     hsize_t idx = 0;
     herr_t rc = H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, collect_cb, l);
@@ -1285,8 +1268,7 @@ out:
     return st;
 }
 
-static void free_names(struct name_list *l)
-{
+static void free_names(struct name_list *l) {
     for (size_t i = 0; i < l->n; i++)
         free(l->v[i]);
     free(l->v);
@@ -1295,8 +1277,7 @@ static void free_names(struct name_list *l)
 }
 
 /* "rank<digits>" -> rank, else -1. */
-static int64_t rank_of(const char *name)
-{
+static int64_t rank_of(const char *name) {
     if (strncmp(name, "rank", 4) != 0 || name[4] == '\0')
         return -1;
     int64_t r = 0;
@@ -1313,16 +1294,14 @@ struct rank_group {
     char *name;
 };
 
-static int cmp_rank_group(const void *a, const void *b)
-{
+static int cmp_rank_group(const void *a, const void *b) {
     const struct rank_group *x = a, *y = b;
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
 /* Rank groups of the root in numeric order. */
-static enum sx_status rank_groups(struct sx_h5 *h5, struct rank_group **out, size_t *n_out,
-                                  struct sx_error *err)
-{
+static enum sx_status rank_groups(struct sx_h5 *h5, struct rank_group **out,
+                                  size_t *n_out, struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct name_list l = {0};
     struct rank_group *v = NULL;
@@ -1339,7 +1318,8 @@ static enum sx_status rank_groups(struct sx_h5 *h5, struct rank_group **out, siz
         if (r < 0)
             continue;
         H5O_info_t oi;
-        if (H5Oget_info_by_name2(h5->file, l.v[i], &oi, H5O_INFO_BASIC, H5P_DEFAULT) < 0 ||
+        if (H5Oget_info_by_name2(h5->file, l.v[i], &oi, H5O_INFO_BASIC, H5P_DEFAULT) <
+                0 ||
             oi.type != H5O_TYPE_GROUP)
             continue;
         v[n].rank = r;
@@ -1357,15 +1337,13 @@ out:
     return st;
 }
 
-static void free_rank_groups(struct rank_group *v, size_t n)
-{
+static void free_rank_groups(struct rank_group *v, size_t n) {
     for (size_t i = 0; v != NULL && i < n; i++)
         free(v[i].name);
     free(v);
 }
 
-static int64_t name_index(struct sx_run *run, const char *name)
-{
+static int64_t name_index(struct sx_run *run, const char *name) {
     for (size_t i = 0; i < run->nnames; i++)
         if (strcmp(run->names[i], name) == 0)
             return (int64_t)i;
@@ -1373,8 +1351,7 @@ static int64_t name_index(struct sx_run *run, const char *name)
 }
 
 static enum sx_status read_schema1(struct sx_h5 *h5, struct sx_run *run,
-                                   struct sx_error *err)
-{
+                                   struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct rank_group *rg = NULL;
     size_t nrg = 0;
@@ -1437,12 +1414,13 @@ static enum sx_status read_schema1(struct sx_h5 *h5, struct sx_run *run,
             d = rgp; /* closed below or at out */
             SX_CHECK(link_exists(rgp, "start_times") && link_exists(rgp, "end_times"),
                      SX_ERR_FORMAT, err, src,
-                     "%s has no start_times/end_times datasets; the file is damaged", src);
+                     "%s has no start_times/end_times datasets; the file is damaged",
+                     src);
             row->cols = SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END);
             uint64_t count = 0;
             for (int c = 0; c < 5; c++) {
-                static const int cc[5] = {SX_COL_START, SX_COL_END, SX_COL_GPU, SX_COL_CALL,
-                                          SX_COL_PARENT};
+                static const int cc[5] = {SX_COL_START, SX_COL_END, SX_COL_GPU,
+                                          SX_COL_CALL, SX_COL_PARENT};
                 if (!link_exists(rgp, col_names[cc[c]]))
                     continue;
                 hid_t ds = H5Dopen2(rgp, col_names[cc[c]], H5P_DEFAULT);
@@ -1466,15 +1444,16 @@ static enum sx_status read_schema1(struct sx_h5 *h5, struct sx_run *run,
                     count = (uint64_t)n;
                 else
                     SX_CHECK((uint64_t)n == count, SX_ERR_FORMAT, err, cs,
-                             "%s has %" PRId64 " values but start_times has %" PRIu64, cs, n,
-                             count);
+                             "%s has %" PRId64 " values but start_times has %" PRIu64, cs,
+                             n, count);
                 row->cols |= SX_COLBIT(cc[c]);
             }
             row->count = count;
             bool found = false;
             st = attr_string(h5, rgp, rp, "source_file", &row->source_file, &found, err);
             if (st == SX_OK)
-                st = attr_string(h5, rgp, rp, "source_text", &row->source_text, &found, err);
+                st = attr_string(h5, rgp, rp, "source_text", &row->source_text, &found,
+                                 err);
             if (st != SX_OK)
                 goto out;
             struct sx_value lv = {0};
@@ -1504,15 +1483,13 @@ out:
 /* ------------------------------------------------------------------ */
 /* Lanes, LIKWID, line profile                                        */
 
-static int cmp_i64v(const void *a, const void *b)
-{
+static int cmp_i64v(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
 }
 
 /* Distinct ranks of a lane table, ascending. */
-static size_t distinct(const int64_t *ranks, uint64_t n, int64_t *out)
-{
+static size_t distinct(const int64_t *ranks, uint64_t n, int64_t *out) {
     memcpy(out, ranks, n * sizeof *out);
     qsort(out, n, sizeof *out, cmp_i64v);
     size_t k = 0;
@@ -1523,15 +1500,14 @@ static size_t distinct(const int64_t *ranks, uint64_t n, int64_t *out)
 }
 
 static enum sx_status read_lanes(struct sx_h5 *h5, struct sx_run *run, bool tasks,
-                                 struct sx_error *err)
-{
+                                 struct sx_error *err) {
     enum sx_status st = SX_OK;
     const char *grp = tasks ? "thread_table" : "thread_table";
     grp = tasks ? "task_table" : "thread_table";
-    static const char *const tcols[] = {"index", "ident", "native_id", "daemon",
+    static const char *const tcols[] = {"index",    "ident",  "native_id", "daemon",
                                         "start_ns", "end_ns", "cpu_ns"};
-    static const char *const kcols[] = {"index",   "thread_index", "created_ns", "done_ns",
-                                        "steps",   "running_ns",   "suspended_ns"};
+    static const char *const kcols[] = {"index", "thread_index", "created_ns",  "done_ns",
+                                        "steps", "running_ns",   "suspended_ns"};
     const char *const *icols = tasks ? kcols : tcols;
     int64_t *ic[7] = {0}, *ranks = NULL, *uniq = NULL;
     char **sc[3] = {0};
@@ -1635,8 +1611,7 @@ out:
 }
 
 static enum sx_status read_ints_opt(struct sx_h5 *h5, hid_t loc, const char *name,
-                                    int64_t **out, size_t *n, struct sx_error *err)
-{
+                                    int64_t **out, size_t *n, struct sx_error *err) {
     uint64_t m = 0;
     *out = NULL;
     *n = 0;
@@ -1648,8 +1623,7 @@ static enum sx_status read_ints_opt(struct sx_h5 *h5, hid_t loc, const char *nam
 }
 
 static enum sx_status read_doubles_opt(struct sx_h5 *h5, hid_t loc, const char *name,
-                                       double **out, size_t *n, struct sx_error *err)
-{
+                                       double **out, size_t *n, struct sx_error *err) {
     uint64_t m = 0;
     *out = NULL;
     *n = 0;
@@ -1661,8 +1635,8 @@ static enum sx_status read_doubles_opt(struct sx_h5 *h5, hid_t loc, const char *
 }
 
 static enum sx_status read_matrix(struct sx_h5 *h5, hid_t loc, const char *name,
-                                  struct sx_matrix *m, const char *src, struct sx_error *err)
-{
+                                  struct sx_matrix *m, const char *src,
+                                  struct sx_error *err) {
     enum sx_status st = SX_OK;
     uint64_t n = 0;
     hsize_t dims[2] = {0, 0};
@@ -1688,8 +1662,7 @@ out:
 }
 
 static enum sx_status read_likwid(struct sx_h5 *h5, struct sx_run *run, hid_t rgrp,
-                                  int64_t rank, const char *rname, struct sx_error *err)
-{
+                                  int64_t rank, const char *rname, struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t g = -1, e = -1;
     struct name_list l = {0};
@@ -1741,14 +1714,15 @@ static enum sx_status read_likwid(struct sx_h5 *h5, struct sx_run *run, hid_t rg
             st = attr_strings(h5, e, obj, "counter_names", &x.counter_names,
                               &x.ncounter_names, err);
         if (st == SX_OK)
-            st = attr_strings(h5, e, obj, "metric_names", &x.metric_names, &x.nmetric_names,
-                              err);
+            st = attr_strings(h5, e, obj, "metric_names", &x.metric_names,
+                              &x.nmetric_names, err);
         if (st == SX_OK)
             st = read_ints_opt(h5, e, "cpus", &x.cpus, &x.ncpus, err);
         if (st == SX_OK)
             st = read_doubles_opt(h5, e, "times", &x.times, &x.ntimes, err);
         if (st == SX_OK)
-            st = read_ints_opt(h5, e, "call_counts", &x.call_counts, &x.ncall_counts, err);
+            st =
+                read_ints_opt(h5, e, "call_counts", &x.call_counts, &x.ncall_counts, err);
         if (st == SX_OK)
             st = read_matrix(h5, e, "events", &x.events, src, err);
         if (st == SX_OK)
@@ -1795,22 +1769,20 @@ out:
     return st;
 }
 
-static int cmp_likwid_tag(const void *a, const void *b)
-{
+static int cmp_likwid_tag(const void *a, const void *b) {
     const struct sx_likwid_entry *x = a, *y = b;
     return strcmp(x->tag, y->tag); /* UTF-8 byte order == code point order */
 }
 
 static enum sx_status read_line_profile(struct sx_h5 *h5, struct sx_run *run, hid_t rgrp,
                                         int64_t rank, const char *rname,
-                                        struct sx_error *err)
-{
+                                        struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t g = -1, e = -1;
     struct name_list l = {0};
     char src[1400];
-    struct sx_lp_rank *nv =
-        sx_realloc(run->line_profile, (run->nline_profile + 1) * sizeof *run->line_profile);
+    struct sx_lp_rank *nv = sx_realloc(run->line_profile, (run->nline_profile + 1) *
+                                                              sizeof *run->line_profile);
     src_name(src, sizeof src, h5->path, rname);
     SX_CHECK(nv != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     run->line_profile = nv;
@@ -1870,8 +1842,8 @@ out:
     return st;
 }
 
-enum sx_status sx_h5_read_extras(struct sx_h5 *h5, struct sx_run *run, struct sx_error *err)
-{
+enum sx_status sx_h5_read_extras(struct sx_h5 *h5, struct sx_run *run,
+                                 struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct quiet q;
     struct rank_group *rg = NULL;
@@ -1917,9 +1889,9 @@ out:
 /* ------------------------------------------------------------------ */
 /* Open / close                                                       */
 
-enum sx_status sx_h5_open(MPI_Comm comm, const char *path, bool summary, struct sx_h5 **out,
-                          struct sx_run **run_out, struct sx_error *err)
-{
+enum sx_status sx_h5_open(MPI_Comm comm, const char *path, bool summary,
+                          struct sx_h5 **out, struct sx_run **run_out,
+                          struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_h5 *h5 = NULL;
     struct sx_run *run = NULL;
@@ -1950,7 +1922,8 @@ enum sx_status sx_h5_open(MPI_Comm comm, const char *path, bool summary, struct 
         else if (stat(path, &sb) == 0)
             st = sx_error_set(err, SX_ERR_OPEN, path, "%s is not a regular file", path);
         else
-            st = sx_error_set(err, SX_ERR_NOT_FOUND, path, "HDF5 file not found: %s", path);
+            st = sx_error_set(err, SX_ERR_NOT_FOUND, path, "HDF5 file not found: %s",
+                              path);
         goto out;
     }
     h5->file_size = sb.st_size;
@@ -1960,11 +1933,12 @@ enum sx_status sx_h5_open(MPI_Comm comm, const char *path, bool summary, struct 
     if (comm != MPI_COMM_NULL)
         H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL); /* NOTE: collective open below */
     h5->file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-    SX_CHECK(h5->file >= 0, SX_ERR_OPEN, err, path,
-             "%s is not a readable HDF5 profiling file. A run that was interrupted while "
-             "writing leaves a truncated file behind; the underlying error was: HDF5 could "
-             "not open it (not HDF5, or truncated)",
-             path);
+    SX_CHECK(
+        h5->file >= 0, SX_ERR_OPEN, err, path,
+        "%s is not a readable HDF5 profiling file. A run that was interrupted while "
+        "writing leaves a truncated file behind; the underlying error was: HDF5 could "
+        "not open it (not HDF5, or truncated)",
+        path);
 
     run = sx_run_new();
     SX_CHECK(run != NULL, SX_ERR_NOMEM, err, path, "out of memory");
@@ -2003,8 +1977,7 @@ out:
     return st;
 }
 
-void sx_h5_close(struct sx_h5 *h5)
-{
+void sx_h5_close(struct sx_h5 *h5) {
     if (h5 == NULL)
         return;
     struct quiet q;
@@ -2024,8 +1997,7 @@ long sx_h5_open_ids(void) { return (long)H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_A
 /* Event reads                                                        */
 
 static enum sx_status read_slab(hid_t d, uint64_t first, uint64_t n, int64_t *out,
-                                const char *src, struct sx_error *err)
-{
+                                const char *src, struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t fs = -1, ms = -1;
     if (n == 0)
@@ -2035,9 +2007,11 @@ static enum sx_status read_slab(hid_t d, uint64_t first, uint64_t n, int64_t *ou
     ms = H5Screate_simple(1, &count, NULL);
     SX_CHECK(fs >= 0 && ms >= 0, SX_ERR_IO, err, src, "%s: dataspace error", src);
     SX_CHECK(H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL) >= 0,
-             SX_ERR_FORMAT, err, src, "%s: events %" PRIu64 "..%" PRIu64 " are out of range",
-             src, first, first + n);
-    SX_CHECK(H5Dread(d, H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, out) >= 0, SX_ERR_IO, err, src,
+             SX_ERR_FORMAT, err, src,
+             "%s: events %" PRIu64 "..%" PRIu64 " are out of range", src, first,
+             first + n);
+    SX_CHECK(H5Dread(d, H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, out) >= 0, SX_ERR_IO, err,
+             src,
              "%s cannot be read (events %" PRIu64 "..%" PRIu64
              "); the file is truncated or damaged",
              src, first, first + n);
@@ -2048,9 +2022,8 @@ out:
 }
 
 /* Sum of start_deltas over [from, to) of the file, read in bounded pieces. */
-static enum sx_status sum_deltas(struct sx_h5 *h5, uint64_t from, uint64_t to, uint64_t *sum,
-                                 const char *src, struct sx_error *err)
-{
+static enum sx_status sum_deltas(struct sx_h5 *h5, uint64_t from, uint64_t to,
+                                 uint64_t *sum, const char *src, struct sx_error *err) {
     enum sx_status st = SX_OK;
     enum { PIECE = 1 << 16 };
     int64_t *buf = NULL;
@@ -2077,8 +2050,7 @@ out:
 static enum sx_status read_schema1_events(struct sx_h5 *h5, const struct sx_row *row,
                                           uint64_t first, uint64_t n, unsigned cols,
                                           int64_t *const out[SX_NCOLS],
-                                          struct sx_error *err)
-{
+                                          struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t g = -1, d = -1;
     char src[1400];
@@ -2107,8 +2079,7 @@ out:
 enum sx_status sx_h5_read_events(struct sx_h5 *h5, const struct sx_run *run,
                                  const struct sx_row *row, uint64_t first, uint64_t n,
                                  unsigned cols, int64_t *const out[SX_NCOLS],
-                                 struct sx_error *err)
-{
+                                 struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct quiet q;
     char src[1100];
@@ -2120,7 +2091,8 @@ enum sx_status sx_h5_read_events(struct sx_h5 *h5, const struct sx_run *run,
         goto out;
     }
     uint64_t at = row->offset + first;
-    if (run->delta_encoded && (cols & (SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END)))) {
+    if (run->delta_encoded &&
+        (cols & (SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END)))) {
         /* start = running sum of deltas restarting at each row; end = start + duration */
         src_name(src, sizeof src, h5->path, "/events/start_deltas");
         uint64_t prefix = 0;
@@ -2171,8 +2143,7 @@ out:
 
 enum sx_status sx_h5_read_meta(struct sx_h5 *h5, const struct sx_run *run,
                                const struct sx_row *row, struct sx_buf *out, bool *any,
-                               struct sx_error *err)
-{
+                               struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct quiet q;
     hid_t fs = -1, ms = -1, t = -1, mt = -1;
@@ -2187,7 +2158,8 @@ enum sx_status sx_h5_read_meta(struct sx_h5 *h5, const struct sx_run *run,
     fs = H5Dget_space(h5->meta);
     ms = H5Screate_simple(1, &count, NULL);
     SX_CHECK(H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL) >= 0,
-             SX_ERR_FORMAT, err, src, "%s: row %" PRIu64 " out of range", src, row->file_row);
+             SX_ERR_FORMAT, err, src, "%s: row %" PRIu64 " out of range", src,
+             row->file_row);
     t = H5Dget_type(h5->meta);
     const char *text = "";
     size_t len = 0;
@@ -2195,9 +2167,10 @@ enum sx_status sx_h5_read_meta(struct sx_h5 *h5, const struct sx_run *run,
         mt = H5Tcopy(H5T_C_S1);
         H5Tset_size(mt, H5T_VARIABLE);
         H5Tset_cset(mt, H5Tget_cset(t));
-        SX_CHECK(H5Dread(h5->meta, mt, ms, fs, H5P_DEFAULT, &vl) >= 0, SX_ERR_IO, err, src,
-                 "%s cannot be read (row %" PRIu64 "); the file is truncated or damaged", src,
-                 row->file_row);
+        SX_CHECK(H5Dread(h5->meta, mt, ms, fs, H5P_DEFAULT, &vl) >= 0, SX_ERR_IO, err,
+                 src,
+                 "%s cannot be read (row %" PRIu64 "); the file is truncated or damaged",
+                 src, row->file_row);
         text = vl ? vl : "";
         len = strlen(text);
     } else {
@@ -2205,9 +2178,10 @@ enum sx_status sx_h5_read_meta(struct sx_h5 *h5, const struct sx_run *run,
         raw = sx_malloc(w + 1);
         SX_CHECK(raw != NULL, SX_ERR_NOMEM, err, src, "out of memory");
         mt = H5Tcopy(t);
-        SX_CHECK(H5Dread(h5->meta, mt, ms, fs, H5P_DEFAULT, raw) >= 0, SX_ERR_IO, err, src,
-                 "%s cannot be read (row %" PRIu64 "); the file is truncated or damaged", src,
-                 row->file_row);
+        SX_CHECK(H5Dread(h5->meta, mt, ms, fs, H5P_DEFAULT, raw) >= 0, SX_ERR_IO, err,
+                 src,
+                 "%s cannot be read (row %" PRIu64 "); the file is truncated or damaged",
+                 src, row->file_row);
         len = w;
         while (len > 0 && raw[len - 1] == '\0')
             len--;
@@ -2225,8 +2199,8 @@ enum sx_status sx_h5_read_meta(struct sx_h5 *h5, const struct sx_run *run,
         goto out;
     }
     SX_CHECK(n == 0 || n == row->count, SX_ERR_FORMAT, err, where,
-             "%s: event metadata must match the call count (%" PRIu64 " entries for %" PRIu64
-             " calls)",
+             "%s: event metadata must match the call count (%" PRIu64
+             " entries for %" PRIu64 " calls)",
              where, n, row->count);
     if (n == 0) {
         out->len = 0;
@@ -2250,8 +2224,7 @@ out:
 
 enum sx_status sx_h5_gpu_present(struct sx_h5 *h5, const struct sx_run *run,
                                  const struct sx_row *row, bool *present,
-                                 struct sx_error *err)
-{
+                                 struct sx_error *err) {
     enum sx_status st = SX_OK;
     enum { PIECE = 1 << 16 };
     int64_t *buf = NULL;
@@ -2285,8 +2258,7 @@ out:
 /* Full load                                                          */
 
 enum sx_status sx_h5_load(const char *path, bool summary, struct sx_run **out,
-                          struct sx_error *err)
-{
+                          struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_h5 *h5 = NULL;
     struct sx_run *run = NULL;
@@ -2327,7 +2299,8 @@ enum sx_status sx_h5_load(const char *path, bool summary, struct sx_run **out,
                 goto out;
             if (mb.len > 0) {
                 row->meta_text = sx_strndup(mb.data, mb.len);
-                SX_CHECK(row->meta_text != NULL, SX_ERR_NOMEM, err, path, "out of memory");
+                SX_CHECK(row->meta_text != NULL, SX_ERR_NOMEM, err, path,
+                         "out of memory");
             }
             row->meta_any = any;
         }
@@ -2351,8 +2324,7 @@ struct span {
     size_t slice;
 };
 
-static int cmp_span(const void *a, const void *b)
-{
+static int cmp_span(const void *a, const void *b) {
     const struct span *x = a, *y = b;
     return (x->start > y->start) - (x->start < y->start);
 }
@@ -2364,8 +2336,7 @@ static int cmp_span(const void *a, const void *b)
  */
 static enum sx_status read_col_spans(struct sx_h5 *h5, hid_t d, struct span *sp, size_t n,
                                      struct sx_slice *s, int c, const char *src,
-                                     struct sx_error *err)
-{
+                                     struct sx_error *err) {
     enum sx_status st = SX_OK;
     enum { GAP = 4096 };
     hid_t fs = -1, ms = -1;
@@ -2387,7 +2358,8 @@ static enum sx_status read_col_spans(struct sx_h5 *h5, hid_t d, struct span *sp,
         }
         hsize_t start = lo, count = hi - lo;
         if (count > 0)
-            SX_CHECK(H5Sselect_hyperslab(fs, H5S_SELECT_OR, &start, NULL, &count, NULL) >= 0,
+            SX_CHECK(H5Sselect_hyperslab(fs, H5S_SELECT_OR, &start, NULL, &count, NULL) >=
+                         0,
                      SX_ERR_FORMAT, err, src,
                      "%s: events %" PRIu64 "..%" PRIu64 " are out of range", src, lo, hi);
         total += hi - lo;
@@ -2399,8 +2371,8 @@ static enum sx_status read_col_spans(struct sx_h5 *h5, hid_t d, struct span *sp,
     SX_CHECK(buf != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     hsize_t mt = total;
     ms = H5Screate_simple(1, &mt, NULL);
-    SX_CHECK(H5Dread(d, H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, buf) >= 0, SX_ERR_IO, err, src,
-             "%s cannot be read; the file is truncated or damaged", src);
+    SX_CHECK(H5Dread(d, H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, buf) >= 0, SX_ERR_IO, err,
+             src, "%s cannot be read; the file is truncated or damaged", src);
     /* scatter: walk the merged ranges again in file order */
     uint64_t pos = 0;
     i = 0;
@@ -2426,8 +2398,7 @@ out:
 }
 
 enum sx_status sx_h5_read_slices(struct sx_h5 *h5, const struct sx_run *run,
-                                 struct sx_slice *s, size_t ns, struct sx_error *err)
-{
+                                 struct sx_slice *s, size_t ns, struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct quiet q;
     struct span *sp = NULL;
@@ -2437,8 +2408,8 @@ enum sx_status sx_h5_read_slices(struct sx_h5 *h5, const struct sx_run *run,
     if (run->layout != SX_LAYOUT_COLUMNAR) {
         for (size_t i = 0; i < ns && st == SX_OK; i++) {
             /* schema 1: one dataset per row; the end column needs its own buffer */
-            st = sx_h5_read_events(h5, run, s[i].row, s[i].first, s[i].n, s[i].cols, s[i].col,
-                                   err);
+            st = sx_h5_read_events(h5, run, s[i].row, s[i].first, s[i].n, s[i].cols,
+                                   s[i].col, err);
         }
         goto out;
     }

@@ -190,10 +190,10 @@ struct sx_agg_field {
 };
 
 struct sx_row {
-    uint32_t region;     /* index into run->names */
+    uint32_t region; /* index into run->names */
     int64_t rank;
-    char *source_file;   /* NULL = None */
-    char *source_text;   /* NULL = None */
+    char *source_file; /* NULL = None */
+    char *source_text; /* NULL = None */
     bool has_lineno;
     int64_t source_lineno;
     char **tags;
@@ -206,17 +206,17 @@ struct sx_row {
     struct sx_agg_field agg[SX_AGG_MAX];
     size_t nagg;
     /* event branch */
-    uint64_t count;     /* calls */
-    unsigned cols;      /* SX_COLBIT set of columns this row writes */
-    bool has_meta_col;  /* the file has rank_region_index/event_metadata */
+    uint64_t count;    /* calls */
+    unsigned cols;     /* SX_COLBIT set of columns this row writes */
+    bool has_meta_col; /* the file has rank_region_index/event_metadata */
     /* where the events live */
-    uint64_t offset;    /* columnar: first event of the row in the event columns */
-    uint64_t file_row;  /* columnar: index row; schema 1: unused */
-    char *group;        /* schema 1: path of the region group */
+    uint64_t offset;   /* columnar: first event of the row in the event columns */
+    uint64_t file_row; /* columnar: index row; schema 1: unused */
+    char *group;       /* schema 1: path of the region group */
     /* loaded data (full loads only; NULL otherwise) */
     int64_t *col[SX_NCOLS];
-    char *meta_text;   /* canonical JSON text of the event_metadata list, or NULL */
-    bool meta_any;     /* some call's metadata dict is non-empty */
+    char *meta_text; /* canonical JSON text of the event_metadata list, or NULL */
+    bool meta_any;   /* some call's metadata dict is non-empty */
 };
 
 struct sx_thread {
@@ -291,21 +291,21 @@ struct sx_lp_rank {
 };
 
 struct sx_run {
-    char *path;            /* the file it came from */
-    int schema;            /* 1, 2, 3; 0 for JSON */
+    char *path; /* the file it came from */
+    int schema; /* 1, 2, 3; 0 for JSON */
     enum sx_layout layout;
-    bool summary;          /* read as summary-only */
+    bool summary; /* read as summary-only */
     int64_t num_ranks;
     bool event_data_available;
     struct sx_value metadata; /* SX_V_OBJECT, keys in HDF5 name order */
-    char **names;          /* region names (UTF-8, sanitized), region id order */
+    char **names;             /* region names (UTF-8, sanitized), region id order */
     size_t nnames;
-    struct sx_row *rows;   /* file order (columnar) or group order (schema 1) */
+    struct sx_row *rows; /* file order (columnar) or group order (schema 1) */
     size_t nrows;
-    unsigned file_cols;    /* optional event columns the file has (SX_COLBIT) */
+    unsigned file_cols; /* optional event columns the file has (SX_COLBIT) */
     bool has_meta_col;
-    bool delta_encoded;    /* events/start_deltas exists */
-    uint64_t nevents;      /* length of the event columns (columnar) */
+    bool delta_encoded; /* events/start_deltas exists */
+    uint64_t nevents;   /* length of the event columns (columnar) */
     struct sx_lane_rank *threads;
     size_t nthreads;
     struct sx_lane_rank *tasks;
@@ -329,7 +329,8 @@ int64_t sx_lane_ns(int64_t v);
  * give): returns true when equal; otherwise false and a description of the
  * first difference in 'why' (size 'why_len').
  */
-bool sx_run_equal(const struct sx_run *a, const struct sx_run *b, char *why, size_t why_len);
+bool sx_run_equal(const struct sx_run *a, const struct sx_run *b, char *why,
+                  size_t why_len);
 
 /* ------------------------------------------------------------------ */
 /* h5_read.c: HDF5 -> run model; the only file that includes <hdf5.h>  */
@@ -344,13 +345,14 @@ struct sx_h5;
  * every rank must call it (and sx_h5_close) even after an error elsewhere.
  * The returned run holds rows without event data.
  */
-enum sx_status sx_h5_open(MPI_Comm comm, const char *path, bool summary, struct sx_h5 **h5,
-                          struct sx_run **run, struct sx_error *err);
+enum sx_status sx_h5_open(MPI_Comm comm, const char *path, bool summary,
+                          struct sx_h5 **h5, struct sx_run **run, struct sx_error *err);
 /* Collective like sx_h5_open. Accepts NULL. */
 void sx_h5_close(struct sx_h5 *h5);
 
 /* Read lane tables, LIKWID and line-profile groups into 'run'. Local. */
-enum sx_status sx_h5_read_extras(struct sx_h5 *h5, struct sx_run *run, struct sx_error *err);
+enum sx_status sx_h5_read_extras(struct sx_h5 *h5, struct sx_run *run,
+                                 struct sx_error *err);
 
 /*
  * Read events [first, first + n) of 'row' into 'out[c]' (arrays of n int64,
@@ -382,7 +384,8 @@ enum sx_status sx_h5_load(const char *path, bool summary, struct sx_run **run,
 long sx_h5_open_ids(void);
 
 /* h5_write.c: run model -> schema-3 HDF5 file (scope-profiler's layout). */
-enum sx_status sx_h5_write(const struct sx_run *run, const char *path, struct sx_error *err);
+enum sx_status sx_h5_write(const struct sx_run *run, const char *path,
+                           struct sx_error *err);
 
 /* ------------------------------------------------------------------ */
 /* json_read.c: JSON -> run model; the only file that includes <jansson.h> */
@@ -392,8 +395,8 @@ enum sx_status sx_h5_write(const struct sx_run *run, const char *path, struct sx
  * write it canonically (json.dumps) into 'out'. 'any' tells whether some
  * object is non-empty; '*count' the list length.
  */
-enum sx_status sx_json_canon_meta(const char *text, size_t n, struct sx_buf *out, bool *any,
-                                  uint64_t *count, struct sx_error *err);
+enum sx_status sx_json_canon_meta(const char *text, size_t n, struct sx_buf *out,
+                                  bool *any, uint64_t *count, struct sx_error *err);
 /* Parse a JSON list of strings (a row's stored tags). New array in '*tags'. */
 enum sx_status sx_json_parse_tags(const char *text, size_t n, char ***tags, size_t *ntags,
                                   struct sx_error *err);
@@ -504,7 +507,8 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
 
 struct sx_out_file;
 /* Create the parent directories and a temporary file beside 'path'. */
-enum sx_status sx_out_open(const char *path, struct sx_out_file **f, struct sx_error *err);
+enum sx_status sx_out_open(const char *path, struct sx_out_file **f,
+                           struct sx_error *err);
 enum sx_status sx_out_write(struct sx_out_file *f, const void *p, size_t n,
                             struct sx_error *err);
 /* Flush, close and rename over 'path'. */

@@ -4,8 +4,7 @@
 #include <string.h>
 
 /* NOTE: collective */
-enum sx_status sx_all_ok(MPI_Comm comm, enum sx_status st, struct sx_error *err)
-{
+enum sx_status sx_all_ok(MPI_Comm comm, enum sx_status st, struct sx_error *err) {
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);

@@ -5,8 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-char *sx_output_path(const char *base, const char *label, size_t n_runs)
-{
+char *sx_output_path(const char *base, const char *label, size_t n_runs) {
     /* stem, dot, extension = Path(base).name.partition(".") */
     const char *slash = strrchr(base, '/');
     size_t dir_len = slash ? (size_t)(slash - base) + 1 : 0;
@@ -30,8 +29,7 @@ char *sx_output_path(const char *base, const char *label, size_t n_runs)
 }
 
 enum sx_status sx_run_label(MPI_Comm comm, const char *input, char **label,
-                            struct sx_error *err)
-{
+                            struct sx_error *err) {
     enum sx_status st = SX_OK;
     int rank = 0;
     char *text = NULL;

@@ -17,8 +17,7 @@ struct sx_out_file {
 };
 
 /* mkdir -p of the directory part of 'path'. */
-static enum sx_status make_parents(const char *path, struct sx_error *err)
-{
+static enum sx_status make_parents(const char *path, struct sx_error *err) {
     enum sx_status st = SX_OK;
     char *dir = sx_strdup(path);
     SX_CHECK(dir != NULL, SX_ERR_NOMEM, err, path, "out of memory");
@@ -26,7 +25,7 @@ static enum sx_status make_parents(const char *path, struct sx_error *err)
     if (slash == NULL || slash == dir)
         goto out;
     *slash = '\0';
-    for (char *p = dir + 1; ; p++) {
+    for (char *p = dir + 1;; p++) {
         if (*p == '/' || *p == '\0') {
             char c = *p;
             *p = '\0';
@@ -37,8 +36,8 @@ static enum sx_status make_parents(const char *path, struct sx_error *err)
             }
             struct stat sb;
             if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-                st = sx_error_set(err, SX_ERR_IO, dir, "cannot create directory %s: %s", dir,
-                                  "a file of that name is in the way");
+                st = sx_error_set(err, SX_ERR_IO, dir, "cannot create directory %s: %s",
+                                  dir, "a file of that name is in the way");
                 goto out;
             }
             *p = c;
@@ -51,13 +50,14 @@ out:
     return st;
 }
 
-enum sx_status sx_out_open(const char *path, struct sx_out_file **out, struct sx_error *err)
-{
+enum sx_status sx_out_open(const char *path, struct sx_out_file **out,
+                           struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_out_file *f = NULL;
     struct stat sb;
     *out = NULL;
-    SX_CHECK(path != NULL && path[0] != '\0', SX_ERR_USAGE, err, "", "no output path given");
+    SX_CHECK(path != NULL && path[0] != '\0', SX_ERR_USAGE, err, "",
+             "no output path given");
     SX_CHECK(!(stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)), SX_ERR_IO, err, path,
              "cannot write %s: it is a directory", path);
     st = make_parents(path, err);
@@ -77,7 +77,8 @@ enum sx_status sx_out_open(const char *path, struct sx_out_file **out, struct sx
     else
         snprintf(f->tmp, n, "%.*s/.%s.XXXXXX", (int)(base - path), path, base + 1);
     f->fd = mkstemp(f->tmp);
-    SX_CHECK(f->fd >= 0, SX_ERR_IO, err, path, "cannot create %s: %s", path, strerror(errno));
+    SX_CHECK(f->fd >= 0, SX_ERR_IO, err, path, "cannot create %s: %s", path,
+             strerror(errno));
     /* mkstemp makes 0600; give the file what open(2) with 0666 would under the umask */
     mode_t um = umask(0);
     umask(um);
@@ -94,8 +95,7 @@ out:
 }
 
 enum sx_status sx_out_write(struct sx_out_file *f, const void *p, size_t n,
-                            struct sx_error *err)
-{
+                            struct sx_error *err) {
     const char *c = p;
     while (n > 0) {
         ssize_t w = write(f->fd, c, n > (1u << 30) ? (1u << 30) : n);
@@ -111,8 +111,7 @@ enum sx_status sx_out_write(struct sx_out_file *f, const void *p, size_t n,
     return SX_OK;
 }
 
-enum sx_status sx_out_commit(struct sx_out_file *f, struct sx_error *err)
-{
+enum sx_status sx_out_commit(struct sx_out_file *f, struct sx_error *err) {
     enum sx_status st = SX_OK;
     int fd = f->fd;
     f->fd = -1;
@@ -128,8 +127,7 @@ out:
     return st;
 }
 
-void sx_out_abort(struct sx_out_file *f)
-{
+void sx_out_abort(struct sx_out_file *f) {
     if (f == NULL)
         return;
     if (f->fd >= 0)

@@ -19,8 +19,7 @@ struct sx_filter {
 };
 
 static enum sx_status compile_all(const char *const *pat, size_t n, pcre2_code ***out,
-                                  const char *what, struct sx_error *err)
-{
+                                  const char *what, struct sx_error *err) {
     enum sx_status st = SX_OK;
     pcre2_code **codes = NULL;
     if (n == 0)
@@ -48,15 +47,13 @@ out:
     return st;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
+static int cmp_i64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
 }
 
 enum sx_status sx_filter_new(const struct sx_options *opts, struct sx_filter **f,
-                             struct sx_error *err)
-{
+                             struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_filter *flt = sx_calloc(1, sizeof *flt);
     SX_CHECK(flt != NULL, SX_ERR_NOMEM, err, "filter", "out of memory");
@@ -91,8 +88,7 @@ out:
     return st;
 }
 
-void sx_filter_free(struct sx_filter *f)
-{
+void sx_filter_free(struct sx_filter *f) {
     if (f == NULL)
         return;
     for (size_t i = 0; f->include != NULL && i < f->n_include; i++)
@@ -107,8 +103,7 @@ void sx_filter_free(struct sx_filter *f)
 }
 
 static bool any_match(pcre2_code *const *codes, size_t n, const char *name,
-                      pcre2_match_data *md)
-{
+                      pcre2_match_data *md) {
     for (size_t i = 0; i < n; i++) {
         if (codes[i] != NULL &&
             pcre2_match(codes[i], (PCRE2_SPTR)name, strlen(name), 0, 0, md, NULL) >= 0)
@@ -117,8 +112,7 @@ static bool any_match(pcre2_code *const *codes, size_t n, const char *name,
     return false;
 }
 
-bool sx_filter_name(const struct sx_filter *f, const char *name)
-{
+bool sx_filter_name(const struct sx_filter *f, const char *name) {
     if (f == NULL)
         return true;
     if (f->n_include > 0 && !any_match(f->include, f->n_include, name, f->md))
@@ -126,22 +120,20 @@ bool sx_filter_name(const struct sx_filter *f, const char *name)
     return !any_match(f->exclude, f->n_exclude, name, f->md);
 }
 
-bool sx_filter_rank(const struct sx_filter *f, int64_t rank)
-{
+bool sx_filter_rank(const struct sx_filter *f, int64_t rank) {
     if (f == NULL || f->all_ranks)
         return true;
     return bsearch(&rank, f->ranks, f->n_ranks, sizeof rank, cmp_i64) != NULL;
 }
 
 /* _filename_slug: re.sub(r"[^\w.+-]+", "_", label).strip("_") or the label itself. */
-char *sx_slug(const char *label)
-{
+char *sx_slug(const char *label) {
     int code = 0;
     PCRE2_SIZE off = 0;
     char *res = NULL;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR) "[^\\w.+-]+", PCRE2_ZERO_TERMINATED,
-                                   PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &code,
-                                   &off, NULL);
+    pcre2_code *re =
+        pcre2_compile((PCRE2_SPTR) "[^\\w.+-]+", PCRE2_ZERO_TERMINATED,
+                      PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &code, &off, NULL);
     if (re == NULL)
         return NULL;
     size_t n = strlen(label);

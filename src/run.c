@@ -4,8 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-struct sx_run *sx_run_new(void)
-{
+struct sx_run *sx_run_new(void) {
     struct sx_run *run = sx_calloc(1, sizeof *run);
     if (run == NULL)
         return NULL;
@@ -14,8 +13,7 @@ struct sx_run *sx_run_new(void)
     return run;
 }
 
-static void free_strings(char **s, size_t n)
-{
+static void free_strings(char **s, size_t n) {
     if (s == NULL)
         return;
     for (size_t i = 0; i < n; i++)
@@ -23,8 +21,7 @@ static void free_strings(char **s, size_t n)
     free(s);
 }
 
-void sx_row_clear(struct sx_row *row)
-{
+void sx_row_clear(struct sx_row *row) {
     free(row->source_file);
     free(row->source_text);
     free_strings(row->tags, row->ntags);
@@ -35,8 +32,7 @@ void sx_row_clear(struct sx_row *row)
     *row = (struct sx_row){0};
 }
 
-static void free_lanes(struct sx_lane_rank *lanes, size_t n)
-{
+static void free_lanes(struct sx_lane_rank *lanes, size_t n) {
     for (size_t i = 0; i < n; i++) {
         for (size_t j = 0; j < lanes[i].n; j++) {
             if (lanes[i].threads != NULL)
@@ -53,8 +49,7 @@ static void free_lanes(struct sx_lane_rank *lanes, size_t n)
     free(lanes);
 }
 
-static void free_likwid(struct sx_likwid_rank *lk, size_t n)
-{
+static void free_likwid(struct sx_likwid_rank *lk, size_t n) {
     for (size_t i = 0; i < n; i++) {
         for (size_t j = 0; j < lk[i].n; j++) {
             struct sx_likwid_entry *e = &lk[i].entries[j];
@@ -75,8 +70,7 @@ static void free_likwid(struct sx_likwid_rank *lk, size_t n)
     free(lk);
 }
 
-static void free_line_profile(struct sx_lp_rank *lp, size_t n)
-{
+static void free_line_profile(struct sx_lp_rank *lp, size_t n) {
     for (size_t i = 0; i < n; i++) {
         for (size_t j = 0; j < lp[i].n; j++) {
             struct sx_lp_record *r = &lp[i].records[j];
@@ -92,8 +86,7 @@ static void free_line_profile(struct sx_lp_rank *lp, size_t n)
     free(lp);
 }
 
-void sx_run_free(struct sx_run *run)
-{
+void sx_run_free(struct sx_run *run) {
     if (run == NULL)
         return;
     free(run->path);
@@ -113,8 +106,7 @@ void sx_run_free(struct sx_run *run)
  * ThreadInfo/TaskInfo keep seconds as floats; the exporter turns them back
  * with round(seconds * 1e9). Identity below 2^51, off by one above at times.
  */
-int64_t sx_lane_ns(int64_t v)
-{
+int64_t sx_lane_ns(int64_t v) {
     double x = nearbyint(((double)v / 1e9) * 1e9);
     /* Out of int64 range only for |v| near 2^63; saturate rather than overflow. */
     if (x >= 9223372036854775807.0)

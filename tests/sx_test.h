@@ -12,7 +12,7 @@ static int sx_test_failures;
 #define CHECK(expr)                                                                      \
     do {                                                                                 \
         if (!(expr)) {                                                                   \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #expr);    \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #expr);     \
             sx_test_failures++;                                                          \
         }                                                                                \
     } while (0)
@@ -21,7 +21,7 @@ static int sx_test_failures;
 #define ASSERT(expr)                                                                     \
     do {                                                                                 \
         if (!(expr)) {                                                                   \
-            fprintf(stderr, "%s:%d: ASSERT failed: %s\n", __FILE__, __LINE__, #expr);   \
+            fprintf(stderr, "%s:%d: ASSERT failed: %s\n", __FILE__, __LINE__, #expr);    \
             exit(1);                                                                     \
         }                                                                                \
     } while (0)
@@ -30,7 +30,7 @@ static int sx_test_failures;
     do {                                                                                 \
         const char *g_ = (got), *w_ = (want);                                            \
         if (strcmp(g_, w_) != 0) {                                                       \
-            fprintf(stderr, "%s:%d: CHECK_STR failed: %s\n  got:  [%s]\n  want: [%s]\n",  \
+            fprintf(stderr, "%s:%d: CHECK_STR failed: %s\n  got:  [%s]\n  want: [%s]\n", \
                     __FILE__, __LINE__, #got, g_, w_);                                   \
             sx_test_failures++;                                                          \
         }                                                                                \

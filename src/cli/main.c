@@ -42,14 +42,12 @@ static const char usage_text[] =
 
 static int world_rank;
 
-static void on_signal(int sig)
-{
+static void on_signal(int sig) {
     (void)sig;
     sx_request_stop();
 }
 
-static int usage_error(const char *msg, const char *arg)
-{
+static int usage_error(const char *msg, const char *arg) {
     if (world_rank == 0)
         fprintf(stderr, "scope-export: %s%s%s\nTry 'scope-export --help'.\n", msg,
                 arg ? ": " : "", arg ? arg : "");
@@ -57,8 +55,7 @@ static int usage_error(const char *msg, const char *arg)
 }
 
 /* "0,2,5-7" -> ranks */
-static int parse_ranks(const char *s, int64_t **out, size_t *n_out)
-{
+static int parse_ranks(const char *s, int64_t **out, size_t *n_out) {
     size_t cap = 16, n = 0;
     int64_t *v = malloc(cap * sizeof *v);
     if (v == NULL)
@@ -101,8 +98,7 @@ bad:
     return -1;
 }
 
-static int parse_int(const char *s, long lo, long hi, long *out)
-{
+static int parse_int(const char *s, long lo, long hi, long *out) {
     char *end = NULL;
     errno = 0;
     long v = strtol(s, &end, 10);
@@ -117,15 +113,13 @@ struct progress_state {
     double last;
 };
 
-static double now(void)
-{
+static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void show_progress(uint64_t done, uint64_t total, void *user)
-{
+static void show_progress(uint64_t done, uint64_t total, void *user) {
     struct progress_state *p = user;
     double t = now();
     if (t - p->last < 0.2 && done < total)
@@ -139,11 +133,11 @@ static void show_progress(uint64_t done, uint64_t total, void *user)
     fflush(stderr);
 }
 
-static void print_error(const struct sx_error *e)
-{
+static void print_error(const struct sx_error *e) {
     if (world_rank != 0)
         return;
-    fprintf(stderr, "scope-export: error: %s", e->text[0] ? e->text : sx_strerror(e->code));
+    fprintf(stderr, "scope-export: error: %s",
+            e->text[0] ? e->text : sx_strerror(e->code));
     if (e->rank >= 0)
         fprintf(stderr, " [rank %d", e->rank);
     if (e->source[0] && strstr(e->text, e->source) == NULL)
@@ -154,8 +148,7 @@ static void print_error(const struct sx_error *e)
 }
 
 /* _unique_labels: the k-th repeat of a label becomes "<label> (k)". */
-static char **unique_labels(char **labels, size_t n)
-{
+static char **unique_labels(char **labels, size_t n) {
     char **out = calloc(n + 1, sizeof *out);
     if (out == NULL)
         return NULL;
@@ -175,8 +168,7 @@ static char **unique_labels(char **labels, size_t n)
     return out;
 }
 
-static int cmd_export(int argc, char **argv, int first)
-{
+static int cmd_export(int argc, char **argv, int first) {
     struct sx_options o;
     sx_options_init(&o);
     const char *output = NULL;
@@ -264,8 +256,8 @@ static int cmd_export(int argc, char **argv, int first)
             o.fail_rank = (int)v;
         } else if (IS("--fail-stage")) {
             NEED_VALUE();
-            static const char *const st[] = {"open", "read", "format", "compress", "send",
-                                             "write"};
+            static const char *const st[] = {"open",     "read", "format",
+                                             "compress", "send", "write"};
             o.fail_stage = 0;
             for (int k = 0; k < 6; k++)
                 if (strcmp(val, st[k]) == 0)
@@ -362,8 +354,7 @@ out:
     return rc;
 }
 
-static int cmd_validate(int argc, char **argv, int first)
-{
+static int cmd_validate(int argc, char **argv, int first) {
     int rc = 0, n = 0;
     for (int i = first; i < argc; i++) {
         if (argv[i][0] == '-' && argv[i][1] != '\0')
@@ -387,8 +378,7 @@ static int cmd_validate(int argc, char **argv, int first)
     return rc;
 }
 
-static int cmd_import(int argc, char **argv, int first)
-{
+static int cmd_import(int argc, char **argv, int first) {
     const char *in = NULL, *out = NULL;
     for (int i = first; i < argc; i++) {
         if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
@@ -421,8 +411,7 @@ static int cmd_import(int argc, char **argv, int first)
     return rc;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
         fprintf(stderr, "scope-export: error: MPI_Init failed\n");
         return 1;

@@ -1,13 +1,14 @@
-/* golden_cmp.c - compare an export with scope-profiler's JSON, byte for byte but the exporter */
+/* golden_cmp.c - compare an export with scope-profiler's JSON, byte for byte but the
+ * exporter */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
-/* Read a whole file, gunzipping it when it is gzip (gzread passes plain files through). */
-static char *slurp(const char *path, size_t *n)
-{
+/* Read a whole file, gunzipping it when it is gzip (gzread passes plain files through).
+ */
+static char *slurp(const char *path, size_t *n) {
     gzFile f = gzopen(path, "rb");
     if (f == NULL)
         return NULL;
@@ -39,8 +40,7 @@ static char *slurp(const char *path, size_t *n)
  * A .gz must be ONE gzip member: some readers (libdeflate, a single zlib
  * inflate call) stop after the first. Returns 0 when the whole file is one.
  */
-static int single_member(const char *path)
-{
+static int single_member(const char *path) {
     FILE *f = fopen(path, "rb");
     if (f == NULL)
         return -1;
@@ -83,8 +83,7 @@ static int single_member(const char *path)
 }
 
 /* Replace the value of the first "exporter" key by a fixed token. */
-static size_t normalise(char *s, size_t n)
-{
+static size_t normalise(char *s, size_t n) {
     const char *key = "\"exporter\": \"";
     char *p = memmem(s, n, key, strlen(key));
     if (p == NULL)
@@ -97,8 +96,7 @@ static size_t normalise(char *s, size_t n)
     return n - (size_t)(q - v);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: golden_cmp OURS EXPECTED\n");
         return 2;
@@ -119,8 +117,8 @@ int main(int argc, char **argv)
     if (i == na && i == nb)
         return 0;
     size_t from = i > 60 ? i - 60 : 0;
-    fprintf(stderr, "golden_cmp: %s differs from %s at byte %zu (sizes %zu, %zu)\n", argv[1],
-            argv[2], i, na, nb);
+    fprintf(stderr, "golden_cmp: %s differs from %s at byte %zu (sizes %zu, %zu)\n",
+            argv[1], argv[2], i, na, nb);
     fprintf(stderr, "  ours:     ...%.*s\n", (int)((na < i + 60 ? na : i + 60) - from),
             a + from);
     fprintf(stderr, "  expected: ...%.*s\n", (int)((nb < i + 60 ? nb : i + 60) - from),

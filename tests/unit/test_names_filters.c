@@ -1,19 +1,18 @@
-/* test_names_filters.c - output names as export_json picks them; region and rank filters */
+/* test_names_filters.c - output names as export_json picks them; region and rank filters
+ */
 #include "internal.h"
 #include "sx_test.h"
 
 #include <stdlib.h>
 
-static void check_path(const char *base, const char *label, size_t n, const char *want)
-{
+static void check_path(const char *base, const char *label, size_t n, const char *want) {
     char *got = sx_output_path(base, label, n);
     ASSERT(got != NULL);
     CHECK_STR(got, want);
     free(got);
 }
 
-static void check_slug(const char *label, const char *want)
-{
+static void check_slug(const char *label, const char *want) {
     char *got = sx_slug(label);
     ASSERT(got != NULL);
     CHECK_STR(got, want);
@@ -21,8 +20,7 @@ static void check_slug(const char *label, const char *want)
 }
 
 /* Names of the document rows (in order) as "name@rank," */
-static char *rows_of(const char *h5, const struct sx_options *o)
-{
+static char *rows_of(const char *h5, const struct sx_options *o) {
     struct sx_run *run = NULL;
     struct sx_filter *f = NULL;
     struct sx_doc doc;
@@ -46,8 +44,7 @@ static char *rows_of(const char *h5, const struct sx_options *o)
     return b.data;
 }
 
-int main(void)
-{
+int main(void) {
     /* stem, dot, extension = name.partition("."): the first dot splits */
     check_path("figures/profile.json", "run", 1, "figures/profile.json");
     check_path("profile.json.gz", "run", 1, "profile.json.gz");
@@ -102,10 +99,12 @@ int main(void)
     CHECK(strstr(some, "@2,") != NULL);
     free(some);
     /* rows are region-major, ranks ascending within a region */
-    /* rows are region-major (region table order), ranks ascending: as run.json has them */
-    CHECK_STR(all, "assemble_matrix@0,io.write_checkpoint@0,io.write_checkpoint@1,"
-                   "io.write_checkpoint@2,MPI_Allreduce@0,MPI_Allreduce@1,MPI_Allreduce@2,"
-                   "solve@1,solve@2,");
+    /* rows are region-major (region table order), ranks ascending: as run.json has them
+     */
+    CHECK_STR(all,
+              "assemble_matrix@0,io.write_checkpoint@0,io.write_checkpoint@1,"
+              "io.write_checkpoint@2,MPI_Allreduce@0,MPI_Allreduce@1,MPI_Allreduce@2,"
+              "solve@1,solve@2,");
     free(all);
 
     /* a bad pattern is a usage error naming it */
