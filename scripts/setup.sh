@@ -4,7 +4,7 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config git
       libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools
       libjansson-dev libpcre2-dev zlib1g-dev libisal-dev
-      pigz gzip time valgrind clang)
+      pigz gzip time valgrind clang clang-format)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -38,16 +38,32 @@ static bool ends_with_gz(const char *path) {
 }
 
 static const char *inject_path; /* the input of the export under way, for the message */
+static unsigned inject_seen;    /* stages this rank has passed in this export */
 
 static enum sx_status inject(const struct sx_options *o, int rank,
                              enum sx_fail_stage stage, struct sx_error *err) {
     static const char *const names[] = {"",         "open", "read", "format",
                                         "compress", "send", "write"};
+    inject_seen |= 1u << stage;
     if (o->fail_rank == rank && o->fail_stage == (int)stage)
         return sx_error_set(err, SX_ERR_INTERNAL, inject_path ? inject_path : "",
                             "%s: failure injected at the %s stage (fault test)",
                             inject_path ? inject_path : "export", names[stage]);
     return SX_OK;
+}
+
+/*
+ * A rank that owns no block, or writes plain text, never reaches some
+ * stages; a failure injected there happens when its share of the work ends,
+ * so that every (rank, stage) pair can be made to fail.
+ */
+static enum sx_status inject_rest(const struct sx_options *o, int rank,
+                                  struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    for (int stage = SX_FAIL_READ; st == SX_OK && stage <= SX_FAIL_WRITE; stage++)
+        if (!(inject_seen & (1u << stage)))
+            st = inject(o, rank, (enum sx_fail_stage)stage, err);
+    return st;
 }
 
 /* A block's text and, for .gz, its deflate segment and CRC. */
@@ -194,11 +210,6 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_doc *
         st = write_raw(w, &hdr_text, NULL, 0, false, err);
     if (st == SX_OK)
         st = inject(o, 0, SX_FAIL_WRITE, err);
-    if (st == SX_OK && size > 1 && !w->gz) {
-        /* rank 0 formats no block here; a failure injected for it still happens */
-        for (int stage = SX_FAIL_READ; st == SX_OK && stage <= SX_FAIL_SEND; stage++)
-            st = inject(o, 0, (enum sx_fail_stage)stage, err);
-    }
     for (size_t b = 0; st == SX_OK && !remote_failed && b < doc->nblocks; b++) {
         int owner = block_owner(b, size, w->gz);
         if (owner == 0) {
@@ -231,6 +242,8 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_doc *
             st = write_raw(w, &in, NULL, 0, false, err);
         }
     }
+    if (st == SX_OK && !remote_failed)
+        st = inject_rest(o, 0, err);
     bool failed = st != SX_OK || remote_failed;
     /* Tell every other rank whether to go on (only an abort is urgent). */
     int ctrl = failed ? 1 : 0;
@@ -324,16 +337,8 @@ static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
             break;
         }
     }
-    /* a failure injected for a rank that owns no block still happens */
-    if (st == SX_OK && !got_ctrl && k == 0) {
-        st = inject(o, rank, SX_FAIL_READ, err);
-        if (st == SX_OK)
-            st = inject(o, rank, SX_FAIL_FORMAT, err);
-        if (st == SX_OK)
-            st = inject(o, rank, SX_FAIL_COMPRESS, err);
-        if (st == SX_OK)
-            st = inject(o, rank, SX_FAIL_SEND, err);
-    }
+    if (st == SX_OK && !got_ctrl)
+        st = inject_rest(o, rank, err);
     for (int j = 0; j < NSETS; j++)
         MPI_Waitall(nreq[j], reqs[j], MPI_STATUSES_IGNORE);
     struct block_hdr end;
@@ -432,6 +437,7 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
     MPI_Comm_size(c, &size);
     const bool gz = output != NULL && ends_with_gz(output);
     inject_path = input;
+    inject_seen = 0;
 
     /* Options and paths: every rank checks the same things. */
     st = check_paths(input, output, err);
