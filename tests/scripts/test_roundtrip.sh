@@ -40,6 +40,25 @@ done
 "$SYNTH" --ranks 2 --regions 3 --events 3000 --skew 0.9 --chunk 512 --deflate 4 --seed 14 \
     "$TMP/chunk.h5" && roundtrip synth-chunked "$TMP/chunk.h5"
 
+# A bad document: import fails with one line, leaves no output and keeps an existing one.
+head -c 3000 "$SHARED/golden/basic_nested/run.json.gz" >"$TMP/trunc.json.gz"
+printf '{"format": "scope-profiler-profile", "regions": [{"rank": 0}]}' >"$TMP/noname.json"
+printf '{"format": "other"}' >"$TMP/other.json"
+for doc in trunc.json.gz noname.json other.json; do
+    rm -f "$TMP/bad.h5"
+    if "$X" import "$TMP/$doc" -o "$TMP/bad.h5" 2>"$TMP/err"; then
+        bad "import of $doc succeeded"
+    else
+        [ ! -e "$TMP/bad.h5" ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "$doc" "$TMP/err" &&
+            ok || bad "import of $doc: output left or unclear error: $(cat "$TMP/err")"
+    fi
+    echo keep >"$TMP/keep.h5"
+    "$X" import "$TMP/$doc" -o "$TMP/keep.h5" 2>/dev/null
+    [ "$(cat "$TMP/keep.h5")" = keep ] && ok || bad "import of $doc destroyed an existing file"
+    [ -z "$(ls -A "$TMP" | grep '^\.')" ] && ok || bad "import of $doc left a temporary file"
+    "$X" validate "$TMP/$doc" >/dev/null && bad "validate accepted $doc" || ok
+done
+
 # HDF5's own tools read what import writes, with the spec's layout.
 if command -v h5dump >/dev/null; then
     "$X" import "$SHARED/golden/gen_schema3_allcols/run.json.gz" -o "$TMP/imp.h5" >/dev/null
