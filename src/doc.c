@@ -577,18 +577,10 @@ static void write_ints(struct sx_buf *b, const int64_t *v, uint64_t n, uint64_t 
                        int indent) {
     if (indent < 0) {
         /* hot path: one reserve per piece, then raw formatting */
-        for (uint64_t i = 0; i < n; i++) {
-            if (!sx_buf_reserve(b, 32))
-                return;
-            char *p = b->data + b->len;
-            if (first + i > 0) {
-                p[0] = ',';
-                p[1] = ' ';
-                p += 2;
-            }
-            p += sx_fmt_i64(p, v[i]);
-            b->len = (size_t)(p - b->data);
-        }
+        if (n == 0 || !sx_buf_reserve(b, (size_t)n * 24 + 32))
+            return;
+        char *end = sx_fmt_i64_list(b->data + b->len, v, (size_t)n, first == 0);
+        b->len = (size_t)(end - b->data);
         return;
     }
     for (uint64_t i = 0; i < n; i++) {
@@ -622,7 +614,9 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
     struct piece *pieces = NULL;
     size_t np = 0, capp = 0;
     struct sx_slice *slices = NULL;
+    size_t slices_cap = 0;
     int64_t *arena = NULL;
+    uint64_t arena_cap = 0;
     struct sx_buf mb = {0};
 
     /* 1. The block's pieces, in text order. */
@@ -675,10 +669,19 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
         }
         /* slices: one per event piece, clipped to PIECE_EVENTS for a long one */
         size_t ns = 0;
-        free(slices);
-        slices = sx_calloc(q - p + 1, sizeof *slices);
-        free(arena);
-        arena = sx_malloc((evs + 1) * sizeof *arena);
+        /* room reused across batches: fresh large blocks would fault every page in */
+        if (q - p + 1 > slices_cap) {
+            free(slices);
+            slices_cap = q - p + 1;
+            slices = sx_malloc(slices_cap * sizeof *slices);
+        }
+        if (slices != NULL)
+            memset(slices, 0, (q - p + 1) * sizeof *slices);
+        if (evs + 1 > arena_cap) {
+            free(arena);
+            arena_cap = evs + 1 > PIECE_EVENTS + 1 ? evs + 1 : PIECE_EVENTS + 1;
+            arena = sx_malloc(arena_cap * sizeof *arena);
+        }
         SX_CHECK(slices != NULL && arena != NULL, SX_ERR_NOMEM, err, run->path,
                  "out of memory");
         uint64_t used = 0;

@@ -33,6 +33,8 @@ struct sx_h5 {
         uint64_t pos, sum;
     } ck[256];
     size_t ck_next;
+    int64_t *scratch; /* reused read buffer of batched slice reads */
+    size_t scratch_cap;
     off_t file_size;
 };
 
@@ -1987,6 +1989,7 @@ void sx_h5_close(struct sx_h5 *h5) {
     close_id(h5->meta);
     close_id(h5->file); /* NOTE: collective with the MPI-IO driver */
     quiet_end(&q);
+    free(h5->scratch);
     free(h5->path);
     free(h5);
 }
@@ -2341,7 +2344,6 @@ static enum sx_status read_col_spans(struct sx_h5 *h5, hid_t d, struct span *sp,
     enum { GAP = 4096 };
     hid_t fs = -1, ms = -1;
     int64_t *buf = NULL;
-    (void)h5;
     qsort(sp, n, sizeof *sp, cmp_span);
     fs = H5Dget_space(d);
     SX_CHECK(fs >= 0, SX_ERR_IO, err, src, "%s: dataspace error", src);
@@ -2367,7 +2369,12 @@ static enum sx_status read_col_spans(struct sx_h5 *h5, hid_t d, struct span *sp,
     }
     if (total == 0)
         goto out;
-    buf = sx_malloc(total * sizeof *buf);
+    if (total > h5->scratch_cap) {
+        free(h5->scratch);
+        h5->scratch = sx_malloc(total * sizeof *h5->scratch);
+        h5->scratch_cap = h5->scratch != NULL ? total : 0;
+    }
+    buf = h5->scratch;
     SX_CHECK(buf != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     hsize_t mt = total;
     ms = H5Screate_simple(1, &mt, NULL);
@@ -2391,7 +2398,6 @@ static enum sx_status read_col_spans(struct sx_h5 *h5, hid_t d, struct span *sp,
         i = j;
     }
 out:
-    free(buf);
     close_id(ms);
     close_id(fs);
     return st;

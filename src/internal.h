@@ -73,6 +73,12 @@ void sx_buf_cstr(struct sx_buf *b, const char *s); /* NUL-terminated */
 size_t sx_fmt_i64(char *out, int64_t v);
 size_t sx_fmt_u64(char *out, uint64_t v);
 size_t sx_fmt_double(char *out, double v); /* at least 32 bytes */
+/*
+ * 'n' integers separated by ", " (and one before the first unless 'first'),
+ * as the one-line document writes event columns. 'out' has room for 24
+ * bytes per value. Returns the end of the text.
+ */
+char *sx_fmt_i64_list(char *out, const int64_t *v, size_t n, bool first);
 
 /*
  * A copy of 'n' bytes of possibly invalid UTF-8 with every invalid
