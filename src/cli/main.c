@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +34,7 @@ static const char usage_text[] =
     "  --deflate ENGINE      zlib (default) or isal, where built with ISA-L\n"
     "  --block-size BYTES    JSON text per block of work (default 4194304)\n"
     "  --progress            show progress on stderr (default: when a terminal)\n"
+    "  --stats               print the export's own time and rate on stderr\n"
     "  -q, --quiet           print nothing but errors\n"
     "  -h, --help            this text\n"
     "  -V, --version         print the version\n"
@@ -177,7 +179,7 @@ static int cmd_export(int argc, char **argv, int first) {
     const char **exc = calloc((size_t)argc + 1, sizeof *exc);
     int64_t *ranks = NULL;
     size_t nin = 0, ninc = 0, nexc = 0, nranks = 0;
-    int quiet = 0, progress = -1, rc = 0;
+    int quiet = 0, progress = -1, rc = 0, stats = 0;
     if (inputs == NULL || inc == NULL || exc == NULL)
         return 1;
     for (int i = first; i < argc; i++) {
@@ -268,6 +270,8 @@ static int cmd_export(int argc, char **argv, int first) {
             }
         } else if (strcmp(a, "--progress") == 0) {
             progress = 1;
+        } else if (strcmp(a, "--stats") == 0) {
+            stats = 1;
         } else if (strcmp(a, "--no-progress") == 0) {
             progress = 0;
         } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
@@ -336,6 +340,14 @@ static int cmd_export(int argc, char **argv, int first) {
         }
         if (!quiet && world_rank == 0)
             printf("Wrote %s\n", path);
+        if (stats && world_rank == 0) {
+            /* the export alone, without process and MPI start-up */
+            double el = now() - ps.t0;
+            struct stat sb;
+            long long bytes = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+            fprintf(stderr, "scope-export: stats: %s: %lld bytes in %.3f s (%.1f MB/s)\n",
+                    path, bytes, el, el > 0 ? (double)bytes / el / 1e6 : 0.0);
+        }
         free(path);
     }
 free_labels:
