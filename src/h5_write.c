@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,10 +37,34 @@ struct stat_rec {
     double mean, m2;
 };
 
+/* A vlen string dataset kept for the serial phase (HDF5 1.10 cannot write vlen data
+ * through MPI-IO): rank 0 creates it after the parallel phase. */
+struct pending {
+    char *group; /* absolute path of the parent group */
+    char *name;
+    char **strs; /* owned copies; never NULL entries */
+    size_t n;
+};
+
+/* One row's result, sent from the process that wrote it to rank 0 by sx_h5w_finish(). */
+struct row_out {
+    uint64_t row, n;
+    int64_t exclusive;
+    struct stat_rec rec;
+};
+
 struct sx_h5w {
     char *path; /* final name, for messages and the rename */
     char *tmp;  /* the file being written */
     struct sx_h5w_spec spec;
+    MPI_Comm comm;       /* a dup of the caller's; MPI_COMM_NULL: one process, POSIX */
+    int rank;            /* in 'comm'; 0 when serial */
+    bool collective;     /* the MPI-IO phase: every process makes every HDF5 call */
+    hid_t dxpl;          /* collective transfer, for the event columns */
+    enum sx_status late; /* a failure that waited for the end of the call (see carry()) */
+    bool *mine;          /* rows whose events or exclusive total this process wrote */
+    struct pending *pend;
+    size_t npend, cappend;
     hid_t file;
     hid_t t_str; /* vlen UTF-8 */
     hid_t ev[SX_NCOLS];
@@ -146,6 +171,33 @@ static void close_id(hid_t *id) {
     *id = H5I_INVALID_HID;
 }
 
+/*
+ * In the MPI-IO phase a process must not leave a call early while the others
+ * go on to the next collective HDF5 call: a local failure (a write only rank 0
+ * makes, an allocation only it needs) is kept in 'late' and the call goes on;
+ * agree() reports it at the end. Serially the failure is returned at once.
+ */
+static enum sx_status carry(struct sx_h5w *w, enum sx_status st) {
+    if (st == SX_OK || !w->collective)
+        return st;
+    if (w->late == SX_OK)
+        w->late = st;
+    return SX_OK;
+}
+
+/*
+ * NOTE: collective in the MPI-IO phase. Every process learns the first
+ * failure (and its text) and returns it, so that all of them take the same
+ * path to the next collective call. Serially: 'st', or a carried failure.
+ */
+static enum sx_status agree(struct sx_h5w *w, enum sx_status st, struct sx_error *err) {
+    if (st == SX_OK && w->late != SX_OK)
+        st = w->late;
+    if (w->collective)
+        st = sx_all_ok(w->comm, st, err);
+    return st;
+}
+
 /* ------------------------------------------------------------------ */
 /* Small writers: attributes and whole 1-D datasets                   */
 
@@ -214,19 +266,13 @@ static enum sx_status attr_str(struct sx_h5w *w, hid_t loc, const char *obj,
     return put_attr(w, loc, obj, name, w->t_str, w->t_str, -1, &p, err);
 }
 
-/* A 1-D vlen string attribute; NULL entries are written as "". */
+/* A 1-D vlen string attribute; NULL entries are written as "". 'p' has room for 'n'. */
 static enum sx_status attr_strs(struct sx_h5w *w, hid_t loc, const char *obj,
                                 const char *name, char *const *s, size_t n,
-                                struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    const char **p = sx_calloc(n, sizeof *p);
-    SX_CHECK(p != NULL, SX_ERR_NOMEM, err, src(w, obj), "out of memory");
+                                const char **p, struct sx_error *err) {
     for (size_t i = 0; i < n; i++)
         p[i] = s[i] ? s[i] : "";
-    st = put_attr(w, loc, obj, name, w->t_str, w->t_str, (long)n, p, err);
-out:
-    free(p);
-    return st;
+    return put_attr(w, loc, obj, name, w->t_str, w->t_str, (long)n, p, err);
 }
 
 /*
@@ -248,10 +294,14 @@ static enum sx_status put_dset(struct sx_h5w *w, hid_t loc, const char *obj,
     dset = H5Dcreate2(loc, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     SX_CHECK(dset >= 0, SX_ERR_IO, err, src(w, obj), "cannot create dataset '%s': %s",
              name, h5_detail());
-    if (total > 0 && buf != NULL)
-        SX_CHECK(H5Dwrite(dset, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0,
-                 SX_ERR_IO, err, src(w, obj), "cannot write dataset '%s': %s", name,
-                 h5_detail());
+    /* Every process creates the dataset; rank 0 alone writes it (spec 5.1). */
+    if (total > 0 && buf != NULL && w->rank == 0 &&
+        H5Dwrite(dset, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+        st = carry(w, sx_error_set(err, SX_ERR_IO, src(w, obj),
+                                   "cannot write dataset '%s': %s", name, h5_detail()));
+        if (st != SX_OK)
+            goto out;
+    }
 out:
     close_id(&dset);
     close_id(&space);
@@ -265,9 +315,52 @@ static enum sx_status put_1d(struct sx_h5w *w, hid_t loc, const char *obj,
     return put_dset(w, loc, obj, name, ftype, mtype, 1, &dim, buf, err);
 }
 
+static void free_pending(struct pending *p) {
+    for (size_t i = 0; i < p->n; i++)
+        free(p->strs[i]);
+    free(p->strs);
+    free(p->name);
+    free(p->group);
+}
+
+/* Keep a vlen string dataset for rank 0 to write after the MPI-IO phase. */
+static enum sx_status defer_strs(struct sx_h5w *w, hid_t loc, const char *obj,
+                                 const char *name, const char *const *s, size_t n,
+                                 struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct pending pd = {0};
+    ssize_t len = H5Iget_name(loc, NULL, 0);
+
+    H5OK(len, obj, "name the group");
+    if (w->npend == w->cappend) {
+        size_t cap = w->cappend ? 2 * w->cappend : 16;
+        struct pending *np = sx_realloc(w->pend, cap * sizeof *np);
+        SX_CHECK(np != NULL, SX_ERR_NOMEM, err, src(w, obj), "out of memory");
+        w->pend = np;
+        w->cappend = cap;
+    }
+    pd.group = sx_malloc((size_t)len + 1);
+    pd.name = sx_strdup(name);
+    pd.strs = sx_calloc(n ? n : 1, sizeof *pd.strs);
+    SX_CHECK(pd.group && pd.name && pd.strs, SX_ERR_NOMEM, err, src(w, obj),
+             "out of memory");
+    H5OK(H5Iget_name(loc, pd.group, (size_t)len + 1), obj, "name the group");
+    for (; pd.n < n; pd.n++) {
+        pd.strs[pd.n] = sx_strdup(s[pd.n] ? s[pd.n] : "");
+        SX_CHECK(pd.strs[pd.n] != NULL, SX_ERR_NOMEM, err, src(w, obj), "out of memory");
+    }
+    w->pend[w->npend++] = pd;
+    pd = (struct pending){0};
+out:
+    free_pending(&pd);
+    return st;
+}
+
 /*
  * A 1-D string dataset: vlen UTF-8, or NULLPAD fixed-length with the width
  * of the longest value (at least 1) when 'fixed'. NULL entries become "".
+ * In the MPI-IO phase a vlen dataset is only recorded (by rank 0): HDF5 1.10
+ * refuses vlen writes through MPI-IO, so sx_h5w_finish() writes it serially.
  */
 static enum sx_status put_strs(struct sx_h5w *w, hid_t loc, const char *obj,
                                const char *name, const char *const *s, size_t n,
@@ -278,6 +371,8 @@ static enum sx_status put_strs(struct sx_h5w *w, hid_t loc, const char *obj,
     char *fbuf = NULL;
     size_t width = 1;
 
+    if (!fixed && w->collective)
+        return w->rank == 0 ? carry(w, defer_strs(w, loc, obj, name, s, n, err)) : SX_OK;
     if (!fixed) {
         p = sx_calloc(n, sizeof *p);
         SX_CHECK(p != NULL, SX_ERR_NOMEM, err, src(w, obj), "out of memory");
@@ -293,11 +388,15 @@ static enum sx_status put_strs(struct sx_h5w *w, hid_t loc, const char *obj,
     }
     SX_CHECK(n == 0 || width <= SIZE_MAX / n, SX_ERR_NOMEM, err, src(w, obj),
              "out of memory");
-    fbuf = sx_calloc(n ? n * width : 1, 1);
-    SX_CHECK(fbuf != NULL, SX_ERR_NOMEM, err, src(w, obj), "out of memory");
-    for (size_t i = 0; i < n; i++)
-        if (s[i])
-            memcpy(fbuf + i * width, s[i], strlen(s[i]));
+    if (w->rank == 0) { /* the only writer; the others need just the width */
+        fbuf = sx_calloc(n ? n * width : 1, 1);
+        if (fbuf == NULL && (st = carry(w, sx_error_set(err, SX_ERR_NOMEM, src(w, obj),
+                                                        "out of memory"))) != SX_OK)
+            goto out;
+        for (size_t i = 0; i < n && fbuf != NULL; i++)
+            if (s[i])
+                memcpy(fbuf + i * width, s[i], strlen(s[i]));
+    }
     t = str_type(width);
     H5OK(t, obj, "create a string type");
     st = put_1d(w, loc, obj, name, t, t, n, fbuf, err);
@@ -367,6 +466,12 @@ static void free_w(struct sx_h5w *w) {
     free(w->exclusive);
     free(w->acc);
     free(w->scratch);
+    free(w->mine);
+    for (size_t i = 0; i < w->npend; i++)
+        free_pending(&w->pend[i]);
+    free(w->pend);
+    if (w->comm != MPI_COMM_NULL)
+        MPI_Comm_free(&w->comm);
     free(w);
 }
 
@@ -377,6 +482,7 @@ static void close_all(struct sx_h5w *w) {
         close_id(&w->ev[c]);
     }
     close_id(&w->t_str);
+    close_id(&w->dxpl);
     close_id(&w->file);
 }
 
@@ -387,15 +493,74 @@ void sx_h5w_abort(struct sx_h5w *w) {
     quiet_on(&q);
     close_all(w);
     quiet_off(&q);
-    if (w->tmp != NULL)
+    if (w->tmp != NULL && w->rank == 0)
         unlink(w->tmp);
     free_w(w);
 }
 
-enum sx_status sx_h5w_create(const char *path, const struct sx_h5w_spec *spec,
-                             struct sx_h5w **wp, struct sx_error *err) {
+/* The local part of creating a writer: checks, memory, rank 0's temporary file. */
+static enum sx_status create_local(MPI_Comm comm, const char *path,
+                                   const struct sx_h5w_spec *spec, struct sx_h5w **wp,
+                                   struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_h5w *w = NULL;
+
+    SX_CHECK(path != NULL && path[0] != '\0', SX_ERR_USAGE, err, "", "no output path");
+    SX_CHECK(spec->deflate >= 0 && spec->deflate <= 9, SX_ERR_USAGE, err, path,
+             "deflate level %d is not in 0..9", spec->deflate);
+    SX_CHECK((spec->cols & ~(unsigned)OPTIONAL_COLS) == 0, SX_ERR_USAGE, err, path,
+             "unknown event columns requested");
+    w = *wp = sx_calloc(1, sizeof *w);
+    SX_CHECK(w != NULL, SX_ERR_NOMEM, err, path, "out of memory");
+    w->file = w->t_str = w->dxpl = H5I_INVALID_HID;
+    for (int c = 0; c < SX_NCOLS; c++)
+        w->ev[c] = w->ev_space[c] = H5I_INVALID_HID;
+    w->spec = *spec;
+    w->comm = comm;
+    w->collective = comm != MPI_COMM_NULL;
+    if (w->collective)
+        MPI_Comm_rank(comm, &w->rank);
+    w->path = sx_strdup(path);
+    SX_CHECK(w->path != NULL, SX_ERR_NOMEM, err, path, "out of memory");
+    if (w->rank == 0) {
+        w->tmp = make_tmp(path);
+        SX_CHECK(w->tmp != NULL, SX_ERR_IO, err, path,
+                 "cannot create a temporary file beside it: %s", strerror(errno));
+    }
+out:
+    return st;
+}
+
+/* NOTE: collective. Every process learns rank 0's temporary name ('comm' not NULL). */
+static enum sx_status share_tmp(struct sx_h5w *w, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    unsigned long len = w->rank == 0 ? (unsigned long)strlen(w->tmp) : 0;
+
+    MPI_Bcast(&len, 1, MPI_UNSIGNED_LONG, 0, w->comm);
+    SX_CHECK(len < INT_MAX, SX_ERR_USAGE, err, w->path, "output path too long");
+    if (w->rank != 0) {
+        w->tmp = sx_calloc(len + 1, 1);
+        if (w->tmp == NULL)
+            st = sx_error_set(err, SX_ERR_NOMEM, w->path, "out of memory");
+    }
+    if ((st = sx_all_ok(w->comm, st, err)) != SX_OK)
+        goto out;
+    MPI_Bcast(w->tmp, (int)len, MPI_CHAR, 0, w->comm);
+out:
+    return st;
+}
+
+enum sx_status sx_h5w_create(const char *path, const struct sx_h5w_spec *spec,
+                             struct sx_h5w **wp, struct sx_error *err) {
+    return sx_h5w_create_mpi(MPI_COMM_NULL, path, spec, wp, err);
+}
+
+enum sx_status sx_h5w_create_mpi(MPI_Comm comm, const char *path,
+                                 const struct sx_h5w_spec *spec, struct sx_h5w **wp,
+                                 struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_h5w *w = NULL;
+    MPI_Comm dup = MPI_COMM_NULL;
     hid_t fapl = H5I_INVALID_HID, g = H5I_INVALID_HID;
     struct quiet q;
     static const char *const groups[] = {"metadata", "region_table", "rank_region_index",
@@ -403,26 +568,34 @@ enum sx_status sx_h5w_create(const char *path, const struct sx_h5w_spec *spec,
 
     quiet_on(&q);
     *wp = NULL;
-    SX_CHECK(path != NULL && path[0] != '\0', SX_ERR_USAGE, err, "", "no output path");
-    SX_CHECK(spec->deflate >= 0 && spec->deflate <= 9, SX_ERR_USAGE, err, path,
-             "deflate level %d is not in 0..9", spec->deflate);
-    SX_CHECK((spec->cols & ~(unsigned)OPTIONAL_COLS) == 0, SX_ERR_USAGE, err, path,
-             "unknown event columns requested");
-    w = sx_calloc(1, sizeof *w);
-    SX_CHECK(w != NULL, SX_ERR_NOMEM, err, path, "out of memory");
-    w->file = w->t_str = H5I_INVALID_HID;
-    for (int c = 0; c < SX_NCOLS; c++)
-        w->ev[c] = w->ev_space[c] = H5I_INVALID_HID;
-    w->spec = *spec;
-    w->path = sx_strdup(path);
-    SX_CHECK(w->path != NULL, SX_ERR_NOMEM, err, path, "out of memory");
-    w->tmp = make_tmp(path);
-    SX_CHECK(w->tmp != NULL, SX_ERR_IO, err, path,
-             "cannot create a temporary file beside it: %s", strerror(errno));
+    if (comm != MPI_COMM_NULL && MPI_Comm_dup(comm, &dup) != MPI_SUCCESS) {
+        /* The default handler aborts first; this is for a caller's own handler. */
+        st = sx_error_set(err, SX_ERR_MPI, path ? path : "", "MPI_Comm_dup failed");
+        goto early;
+    }
+    st = create_local(dup, path, spec, &w, err);
+    if (dup != MPI_COMM_NULL)
+        st = sx_all_ok(dup, st, err); /* NOTE: collective, with or without a writer */
+    if (st != SX_OK) {
+        if (w == NULL && dup != MPI_COMM_NULL)
+            MPI_Comm_free(&dup); /* otherwise the writer owns it */
+        goto early;
+    }
+    if (w->collective && (st = share_tmp(w, err)) != SX_OK)
+        goto out;
 
     fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5OK(fapl, NULL, "create a file access list");
-    H5OK(H5Pset_fapl_sec2(fapl), NULL, "select the POSIX driver");
+    if (w->collective) {
+        H5OK(H5Pset_fapl_mpio(fapl, w->comm, MPI_INFO_NULL), NULL,
+             "select the MPI-IO driver");
+        w->dxpl = H5Pcreate(H5P_DATASET_XFER);
+        H5OK(w->dxpl, NULL, "create a transfer list");
+        H5OK(H5Pset_dxpl_mpio(w->dxpl, H5FD_MPIO_COLLECTIVE), NULL,
+             "select collective transfers");
+    } else {
+        H5OK(H5Pset_fapl_sec2(fapl), NULL, "select the POSIX driver");
+    }
     /* SEMI: closing the file fails while an object is open, so a leak is an error. */
     H5OK(H5Pset_fclose_degree(fapl, H5F_CLOSE_SEMI), NULL, "set the close degree");
     w->file = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
@@ -445,9 +618,11 @@ enum sx_status sx_h5w_create(const char *path, const struct sx_h5w_spec *spec,
 out:
     close_id(&g);
     close_id(&fapl);
+    st = agree(w, st, err);
+early:
     quiet_off(&q);
     if (st != SX_OK) {
-        sx_h5w_abort(w);
+        sx_h5w_abort(w); /* NOTE: collective: every process failed alike */
         w = NULL;
     }
     *wp = w;
@@ -599,6 +774,7 @@ enum sx_status sx_h5w_metadata(struct sx_h5w *w, const struct sx_value *meta,
     }
 out:
     close_id(&g);
+    st = agree(w, st, err);
     quiet_off(&q);
     if (st != SX_OK)
         w->failed = true;
@@ -619,9 +795,10 @@ enum sx_status sx_h5w_names(struct sx_h5w *w, char *const *names, size_t n,
     st = put_strs(w, g, "/region_table/names", "names", (const char *const *)names, n,
                   w->spec.fixed_strings, err);
     w->nnames = n;
-    w->names_done = st == SX_OK;
 out:
     close_id(&g);
+    st = agree(w, st, err);
+    w->names_done = st == SX_OK;
     quiet_off(&q);
     if (st != SX_OK)
         w->failed = true;
@@ -738,33 +915,39 @@ out:
     return st;
 }
 
-enum sx_status sx_h5w_index(struct sx_h5w *w, const struct sx_row *const *rows, size_t n,
-                            struct sx_error *err) {
+/* Scratch of sx_h5w_index(), one entry per row. */
+struct index_buf {
+    uint32_t *u32;
+    int64_t *i64;
+    const char **strs;
+    char **owned; /* tags as JSON text */
+};
+
+/* The local part of sx_h5w_index(): checks, memory, offsets, tag texts. */
+static enum sx_status index_prepare(struct sx_h5w *w, const struct sx_row *const *rows,
+                                    size_t n, struct index_buf *ib,
+                                    struct sx_error *err) {
     enum sx_status st = SX_OK;
-    hid_t g = H5I_INVALID_HID, ge = H5I_INVALID_HID;
-    uint32_t *u32 = NULL;
-    int64_t *i64 = NULL;
-    const char **strs = NULL;
-    char **owned = NULL;
     struct sx_buf b;
-    struct quiet q;
     const char *obj = "/rank_region_index";
 
     sx_buf_init(&b);
-    quiet_on(&q);
     SX_CHECK(!w->failed && w->names_done && !w->index_done, SX_ERR_USAGE, err,
              src(w, obj),
              "index written twice, before the region names, or after a failure");
-    u32 = sx_calloc(n ? n : 1, sizeof *u32);
-    i64 = sx_calloc(n ? n : 1, sizeof *i64);
-    strs = sx_calloc(n ? n : 1, sizeof *strs);
-    owned = sx_calloc(n ? n : 1, sizeof *owned);
+    SX_CHECK(!w->collective || n <= INT_MAX, SX_ERR_UNSUPPORTED, err, src(w, obj),
+             "%zu index rows: more than an MPI count can hold", n);
+    ib->u32 = sx_calloc(n ? n : 1, sizeof *ib->u32);
+    ib->i64 = sx_calloc(n ? n : 1, sizeof *ib->i64);
+    ib->strs = sx_calloc(n ? n : 1, sizeof *ib->strs);
+    ib->owned = sx_calloc(n ? n : 1, sizeof *ib->owned);
     w->offset = sx_calloc(n ? n : 1, sizeof *w->offset);
     w->count = sx_calloc(n ? n : 1, sizeof *w->count);
     w->exclusive = sx_calloc(n ? n : 1, sizeof *w->exclusive);
     w->acc = sx_calloc(n ? n : 1, sizeof *w->acc);
-    SX_CHECK(u32 && i64 && strs && owned && w->offset && w->count && w->exclusive &&
-                 w->acc,
+    w->mine = sx_calloc(n ? n : 1, sizeof *w->mine);
+    SX_CHECK(ib->u32 && ib->i64 && ib->strs && ib->owned && w->offset && w->count &&
+                 w->exclusive && w->acc && w->mine,
              SX_ERR_NOMEM, err, src(w, obj), "out of memory");
     w->nrows = n;
 
@@ -786,22 +969,47 @@ enum sx_status sx_h5w_index(struct sx_h5w *w, const struct sx_row *const *rows, 
             w->exclusive[r] = row->has_exclusive ? row->exclusive_total : -1;
         }
     }
+    for (size_t r = 0; r < n && !w->spec.aggregate; r++) {
+        tags_json(&b, rows[r]);
+        SX_CHECK(!b.failed, SX_ERR_NOMEM, err, src(w, obj), "out of memory");
+        ib->owned[r] = sx_strdup(b.data);
+        SX_CHECK(ib->owned[r] != NULL, SX_ERR_NOMEM, err, src(w, obj), "out of memory");
+    }
+out:
+    sx_buf_free(&b);
+    return st;
+}
 
+enum sx_status sx_h5w_index(struct sx_h5w *w, const struct sx_row *const *rows, size_t n,
+                            struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t g = H5I_INVALID_HID, ge = H5I_INVALID_HID;
+    struct index_buf ib = {0};
+    struct quiet q;
+    const char *obj = "/rank_region_index";
+
+    quiet_on(&q);
+    st = index_prepare(w, rows, n, &ib, err);
+    if ((st = agree(w, st, err)) != SX_OK)
+        goto out;
+    /* NOTE: collective from here in the MPI-IO phase: every process creates every
+     * dataset; put_dset() lets rank 0 alone write the values. */
     g = H5Gopen2(w->file, "rank_region_index", H5P_DEFAULT);
     H5OK(g, obj, "open the group");
     for (size_t r = 0; r < n; r++)
-        u32[r] = rows[r]->region;
-    st = put_1d(w, g, obj, "region_ids", H5T_STD_U32LE, H5T_NATIVE_UINT32, n, u32, err);
+        ib.u32[r] = rows[r]->region;
+    st =
+        put_1d(w, g, obj, "region_ids", H5T_STD_U32LE, H5T_NATIVE_UINT32, n, ib.u32, err);
     if (st != SX_OK)
         goto out;
     for (size_t r = 0; r < n; r++)
-        u32[r] = (uint32_t)rows[r]->rank;
-    st = put_1d(w, g, obj, "ranks", H5T_STD_U32LE, H5T_NATIVE_UINT32, n, u32, err);
+        ib.u32[r] = (uint32_t)rows[r]->rank;
+    st = put_1d(w, g, obj, "ranks", H5T_STD_U32LE, H5T_NATIVE_UINT32, n, ib.u32, err);
     if (st != SX_OK)
         goto out;
 
     if (w->spec.aggregate) {
-        st = index_aggregate(w, g, rows, n, i64, err);
+        st = index_aggregate(w, g, rows, n, ib.i64, err);
         if (st != SX_OK)
             goto out;
     } else {
@@ -813,35 +1021,29 @@ enum sx_status sx_h5w_index(struct sx_h5w *w, const struct sx_row *const *rows, 
         if (st != SX_OK)
             goto out;
         for (size_t r = 0; r < n; r++)
-            i64[r] = rows[r]->has_lineno ? rows[r]->source_lineno : -1;
-        st = put_1d(w, g, obj, "source_lines", H5T_STD_I64LE, H5T_NATIVE_INT64, n, i64,
+            ib.i64[r] = rows[r]->has_lineno ? rows[r]->source_lineno : -1;
+        st = put_1d(w, g, obj, "source_lines", H5T_STD_I64LE, H5T_NATIVE_INT64, n, ib.i64,
                     err);
         if (st != SX_OK)
             goto out;
         for (size_t r = 0; r < n; r++)
-            strs[r] = rows[r]->source_file;
-        st = put_strs(w, g, obj, "source_files", strs, n, w->spec.fixed_strings, err);
+            ib.strs[r] = rows[r]->source_file;
+        st = put_strs(w, g, obj, "source_files", ib.strs, n, w->spec.fixed_strings, err);
         if (st != SX_OK)
             goto out;
         for (size_t r = 0; r < n; r++)
-            strs[r] = rows[r]->source_text;
-        st = put_strs(w, g, obj, "source_texts", strs, n, w->spec.fixed_strings, err);
+            ib.strs[r] = rows[r]->source_text;
+        st = put_strs(w, g, obj, "source_texts", ib.strs, n, w->spec.fixed_strings, err);
         if (st != SX_OK)
             goto out;
-        for (size_t r = 0; r < n; r++) {
-            tags_json(&b, rows[r]);
-            SX_CHECK(!b.failed, SX_ERR_NOMEM, err, src(w, obj), "out of memory");
-            owned[r] = sx_strdup(b.data);
-            SX_CHECK(owned[r] != NULL, SX_ERR_NOMEM, err, src(w, obj), "out of memory");
-        }
-        st = put_strs(w, g, obj, "tags", (const char *const *)owned, n,
+        st = put_strs(w, g, obj, "tags", (const char *const *)ib.owned, n,
                       w->spec.fixed_strings, err);
         if (st != SX_OK)
             goto out;
         if (w->spec.meta) {
             for (size_t r = 0; r < n; r++)
-                strs[r] = rows[r]->meta_text ? rows[r]->meta_text : "[]";
-            st = put_strs(w, g, obj, "event_metadata", strs, n, w->spec.fixed_strings,
+                ib.strs[r] = rows[r]->meta_text ? rows[r]->meta_text : "[]";
+            st = put_strs(w, g, obj, "event_metadata", ib.strs, n, w->spec.fixed_strings,
                           err);
             if (st != SX_OK)
                 goto out;
@@ -858,18 +1060,18 @@ enum sx_status sx_h5w_index(struct sx_h5w *w, const struct sx_row *const *rows, 
         if (st != SX_OK)
             goto out;
     }
-    w->index_done = true;
 out:
-    if (owned != NULL)
+    if (ib.owned != NULL)
         for (size_t r = 0; r < n; r++)
-            free(owned[r]);
-    free(owned);
-    free(strs);
-    free(i64);
-    free(u32);
-    sx_buf_free(&b);
+            free(ib.owned[r]);
+    free(ib.owned);
+    free(ib.strs);
+    free(ib.i64);
+    free(ib.u32);
     close_id(&ge);
     close_id(&g);
+    st = agree(w, st, err);
+    w->index_done = st == SX_OK;
     quiet_off(&q);
     if (st != SX_OK)
         w->failed = true;
@@ -882,6 +1084,7 @@ enum sx_status sx_h5w_set_exclusive(struct sx_h5w *w, size_t row, int64_t ns,
     SX_CHECK(w->index_done && !w->spec.aggregate && row < w->nrows, SX_ERR_USAGE, err,
              src(w, "/rank_region_index/exclusive_totals"), "no index row %zu", row);
     w->exclusive[row] = ns < 0 ? -1 : ns;
+    w->mine[row] = true;
 out:
     return st;
 }
@@ -948,19 +1151,19 @@ static double pairwise_m2(const int64_t *s, const int64_t *e, size_t n, double m
     return pairwise_m2(s, e, n2, mean) + pairwise_m2(s + n2, e + n2, n - n2, mean);
 }
 
-enum sx_status sx_h5w_events(struct sx_h5w *w, size_t row, uint64_t first, uint64_t n,
-                             const int64_t *const col[SX_NCOLS], struct sx_error *err) {
+/* The local part of sx_h5w_events(): checks and scratch space. */
+static enum sx_status events_prepare(struct sx_h5w *w, size_t row, uint64_t first,
+                                     uint64_t n, const int64_t *const col[SX_NCOLS],
+                                     struct sx_error *err) {
     enum sx_status st = SX_OK;
-    hid_t mspace = H5I_INVALID_HID;
-    struct quiet q;
-    struct row_acc *a;
-    hsize_t off, cnt = n;
+    const struct row_acc *a;
 
-    quiet_on(&q);
     SX_CHECK(!w->failed && w->index_done && !w->spec.aggregate, SX_ERR_USAGE, err,
              src(w, "/events"),
              "events written before the index, after a failure, or "
              "into an aggregate file");
+    if (n == 0 && w->collective)
+        goto out; /* this process only joins the collective writes */
     SX_CHECK(row < w->nrows, SX_ERR_USAGE, err, src(w, "/events"), "no index row %zu",
              row);
     a = &w->acc[row];
@@ -971,53 +1174,89 @@ enum sx_status sx_h5w_events(struct sx_h5w *w, size_t row, uint64_t first, uint6
              (unsigned long long)w->count[row]);
     SX_CHECK(n == 0 || (col[SX_COL_START] != NULL && col[SX_COL_END] != NULL),
              SX_ERR_USAGE, err, src(w, "/events"), "row %zu: no start or end times", row);
-    if (n == 0)
-        goto out;
+    SX_CHECK(n <= (uint64_t)SIZE_MAX / sizeof(int64_t), SX_ERR_NOMEM, err,
+             src(w, "/events"), "out of memory");
     if (w->scratch_n < n) {
-        int64_t *p = sx_realloc(w->scratch, n * sizeof *p);
+        int64_t *p = sx_realloc(w->scratch, (size_t)n * sizeof *p);
         SX_CHECK(p != NULL, SX_ERR_NOMEM, err, src(w, "/events"), "out of memory");
         w->scratch = p;
         w->scratch_n = n;
     }
-    off = w->offset[row] + first;
+out:
+    return st;
+}
+
+enum sx_status sx_h5w_events(struct sx_h5w *w, size_t row, uint64_t first, uint64_t n,
+                             const int64_t *const col[SX_NCOLS], struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t mspace = H5I_INVALID_HID;
+    struct quiet q;
+    struct row_acc *a = NULL;
+    hsize_t off = 0, cnt = n ? n : 1;
+    static const int64_t none = 0; /* a valid buffer for an empty selection */
+
+    quiet_on(&q);
+    st = events_prepare(w, row, first, n, col, err);
+    if ((st = agree(w, st, err)) != SX_OK || (n == 0 && !w->collective))
+        goto out;
+    /* NOTE: collective from here in the MPI-IO phase: every process makes the same
+     * H5Dwrite calls, one with an empty selection when it has no events (n = 0). */
+    if (n > 0) {
+        a = &w->acc[row];
+        off = w->offset[row] + first;
+        w->mine[row] = true;
+    }
     mspace = H5Screate_simple(1, &cnt, NULL);
     H5OK(mspace, "/events", "create a dataspace");
+    if (n == 0)
+        H5OK(H5Sselect_none(mspace), "/events", "select nothing");
 
     const int64_t *s = col[SX_COL_START], *e = col[SX_COL_END];
     const int64_t *gpu = (w->spec.cols & SX_COLBIT(SX_COL_GPU)) ? col[SX_COL_GPU] : NULL;
     for (int c = 0; c < SX_NCOLS; c++) {
-        const int64_t *data;
+        const int64_t *data = &none;
         char obj[64];
+        herr_t rc;
         if (w->ev[c] < 0)
             continue;
         snprintf(obj, sizeof obj, "/events/%s", ev_names[c]);
-        if (c == SX_COL_START) {
-            /* The first start of a row is absolute; numpy int64 diff wraps. */
-            int64_t prev = first == 0 ? 0 : a->prev_start;
-            for (uint64_t i = 0; i < n; i++) {
-                w->scratch[i] = (int64_t)((uint64_t)s[i] - (uint64_t)prev);
-                prev = s[i];
-            }
-            if (first == 0)
-                w->scratch[0] = s[0];
-            data = w->scratch;
-        } else if (c == SX_COL_END) {
-            for (uint64_t i = 0; i < n; i++)
-                w->scratch[i] = (int64_t)((uint64_t)e[i] - (uint64_t)s[i]);
-            data = w->scratch;
-        } else if (col[c] != NULL) {
-            data = col[c];
+        if (n == 0) {
+            rc = H5Sselect_none(w->ev_space[c]);
         } else {
-            for (uint64_t i = 0; i < n; i++)
-                w->scratch[i] = fill_value(c);
-            data = w->scratch;
+            if (c == SX_COL_START) {
+                /* The first start of a row is absolute; numpy int64 diff wraps. */
+                int64_t prev = first == 0 ? 0 : a->prev_start;
+                for (uint64_t i = 0; i < n; i++) {
+                    w->scratch[i] = (int64_t)((uint64_t)s[i] - (uint64_t)prev);
+                    prev = s[i];
+                }
+                if (first == 0)
+                    w->scratch[0] = s[0];
+                data = w->scratch;
+            } else if (c == SX_COL_END) {
+                for (uint64_t i = 0; i < n; i++)
+                    w->scratch[i] = (int64_t)((uint64_t)e[i] - (uint64_t)s[i]);
+                data = w->scratch;
+            } else if (col[c] != NULL) {
+                data = col[c];
+            } else {
+                for (uint64_t i = 0; i < n; i++)
+                    w->scratch[i] = fill_value(c);
+                data = w->scratch;
+            }
+            rc = H5Sselect_hyperslab(w->ev_space[c], H5S_SELECT_SET, &off, NULL, &cnt,
+                                     NULL);
         }
-        H5OK(H5Sselect_hyperslab(w->ev_space[c], H5S_SELECT_SET, &off, NULL, &cnt, NULL),
-             obj, "select events");
-        H5OK(H5Dwrite(w->ev[c], H5T_NATIVE_INT64, mspace, w->ev_space[c], H5P_DEFAULT,
-                      data),
-             obj, "write events");
+        if (rc >= 0)
+            rc = H5Dwrite(w->ev[c], H5T_NATIVE_INT64, mspace, w->ev_space[c],
+                          w->collective ? w->dxpl : H5P_DEFAULT, data);
+        if (rc < 0 && (st = carry(w, sx_error_set(err, SX_ERR_IO, src(w, obj),
+                                                  "cannot write events: %s",
+                                                  h5_detail()))) != SX_OK)
+            goto out;
     }
+    if (n == 0 || w->late != SX_OK)
+        goto out;
     for (uint64_t i = 0; i < n; i++)
         acc_add(a, s[i], (int64_t)((uint64_t)e[i] - (uint64_t)s[i]), gpu != NULL,
                 gpu ? gpu[i] : -1);
@@ -1028,6 +1267,7 @@ enum sx_status sx_h5w_events(struct sx_h5w *w, size_t row, uint64_t first, uint6
     }
 out:
     close_id(&mspace);
+    st = agree(w, st, err);
     quiet_off(&q);
     if (st != SX_OK)
         w->failed = true;
@@ -1036,6 +1276,30 @@ out:
 
 /* ------------------------------------------------------------------ */
 /* Lane tables                                                        */
+
+/* The checks of sx_h5w_threads() ('threads') and sx_h5w_tasks(); the row count. */
+static enum sx_status lanes_check(struct sx_h5w *w, const struct sx_lane_rank *lanes,
+                                  size_t n, bool threads, size_t *total,
+                                  struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const char *obj = threads ? "/thread_table" : "/task_table";
+
+    *total = 0;
+    SX_CHECK(!w->failed && !(threads ? w->threads_done : w->tasks_done), SX_ERR_USAGE,
+             err, src(w, obj), "%s table written twice or after a failure",
+             threads ? "thread" : "task");
+    for (size_t i = 0; i < n; i++) {
+        SX_CHECK(lanes[i].n == 0 ||
+                     (threads ? lanes[i].threads != NULL : lanes[i].tasks != NULL),
+                 SX_ERR_USAGE, err, src(w, obj), "lane list %zu holds no %s", i,
+                 threads ? "threads" : "tasks");
+        SX_CHECK(lanes[i].rank >= 0 && lanes[i].rank <= (int64_t)UINT32_MAX, SX_ERR_VALUE,
+                 err, src(w, obj), "rank %lld is not a uint32", (long long)lanes[i].rank);
+        *total += lanes[i].n;
+    }
+out:
+    return st;
+}
 
 enum sx_status sx_h5w_threads(struct sx_h5w *w, const struct sx_lane_rank *lanes,
                               size_t n, struct sx_error *err) {
@@ -1052,21 +1316,18 @@ enum sx_status sx_h5w_threads(struct sx_h5w *w, const struct sx_lane_rank *lanes
                                        "start_ns", "end_ns", "cpu_ns"};
 
     quiet_on(&q);
-    SX_CHECK(!w->failed && !w->threads_done, SX_ERR_USAGE, err, src(w, obj),
-             "thread table written twice or after a failure");
-    for (size_t i = 0; i < n; i++) {
-        SX_CHECK(lanes[i].n == 0 || lanes[i].threads != NULL, SX_ERR_USAGE, err,
-                 src(w, obj), "lane list %zu holds no threads", i);
-        SX_CHECK(lanes[i].rank >= 0 && lanes[i].rank <= (int64_t)UINT32_MAX, SX_ERR_VALUE,
-                 err, src(w, obj), "rank %lld is not a uint32", (long long)lanes[i].rank);
-        total += lanes[i].n;
+    st = lanes_check(w, lanes, n, true, &total, err);
+    if (st == SX_OK) {
+        ranks = sx_calloc(total ? total : 1, sizeof *ranks);
+        daemon = sx_calloc(total ? total : 1, sizeof *daemon);
+        v = sx_calloc(total ? total : 1, sizeof *v);
+        names = sx_calloc(total ? total : 1, sizeof *names);
+        if (!(ranks && daemon && v && names))
+            st = sx_error_set(err, SX_ERR_NOMEM, src(w, obj), "out of memory");
     }
-    ranks = sx_calloc(total ? total : 1, sizeof *ranks);
-    daemon = sx_calloc(total ? total : 1, sizeof *daemon);
-    v = sx_calloc(total ? total : 1, sizeof *v);
-    names = sx_calloc(total ? total : 1, sizeof *names);
-    SX_CHECK(ranks && daemon && v && names, SX_ERR_NOMEM, err, src(w, obj),
-             "out of memory");
+    if ((st = agree(w, st, err)) != SX_OK)
+        goto out;
+    /* NOTE: collective from here in the MPI-IO phase. */
     g = H5Gcreate2(w->file, "thread_table", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     H5OK(g, obj, "create the group");
     for (size_t i = 0; i < n; i++)
@@ -1092,9 +1353,10 @@ enum sx_status sx_h5w_threads(struct sx_h5w *w, const struct sx_lane_rank *lanes
             }
         st = put_1d(w, g, obj, cols[c], H5T_STD_I64LE, H5T_NATIVE_INT64, total, v, err);
     }
-    w->threads_done = st == SX_OK;
 out:
     close_id(&g);
+    st = agree(w, st, err);
+    w->threads_done = st == SX_OK;
     free(names);
     free(v);
     free(daemon);
@@ -1120,19 +1382,17 @@ enum sx_status sx_h5w_tasks(struct sx_h5w *w, const struct sx_lane_rank *lanes, 
     static const char *const scols[] = {"kind", "name", "coro_name"};
 
     quiet_on(&q);
-    SX_CHECK(!w->failed && !w->tasks_done, SX_ERR_USAGE, err, src(w, obj),
-             "task table written twice or after a failure");
-    for (size_t i = 0; i < n; i++) {
-        SX_CHECK(lanes[i].n == 0 || lanes[i].tasks != NULL, SX_ERR_USAGE, err,
-                 src(w, obj), "lane list %zu holds no tasks", i);
-        SX_CHECK(lanes[i].rank >= 0 && lanes[i].rank <= (int64_t)UINT32_MAX, SX_ERR_VALUE,
-                 err, src(w, obj), "rank %lld is not a uint32", (long long)lanes[i].rank);
-        total += lanes[i].n;
+    st = lanes_check(w, lanes, n, false, &total, err);
+    if (st == SX_OK) {
+        ranks = sx_calloc(total ? total : 1, sizeof *ranks);
+        v = sx_calloc(total ? total : 1, sizeof *v);
+        s = sx_calloc(total ? total : 1, sizeof *s);
+        if (!(ranks && v && s))
+            st = sx_error_set(err, SX_ERR_NOMEM, src(w, obj), "out of memory");
     }
-    ranks = sx_calloc(total ? total : 1, sizeof *ranks);
-    v = sx_calloc(total ? total : 1, sizeof *v);
-    s = sx_calloc(total ? total : 1, sizeof *s);
-    SX_CHECK(ranks && v && s, SX_ERR_NOMEM, err, src(w, obj), "out of memory");
+    if ((st = agree(w, st, err)) != SX_OK)
+        goto out;
+    /* NOTE: collective from here in the MPI-IO phase. */
     g = H5Gcreate2(w->file, "task_table", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     H5OK(g, obj, "create the group");
     for (size_t i = 0; i < n; i++)
@@ -1160,9 +1420,10 @@ enum sx_status sx_h5w_tasks(struct sx_h5w *w, const struct sx_lane_rank *lanes, 
             }
         st = put_strs(w, g, obj, scols[c], s, total, false, err);
     }
-    w->tasks_done = st == SX_OK;
 out:
     close_id(&g);
+    st = agree(w, st, err);
+    w->tasks_done = st == SX_OK;
     free(s);
     free(v);
     free(ranks);
@@ -1187,17 +1448,22 @@ static enum sx_status put_matrix(struct sx_h5w *w, hid_t g, const char *obj,
                     err);
 }
 
+/* Memory for sx_h5w_likwid(), taken before its collective part. */
+struct likwid_buf {
+    char *name;        /* a group name: the longest tag */
+    const char **strs; /* the longest name list */
+};
+
 static enum sx_status likwid_entry(struct sx_h5w *w, hid_t regions, const char *robj,
                                    const struct sx_likwid_entry *e,
-                                   struct sx_error *err) {
+                                   const struct likwid_buf *lb, struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t g = H5I_INVALID_HID;
-    char *name = NULL;
+    char *name = lb->name;
     char obj[SX_ERROR_SOURCE_LENGTH];
     const char *tag = e->tag ? e->tag : "";
 
-    name = sx_strdup(tag);
-    SX_CHECK(name != NULL, SX_ERR_NOMEM, err, src(w, robj), "out of memory");
+    strcpy(name, tag);
     for (char *p = name; *p; p++)
         if (*p == '/')
             *p = '|';
@@ -1212,11 +1478,11 @@ static enum sx_status likwid_entry(struct sx_h5w *w, hid_t regions, const char *
         (st = attr_str(w, g, obj, "group_name", e->group_name, err)) != SX_OK ||
         (st = attr_str(w, g, obj, "source", e->source, err)) != SX_OK ||
         (st = attr_strs(w, g, obj, "event_names", e->event_names, e->nevent_names,
-                        err)) != SX_OK ||
+                        lb->strs, err)) != SX_OK ||
         (st = attr_strs(w, g, obj, "counter_names", e->counter_names, e->ncounter_names,
-                        err)) != SX_OK ||
+                        lb->strs, err)) != SX_OK ||
         (st = attr_strs(w, g, obj, "metric_names", e->metric_names, e->nmetric_names,
-                        err)) != SX_OK)
+                        lb->strs, err)) != SX_OK)
         goto out;
     if ((st = put_1d(w, g, obj, "cpus", H5T_STD_I64LE, H5T_NATIVE_INT64, e->ncpus,
                      e->cpus, err)) != SX_OK ||
@@ -1229,7 +1495,33 @@ static enum sx_status likwid_entry(struct sx_h5w *w, hid_t regions, const char *
         goto out;
 out:
     close_id(&g);
-    free(name);
+    return st;
+}
+
+/* The local part of sx_h5w_likwid(): checks and memory. */
+static enum sx_status likwid_prepare(struct sx_h5w *w, const struct sx_likwid_rank *lk,
+                                     size_t n, struct likwid_buf *lb,
+                                     struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    size_t tag = 0, names = 1;
+
+    SX_CHECK(!w->failed, SX_ERR_USAGE, err, src(w, NULL), "writer used after a failure");
+    for (size_t i = 0; i < n; i++) {
+        SX_CHECK(lk[i].rank >= 0, SX_ERR_VALUE, err, src(w, NULL), "LIKWID rank %lld",
+                 (long long)lk[i].rank);
+        for (size_t j = 0; j < lk[i].n; j++) {
+            const struct sx_likwid_entry *e = &lk[i].entries[j];
+            size_t len = e->tag ? strlen(e->tag) : 0;
+            tag = len > tag ? len : tag;
+            names = e->nevent_names > names ? e->nevent_names : names;
+            names = e->ncounter_names > names ? e->ncounter_names : names;
+            names = e->nmetric_names > names ? e->nmetric_names : names;
+        }
+    }
+    lb->name = sx_malloc(tag + 1);
+    lb->strs = sx_calloc(names, sizeof *lb->strs);
+    SX_CHECK(lb->name && lb->strs, SX_ERR_NOMEM, err, src(w, NULL), "out of memory");
+out:
     return st;
 }
 
@@ -1238,13 +1530,16 @@ enum sx_status sx_h5w_likwid(struct sx_h5w *w, const struct sx_likwid_rank *lk, 
     enum sx_status st = SX_OK;
     hid_t gr = H5I_INVALID_HID, gl = H5I_INVALID_HID, gg = H5I_INVALID_HID;
     char rname[32], obj[96];
+    struct likwid_buf lb = {0};
     struct quiet q;
 
     quiet_on(&q);
-    SX_CHECK(!w->failed, SX_ERR_USAGE, err, src(w, NULL), "writer used after a failure");
+    st = likwid_prepare(w, lk, n, &lb, err);
+    if ((st = agree(w, st, err)) != SX_OK)
+        goto out;
+    /* NOTE: collective from here in the MPI-IO phase: every process creates every
+     * rank's groups; rank 0 writes the (small) values, as it does for the index. */
     for (size_t i = 0; i < n; i++) {
-        SX_CHECK(lk[i].rank >= 0, SX_ERR_VALUE, err, src(w, NULL), "LIKWID rank %lld",
-                 (long long)lk[i].rank);
         snprintf(rname, sizeof rname, "rank%lld", (long long)lk[i].rank);
         snprintf(obj, sizeof obj, "/%s", rname);
         if ((st = open_group(w, w->file, "/", rname, &gr, err)) != SX_OK)
@@ -1258,7 +1553,7 @@ enum sx_status sx_h5w_likwid(struct sx_h5w *w, const struct sx_likwid_rank *lk, 
         if ((st = make_group(w, gl, obj, "regions", &gg, err)) != SX_OK)
             goto out;
         for (size_t j = 0; j < lk[i].n; j++)
-            if ((st = likwid_entry(w, gg, obj, &lk[i].entries[j], err)) != SX_OK)
+            if ((st = likwid_entry(w, gg, obj, &lk[i].entries[j], &lb, err)) != SX_OK)
                 goto out;
         close_id(&gg);
         close_id(&gl);
@@ -1268,6 +1563,9 @@ out:
     close_id(&gg);
     close_id(&gl);
     close_id(&gr);
+    free(lb.strs);
+    free(lb.name);
+    st = agree(w, st, err);
     quiet_off(&q);
     if (st != SX_OK)
         w->failed = true;
@@ -1307,6 +1605,24 @@ out:
     return st;
 }
 
+/* The local part of sx_h5w_line_profile(): checks, room for the longest record list. */
+static enum sx_status lp_prepare(struct sx_h5w *w, const struct sx_lp_rank *lp, size_t n,
+                                 size_t **order, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    size_t most = 1;
+
+    SX_CHECK(!w->failed, SX_ERR_USAGE, err, src(w, NULL), "writer used after a failure");
+    for (size_t i = 0; i < n; i++) {
+        SX_CHECK(lp[i].rank >= 0, SX_ERR_VALUE, err, src(w, NULL),
+                 "line-profile rank %lld", (long long)lp[i].rank);
+        most = lp[i].n > most ? lp[i].n : most;
+    }
+    *order = sx_calloc(most, sizeof **order);
+    SX_CHECK(*order != NULL, SX_ERR_NOMEM, err, src(w, NULL), "out of memory");
+out:
+    return st;
+}
+
 enum sx_status sx_h5w_line_profile(struct sx_h5w *w, const struct sx_lp_rank *lp,
                                    size_t n, struct sx_error *err) {
     enum sx_status st = SX_OK;
@@ -1316,10 +1632,11 @@ enum sx_status sx_h5w_line_profile(struct sx_h5w *w, const struct sx_lp_rank *lp
     struct quiet q;
 
     quiet_on(&q);
-    SX_CHECK(!w->failed, SX_ERR_USAGE, err, src(w, NULL), "writer used after a failure");
+    st = lp_prepare(w, lp, n, &order, err);
+    if ((st = agree(w, st, err)) != SX_OK)
+        goto out;
+    /* NOTE: collective from here in the MPI-IO phase (see sx_h5w_likwid()). */
     for (size_t i = 0; i < n; i++) {
-        SX_CHECK(lp[i].rank >= 0, SX_ERR_VALUE, err, src(w, NULL),
-                 "line-profile rank %lld", (long long)lp[i].rank);
         snprintf(rname, sizeof rname, "rank%lld", (long long)lp[i].rank);
         if ((st = open_group(w, w->file, "/", rname, &gr, err)) != SX_OK)
             goto out;
@@ -1327,8 +1644,6 @@ enum sx_status sx_h5w_line_profile(struct sx_h5w *w, const struct sx_lp_rank *lp
         if ((st = make_group(w, gr, obj, "line_profile", &gl, err)) != SX_OK)
             goto out;
         /* Record k gets the k-th of "0".."n-1" in byte order: read order = our order. */
-        order = sx_calloc(lp[i].n ? lp[i].n : 1, sizeof *order);
-        SX_CHECK(order != NULL, SX_ERR_NOMEM, err, src(w, obj), "out of memory");
         for (size_t k = 0; k < lp[i].n; k++)
             order[k] = k;
         qsort(order, lp[i].n, sizeof *order, cmp_decimal);
@@ -1338,8 +1653,6 @@ enum sx_status sx_h5w_line_profile(struct sx_h5w *w, const struct sx_lp_rank *lp
             if ((st = lp_record(w, gl, name, obj, &lp[i].records[k], err)) != SX_OK)
                 goto out;
         }
-        free(order);
-        order = NULL;
         close_id(&gl);
         close_id(&gr);
     }
@@ -1347,6 +1660,7 @@ out:
     free(order);
     close_id(&gl);
     close_id(&gr);
+    st = agree(w, st, err);
     quiet_off(&q);
     if (st != SX_OK)
         w->failed = true;
@@ -1376,37 +1690,128 @@ static hid_t stat_type(bool file) {
     return t;
 }
 
+static struct stat_rec make_rec(const struct row_acc *a) {
+    return (struct stat_rec){
+        .total = (int64_t)a->total,
+        .minimum = a->minimum,
+        .maximum = a->maximum,
+        .first = a->first,
+        .last = a->last,
+        .start_minimum = a->start_minimum,
+        .end_maximum = a->end_maximum,
+        .gpu_count = a->gpu_count,
+        .gpu_total = (int64_t)a->gpu_total,
+        .mean = a->n ? (double)(int64_t)a->total / (double)a->n : 0.0,
+        .m2 = a->exact ? a->m2_exact : a->m2,
+    };
+}
+
+/*
+ * NOTE: collective. Rank 0 receives the statistics, event count and exclusive
+ * total of every row from the process that wrote it, into 'rec', 'got' and
+ * w->exclusive; a row claimed by two processes is an error. Memory is taken
+ * and agreed on before each collective; a failed process sends nothing.
+ */
+static enum sx_status gather_rows(struct sx_h5w *w, struct stat_rec *rec, uint64_t *got,
+                                  struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct row_out *mine = NULL, *all = NULL;
+    int *counts = NULL, *displs = NULL, size = 1, nmine = 0, total = 0;
+    bool *seen = NULL;
+    MPI_Datatype t_row = MPI_DATATYPE_NULL;
+    const char *obj = "/rank_region_index";
+
+    MPI_Comm_size(w->comm, &size);
+    for (size_t r = 0; r < w->nrows; r++)
+        nmine += w->mine[r];
+    mine = sx_calloc((size_t)nmine, sizeof *mine);
+    if (w->rank == 0) {
+        counts = sx_calloc((size_t)size, sizeof *counts);
+        displs = sx_calloc((size_t)size, sizeof *displs);
+        seen = sx_calloc(w->nrows, sizeof *seen);
+    }
+    if (mine == NULL || (w->rank == 0 && !(counts && displs && seen)))
+        st = sx_error_set(err, SX_ERR_NOMEM, src(w, obj), "out of memory");
+    if ((st = sx_all_ok(w->comm, st, err)) != SX_OK)
+        goto out;
+    for (size_t r = 0, k = 0; r < w->nrows; r++)
+        if (w->mine[r])
+            mine[k++] = (struct row_out){.row = r,
+                                         .n = w->acc[r].n,
+                                         .exclusive = w->exclusive[r],
+                                         .rec = make_rec(&w->acc[r])};
+    MPI_Gather(&nmine, 1, MPI_INT, counts, 1, MPI_INT, 0, w->comm);
+    if (w->rank == 0) {
+        /* Each process claims distinct rows, so the sum is at most nrows <= INT_MAX. */
+        for (int i = 0; i < size && st == SX_OK; i++) {
+            displs[i] = total;
+            if (counts[i] > (int)w->nrows - total)
+                st = sx_error_set(err, SX_ERR_USAGE, src(w, obj),
+                                  "processes claim more rows than the index holds");
+            else
+                total += counts[i];
+        }
+        if (st == SX_OK && (all = sx_calloc((size_t)total, sizeof *all)) == NULL)
+            st = sx_error_set(err, SX_ERR_NOMEM, src(w, obj), "out of memory");
+    }
+    if ((st = sx_all_ok(w->comm, st, err)) != SX_OK)
+        goto out;
+    MPI_Type_contiguous((int)sizeof(struct row_out), MPI_BYTE, &t_row);
+    MPI_Type_commit(&t_row);
+    MPI_Gatherv(mine, nmine, t_row, all, counts, displs, t_row, 0, w->comm);
+    for (int i = 0; i < total; i++) {
+        size_t r = (size_t)all[i].row;
+        SX_CHECK(r < w->nrows && !seen[r], SX_ERR_USAGE, err, src(w, "/events"),
+                 "row %zu written by two processes", r);
+        seen[r] = true;
+        got[r] = all[i].n;
+        rec[r] = all[i].rec;
+        w->exclusive[r] = all[i].exclusive;
+    }
+out:
+    if (t_row != MPI_DATATYPE_NULL)
+        MPI_Type_free(&t_row);
+    free(seen);
+    free(all);
+    free(displs);
+    free(counts);
+    free(mine);
+    return st;
+}
+
 /* exclusive_totals and summary_statistics, known only once every event is in. */
 static enum sx_status write_stats(struct sx_h5w *w, struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t g = H5I_INVALID_HID, ft = H5I_INVALID_HID, mt = H5I_INVALID_HID;
     struct stat_rec *rec = NULL;
+    uint64_t *got = NULL;
     size_t n = w->spec.aggregate ? 0 : w->nrows;
     const char *obj = "/rank_region_index";
 
     _Static_assert(sizeof(struct stat_rec) == 88, "summary_statistics record is packed");
-    for (size_t r = 0; r < n; r++)
-        SX_CHECK(w->acc[r].n == w->count[r], SX_ERR_USAGE, err, src(w, "/events"),
-                 "row %zu: %llu of %llu events written", r,
-                 (unsigned long long)w->acc[r].n, (unsigned long long)w->count[r]);
     rec = sx_calloc(n ? n : 1, sizeof *rec);
-    SX_CHECK(rec != NULL, SX_ERR_NOMEM, err, src(w, obj), "out of memory");
-    for (size_t r = 0; r < n; r++) {
-        const struct row_acc *a = &w->acc[r];
-        rec[r] = (struct stat_rec){
-            .total = (int64_t)a->total,
-            .minimum = a->minimum,
-            .maximum = a->maximum,
-            .first = a->first,
-            .last = a->last,
-            .start_minimum = a->start_minimum,
-            .end_maximum = a->end_maximum,
-            .gpu_count = a->gpu_count,
-            .gpu_total = (int64_t)a->gpu_total,
-            .mean = a->n ? (double)(int64_t)a->total / (double)a->n : 0.0,
-            .m2 = a->exact ? a->m2_exact : a->m2,
-        };
+    got = sx_calloc(n ? n : 1, sizeof *got);
+    if (rec == NULL || got == NULL)
+        st = sx_error_set(err, SX_ERR_NOMEM, src(w, obj), "out of memory");
+    if ((st = agree(w, st, err)) != SX_OK)
+        goto out;
+    if (w->collective) {
+        st = gather_rows(w, rec, got, err);
+    } else {
+        for (size_t r = 0; r < n; r++) {
+            got[r] = w->acc[r].n;
+            rec[r] = make_rec(&w->acc[r]);
+        }
     }
+    for (size_t r = 0; r < n && st == SX_OK && w->rank == 0; r++)
+        if (got[r] != w->count[r]) /* no goto: the agreement below is due */
+            st =
+                sx_error_set(err, SX_ERR_USAGE, src(w, "/events"),
+                             "row %zu: %llu of %llu events written", r,
+                             (unsigned long long)got[r], (unsigned long long)w->count[r]);
+    if ((st = agree(w, st, err)) != SX_OK)
+        goto out;
+    /* NOTE: collective from here in the MPI-IO phase; rank 0 holds the values. */
     g = H5Gopen2(w->file, "rank_region_index", H5P_DEFAULT);
     H5OK(g, obj, "open the group");
     if (!w->spec.aggregate) {
@@ -1424,7 +1829,44 @@ out:
     close_id(&mt);
     close_id(&ft);
     close_id(&g);
+    free(got);
     free(rec);
+    return agree(w, st, err);
+}
+
+/* After the MPI-IO phase, rank 0 alone: reopen the file serially for the vlen strings. */
+static enum sx_status write_pending(struct sx_h5w *w, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t fapl = H5I_INVALID_HID, g = H5I_INVALID_HID;
+    char obj[256]; /* leaves room for the path in src() */
+    herr_t rc;
+
+    if (w->npend == 0)
+        return SX_OK;
+    fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5OK(fapl, NULL, "create a file access list");
+    H5OK(H5Pset_fapl_sec2(fapl), NULL, "select the POSIX driver");
+    H5OK(H5Pset_fclose_degree(fapl, H5F_CLOSE_SEMI), NULL, "set the close degree");
+    w->file = H5Fopen(w->tmp, H5F_ACC_RDWR, fapl);
+    H5OK(w->file, NULL, "reopen the file");
+    for (size_t i = 0; i < w->npend; i++) {
+        const struct pending *pd = &w->pend[i];
+        snprintf(obj, sizeof obj, "%s/%s", strcmp(pd->group, "/") ? pd->group : "",
+                 pd->name);
+        g = H5Gopen2(w->file, pd->group, H5P_DEFAULT);
+        H5OK(g, obj, "open the group");
+        st = put_strs(w, g, obj, pd->name, (const char *const *)pd->strs, pd->n, false,
+                      err);
+        if (st != SX_OK)
+            goto out;
+        close_id(&g);
+    }
+    rc = H5Fclose(w->file);
+    w->file = H5I_INVALID_HID;
+    H5OK(rc, NULL, "close the file");
+out:
+    close_id(&g);
+    close_id(&fapl);
     return st;
 }
 
@@ -1448,22 +1890,46 @@ enum sx_status sx_h5w_finish(struct sx_h5w *w, struct sx_error *err) {
     SX_CHECK(!w->failed, SX_ERR_USAGE, err, src(w, NULL), "writer used after a failure");
     if ((st = write_stats(w, err)) != SX_OK)
         goto out;
+    /* NOTE: collective in the MPI-IO phase: every process closes; failures are
+     * carried to the agreement after the file is closed. */
     for (int c = 0; c < SX_NCOLS; c++) {
         close_id(&w->ev_space[c]);
         if (w->ev[c] < 0)
             continue;
         rc = H5Dclose(w->ev[c]);
         w->ev[c] = H5I_INVALID_HID;
-        H5OK(rc, "/events", "close an event column");
+        if (rc < 0 && (st = carry(w, sx_error_set(err, SX_ERR_IO, src(w, "/events"),
+                                                  "cannot close an event column: %s",
+                                                  h5_detail()))) != SX_OK)
+            goto out;
     }
-    close_id(&w->t_str);
+    close_id(&w->dxpl);
     rc = H5Fclose(w->file);
     w->file = H5I_INVALID_HID;
-    H5OK(rc, NULL, "close the file");
-    SX_CHECK(rename(w->tmp, w->path) == 0, SX_ERR_IO, err, src(w, NULL),
-             "cannot rename the temporary file into place: %s", strerror(errno));
-    free(w->tmp);
-    w->tmp = NULL;
+    if (rc < 0 &&
+        (st = carry(w, sx_error_set(err, SX_ERR_IO, src(w, NULL),
+                                    "cannot close the file: %s", h5_detail()))) != SX_OK)
+        goto out;
+    if ((st = agree(w, st, err)) != SX_OK)
+        goto out;
+    if (w->rank == 0) {
+        /* Serial from here: rank 0 writes what MPI-IO cannot, then publishes. */
+        w->collective = false;
+        st = write_pending(w, err);
+        close_id(&w->t_str);
+        if (st == SX_OK && rename(w->tmp, w->path) != 0)
+            st = sx_error_set(err, SX_ERR_IO, src(w, NULL),
+                              "cannot rename the temporary file into place: %s",
+                              strerror(errno));
+        if (st == SX_OK) {
+            free(w->tmp);
+            w->tmp = NULL;
+        }
+    }
+    w->collective = false;
+    close_id(&w->t_str);
+    if (w->comm != MPI_COMM_NULL)
+        st = sx_all_ok(w->comm, st, err); /* NOTE: collective */
 out:
     if (quieted)
         quiet_off(&q);

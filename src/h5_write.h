@@ -22,10 +22,39 @@
  *   sx_h5w_threads / sx_h5w_tasks / sx_h5w_likwid / sx_h5w_line_profile
  *   sx_h5w_finish(w, err)                   or sx_h5w_abort(w)
  *
- * All calls are local (no MPI) and use HDF5's POSIX (sec2) driver. Each
- * silences HDF5's error printer while it runs and turns failures into
- * 'err' naming the final path and the HDF5 object. After any failure the
- * only valid call is sx_h5w_abort(), which removes the temporary file.
+ * A writer from sx_h5w_create() is local (no MPI) and uses HDF5's POSIX
+ * (sec2) driver. Each call silences HDF5's error printer while it runs and
+ * turns failures into 'err' naming the final path and the HDF5 object.
+ * After any failure the only valid call is sx_h5w_abort(), which removes the
+ * temporary file.
+ *
+ * A writer from sx_h5w_create_mpi() is shared by the processes of a
+ * communicator, which write one file through the MPI-IO driver in
+ * scope-profiler's parallel layout (spec 5.1): every process creates every
+ * object with its final size, rank 0 alone writes the small datasets (region
+ * names, the index, lanes, LIKWID, line profiles, summary statistics), and
+ * the event columns are written with collective I/O by whichever process
+ * holds each row's events. Then:
+ *
+ *  - Every call except sx_h5w_set_exclusive() is collective, and all
+ *    processes pass the same arguments, except to sx_h5w_events():
+ *  - sx_h5w_events() is called the same number of times on every process;
+ *    each call writes this process's piece, or nothing when 'n' is 0 (then
+ *    'row' and 'first' are ignored). Each row's pieces come from one process.
+ *  - sx_h5w_set_exclusive() is local: the process that writes a row's events
+ *    sets its exclusive total; sx_h5w_finish() sends both to rank 0.
+ *  - Every process returns the same status, with the first failing rank's
+ *    error in 'err' (err->rank); a failure on one process fails all.
+ *    sx_h5w_abort() after a failure is collective as well.
+ *  - HDF5 1.10 cannot write variable-length data through MPI-IO, so vlen
+ *    string datasets (names, index strings unless 'fixed_strings', the lane
+ *    tables' names) are written by rank 0 in sx_h5w_finish(), after the
+ *    parallel file is closed, by reopening it with the POSIX driver. Values
+ *    and types are those of the serial writer; only the order in which the
+ *    objects were created differs.
+ *  - Local failures (allocations, checks) are agreed on before the next
+ *    collective HDF5 call; an HDF5 metadata call (create, open, attribute) is
+ *    assumed to fail alike on every process, as it does on the same file.
  */
 
 struct sx_h5w;
@@ -51,6 +80,17 @@ void sx_h5w_spec_init(struct sx_h5w_spec *spec);
  */
 enum sx_status sx_h5w_create(const char *path, const struct sx_h5w_spec *spec,
                              struct sx_h5w **w, struct sx_error *err);
+
+/*
+ * sx_h5w_create() for a file that the processes of 'comm' write together
+ * with the MPI-IO driver (see the top of this file); 'comm' is duplicated.
+ * MPI_COMM_NULL gives the serial writer of sx_h5w_create(). Collective over
+ * 'comm'; 'path' and 'spec' must be the same on every process. MPI must be
+ * initialized.
+ */
+enum sx_status sx_h5w_create_mpi(MPI_Comm comm, const char *path,
+                                 const struct sx_h5w_spec *spec, struct sx_h5w **w,
+                                 struct sx_error *err);
 
 /*
  * Write the members of 'meta' (an SX_V_OBJECT; borrowed) as attributes of
@@ -119,7 +159,10 @@ enum sx_status sx_h5w_line_profile(struct sx_h5w *w, const struct sx_lp_rank *lp
  */
 enum sx_status sx_h5w_finish(struct sx_h5w *w, struct sx_error *err);
 
-/* Close and remove the temporary file, free 'w'. Accepts NULL. */
+/*
+ * Close and remove the temporary file, free 'w'. Accepts NULL. Collective
+ * for an MPI-IO writer (every process calls it after the same failure).
+ */
 void sx_h5w_abort(struct sx_h5w *w);
 
 #endif /* SX_H5_WRITE_H */

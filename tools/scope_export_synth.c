@@ -5,7 +5,9 @@
 #include "h5_write.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +15,16 @@
 /*
  * Everything is derived from --seed through splitmix64, so the same options
  * give the same file. Events are produced and written in pieces of PIECE
- * per row: memory stays bounded whatever --events is. Serial only: under
- * mpirun every process but the first (by the launcher's rank variable)
- * exits at once, so the output is written exactly once.
+ * per row: memory stays bounded whatever --events is.
+ *
+ * Under mpirun with P > 1 processes, all of them write the one file through
+ * MPI-IO (sx_h5w_create_mpi): every process builds the same plan (rows,
+ * counts, names; it is small and deterministic), and process q generates and
+ * writes the events of the file ranks k with k mod P == q. Each row has its
+ * own PRNG stream, stream(seed, 2, row), consumed in the same pieces in both
+ * modes, so a row's values, and the summary statistics computed from its
+ * pieces, do not depend on which process or how many produce them: the
+ * file holds the same data as a serial run.
  */
 
 #define PIECE 65536u
@@ -164,7 +173,7 @@ static bool parse_columns(const char *s, struct opts *o) {
 }
 
 /* 0 = parsed; 1 = help printed; 2 = usage error (message printed). */
-static int parse_args(int argc, char **argv, struct opts *o) {
+static int parse_args(int argc, char **argv, bool talk, struct opts *o) {
     uint64_t v;
     *o = (struct opts){.ranks = 2, .regions = 4, .events = 1000, .seed = 1};
     for (int i = 1; i < argc; i++) {
@@ -172,7 +181,8 @@ static int parse_args(int argc, char **argv, struct opts *o) {
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         bool takes = true;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(usage_text, stdout);
+            if (talk)
+                fputs(usage_text, stdout);
             return 1;
         } else if (!strcmp(a, "--ranks") && parse_u64(val, &v) && v >= 1 &&
                    v <= 1000000) {
@@ -222,12 +232,14 @@ static int parse_args(int argc, char **argv, struct opts *o) {
             i++;
         continue;
     bad:
-        fprintf(stderr, "scope-export-synth: bad option or value: %s%s%s\n%s", a,
-                val ? " " : "", val ? val : "", usage_text);
+        if (talk)
+            fprintf(stderr, "scope-export-synth: bad option or value: %s%s%s\n%s", a,
+                    val ? " " : "", val ? val : "", usage_text);
         return 2;
     }
     if (o->out == NULL) {
-        fprintf(stderr, "scope-export-synth: no output path\n%s", usage_text);
+        if (talk)
+            fprintf(stderr, "scope-export-synth: no output path\n%s", usage_text);
         return 2;
     }
     return 0;
@@ -507,58 +519,109 @@ static void gen_piece(const struct opts *o, struct row_gen *g, uint64_t n,
     (void)o;
 }
 
-static enum sx_status write_events(const struct opts *o, const struct plan *p,
-                                   struct sx_h5w *w, struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    int64_t *buf[SX_NCOLS] = {0};
+/* Which processes generate what: file rank k belongs to process k mod np. */
+struct share {
+    int me, np;
+    int64_t *buf[SX_NCOLS]; /* one piece of each column */
+    int64_t *agg;           /* aggregate layout: 5 values per row */
+};
 
-    for (int c = 0; c < SX_NCOLS; c++) {
-        buf[c] = malloc(PIECE * sizeof(int64_t));
-        if (buf[c] == NULL) {
-            st = sx_error_set(err, SX_ERR_NOMEM, o->out, "out of memory");
-            goto out;
-        }
+static bool owns(const struct share *sh, const struct sx_row *row) {
+    return row->rank % sh->np == sh->me;
+}
+
+static uint64_t pieces(uint64_t count) { return count / PIECE + (count % PIECE != 0); }
+
+/*
+ * NOTE: collective when np > 1. Each process writes its rows piece by piece;
+ * sx_h5w_events() is collective there, so every process makes as many calls
+ * as the busiest one, the extra ones empty. With np == 1 this is the serial
+ * order: rows in index order, each row's pieces in order.
+ */
+static enum sx_status write_events(const struct opts *o, const struct plan *p,
+                                   const struct share *sh, struct sx_h5w *w,
+                                   struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    uint64_t mine = 0, rounds;
+    size_t i = 0;       /* the row being written, or p->nrows when done */
+    uint64_t first = 0; /* events of row i already written */
+    struct row_gen g;
+    int64_t *col[SX_NCOLS] = {0};
+    static const int64_t *const none[SX_NCOLS] = {0};
+
+    for (size_t r = 0; r < p->nrows; r++)
+        if (owns(sh, &p->rows[r]))
+            mine += pieces(p->rows[r].count);
+    rounds = mine;
+    if (sh->np > 1)
+        MPI_Allreduce(&mine, &rounds, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+
+    /* Start on the first owned row; rows of no events only get their exclusive total. */
+    i = p->nrows;
+    for (size_t r = 0; r <= p->nrows; r++) {
+        if (r < p->nrows && !owns(sh, &p->rows[r]))
+            continue;
+        i = r;
+        break;
     }
-    for (size_t i = 0; i < p->nrows; i++) {
-        struct row_gen g;
-        int64_t *col[SX_NCOLS];
-        row_gen_init(o, p, i, &g);
-        for (int c = 0; c < SX_NCOLS; c++) {
-            bool on = c <= SX_COL_END || (o->cols & SX_COLBIT(c));
-            if (c == SX_COL_GPU)
-                on = on && g.gpu;
-            if (c == SX_COL_THREAD || c == SX_COL_TASK || c == SX_COL_AWAIT)
-                on = on && g.lanes_cols;
-            col[c] = on ? buf[c] : NULL; /* NULL: written as the column's fill value */
+    for (uint64_t round = 0; round < rounds || i < p->nrows;) {
+        if (i < p->nrows && first == 0) {
+            row_gen_init(o, p, i, &g);
+            for (int c = 0; c < SX_NCOLS; c++) {
+                bool on = c <= SX_COL_END || (o->cols & SX_COLBIT(c));
+                if (c == SX_COL_GPU)
+                    on = on && g.gpu;
+                if (c == SX_COL_THREAD || c == SX_COL_TASK || c == SX_COL_AWAIT)
+                    on = on && g.lanes_cols;
+                col[c] = on ? sh->buf[c] : NULL; /* NULL: written as the fill value */
+            }
         }
-        for (uint64_t first = 0; first < p->rows[i].count; first += PIECE) {
+        if (i < p->nrows && first < p->rows[i].count) {
             uint64_t n =
                 p->rows[i].count - first < PIECE ? p->rows[i].count - first : PIECE;
             gen_piece(o, &g, n, col);
             if ((st = sx_h5w_events(w, i, first, n, (const int64_t *const *)col, err)) !=
                 SX_OK)
                 goto out;
+            first += n;
+            round++;
+        } else if (i >= p->nrows) {
+            if ((st = sx_h5w_events(w, 0, 0, 0, none, err)) != SX_OK)
+                goto out;
+            round++;
         }
-        /* Even base regions report an exclusive total: three quarters of the inclusive
-         * one. */
-        if (p->base[i] % 2 == 0 &&
-            (st = sx_h5w_set_exclusive(w, i, (int64_t)(g.total / 4 * 3), err)) != SX_OK)
-            goto out;
+        if (i < p->nrows && first == p->rows[i].count) {
+            /* Even base regions report an exclusive total: three quarters of the
+             * inclusive one. */
+            if (p->base[i] % 2 == 0 &&
+                (st = sx_h5w_set_exclusive(w, i, (int64_t)(g.total / 4 * 3), err)) !=
+                    SX_OK)
+                goto out;
+            first = 0;
+            do
+                i++;
+            while (i < p->nrows && !owns(sh, &p->rows[i]));
+        }
     }
 out:
-    for (int c = 0; c < SX_NCOLS; c++)
-        free(buf[c]);
     return st;
 }
 
-/* Aggregate rows: the same durations, summed instead of stored. */
-static void fill_aggregates(const struct opts *o, struct plan *p) {
+/*
+ * Aggregate rows: the same durations, summed instead of stored. Each process
+ * sums the rows of its file ranks; with np > 1 the values are then shared
+ * (NOTE: collective), since every process passes the whole index to the writer.
+ */
+static void fill_aggregates(const struct opts *o, struct plan *p,
+                            const struct share *sh) {
     static const char *const keys[] = {"count", "total", "minimum", "maximum",
                                        "exclusive"};
     for (size_t i = 0; i < p->nrows; i++) {
         struct sx_row *row = &p->rows[i];
         struct row_gen g;
         int64_t mn = INT64_MAX, mx = 0;
+        if (!owns(sh, row))
+            continue; /* zeros: the owner's values arrive by the sum below */
         row_gen_init(o, p, i, &g);
         for (uint64_t k = 0; k < row->count; k++) {
             int64_t d = duration(&g.rng);
@@ -568,6 +631,14 @@ static void fill_aggregates(const struct opts *o, struct plan *p) {
         }
         const int64_t v[] = {(int64_t)row->count, (int64_t)g.total, mn, mx,
                              (int64_t)(g.total / 4 * 3)};
+        memcpy(&sh->agg[5 * i], v, sizeof v);
+    }
+    if (sh->np > 1)
+        MPI_Allreduce(MPI_IN_PLACE, sh->agg, (int)(5 * p->nrows), MPI_INT64_T, MPI_SUM,
+                      MPI_COMM_WORLD);
+    for (size_t i = 0; i < p->nrows; i++) {
+        struct sx_row *row = &p->rows[i];
+        const int64_t *v = &sh->agg[5 * i];
         row->is_aggregate = true;
         row->nagg = 5;
         for (size_t k = 0; k < 5; k++)
@@ -803,89 +874,126 @@ static void free_lineprof(struct sx_lp_rank *l, size_t n) {
 
 /* ------------------------------------------------------------------ */
 
-/* Under a launcher, only the first process writes (see the top comment). */
-static bool secondary_process(void) {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
-        if (v != NULL && strcmp(v, "0") != 0)
-            return true;
-    }
-    return false;
+static void free_share(struct share *sh) {
+    for (int c = 0; c < SX_NCOLS; c++)
+        free(sh->buf[c]);
+    free(sh->agg);
 }
 
-int main(int argc, char **argv) {
-    int rc = 1;
-    struct opts o;
+/* Buffers for the events of one piece, or for the aggregate values of every row. */
+static bool make_share(const struct opts *o, const struct plan *p, struct share *sh) {
+    if (o->aggregate) {
+        if (p->nrows > (size_t)INT_MAX / 5)
+            return false;
+        sh->agg = calloc(p->nrows ? 5 * p->nrows : 1, sizeof *sh->agg);
+        return sh->agg != NULL;
+    }
+    for (int c = 0; c < SX_NCOLS; c++)
+        if ((sh->buf[c] = malloc(PIECE * sizeof(int64_t))) == NULL)
+            return false;
+    return true;
+}
+
+/* Every call below the setup is collective when np > 1: the writer agrees on errors. */
+static enum sx_status synth(const struct opts *o, int me, int np, struct sx_error *err) {
+    enum sx_status st = SX_OK;
     struct plan p = {0};
+    struct share sh = {.me = me, .np = np};
     struct sx_h5w *w = NULL;
     struct sx_h5w_spec spec;
     struct sx_value meta = {.kind = SX_V_NULL};
     struct sx_lane_rank *threads = NULL, *tasks = NULL;
     struct sx_likwid_rank *likwid = NULL;
     struct sx_lp_rank *lineprof = NULL;
-    struct sx_error err = {0};
-    enum sx_status st = SX_OK;
 
-    int pa = parse_args(argc, argv, &o);
-    if (pa != 0)
-        return pa == 1 ? 0 : 2;
-    if (secondary_process())
-        return 0;
-    if (!make_plan(&o, &p) || !make_metadata(&o, &meta) ||
-        (o.lanes && !make_lanes(&o, &p, &threads, &tasks)) ||
-        (o.likwid && !make_likwid(&o, &p, &likwid)) ||
-        (o.lineprof && !make_lineprof(&p, &lineprof))) {
-        fprintf(stderr, "scope-export-synth: out of memory\n");
+    /* Every process builds the same plan and the same small parts. */
+    if (!make_plan(o, &p) || !make_metadata(o, &meta) ||
+        (o->lanes && !make_lanes(o, &p, &threads, &tasks)) ||
+        (o->likwid && !make_likwid(o, &p, &likwid)) ||
+        (o->lineprof && !make_lineprof(&p, &lineprof)) || !make_share(o, &p, &sh))
+        st = sx_error_set(err, SX_ERR_NOMEM, o->out, "out of memory");
+    if (np > 1 && (st = sx_all_ok(MPI_COMM_WORLD, st, err)) != SX_OK)
         goto out;
-    }
-    if (o.aggregate)
-        fill_aggregates(&o, &p);
-
-    sx_h5w_spec_init(&spec);
-    spec.aggregate = o.aggregate;
-    spec.cols = o.aggregate ? 0 : o.cols;
-    spec.meta = o.meta && !o.aggregate;
-    spec.fixed_strings = o.fixed;
-    spec.chunk = o.chunk;
-    spec.deflate = o.deflate;
-
-    if ((st = sx_h5w_create(o.out, &spec, &w, &err)) != SX_OK ||
-        (st = sx_h5w_metadata(w, &meta, &err)) != SX_OK ||
-        (st = sx_h5w_names(w, p.names, p.nnames, &err)) != SX_OK ||
-        (st = sx_h5w_index(w, p.order, p.nrows, &err)) != SX_OK)
-        goto out;
-    if (!o.aggregate && (st = write_events(&o, &p, w, &err)) != SX_OK)
-        goto out;
-    if (o.lanes && ((st = sx_h5w_threads(w, threads, p.nranks, &err)) != SX_OK ||
-                    (st = sx_h5w_tasks(w, tasks, p.nranks, &err)) != SX_OK))
-        goto out;
-    if (o.likwid && (st = sx_h5w_likwid(w, likwid, p.nranks, &err)) != SX_OK)
-        goto out;
-    if (o.lineprof && (st = sx_h5w_line_profile(w, lineprof, p.nranks, &err)) != SX_OK)
-        goto out;
-    st = sx_h5w_finish(w, &err);
-    w = NULL;
     if (st != SX_OK)
         goto out;
-    if (o.verbose) {
+    if (o->aggregate)
+        fill_aggregates(o, &p, &sh);
+
+    sx_h5w_spec_init(&spec);
+    spec.aggregate = o->aggregate;
+    spec.cols = o->aggregate ? 0 : o->cols;
+    spec.meta = o->meta && !o->aggregate;
+    spec.fixed_strings = o->fixed;
+    spec.chunk = o->chunk;
+    spec.deflate = o->deflate;
+
+    if ((st = sx_h5w_create_mpi(np > 1 ? MPI_COMM_WORLD : MPI_COMM_NULL, o->out, &spec,
+                                &w, err)) != SX_OK ||
+        (st = sx_h5w_metadata(w, &meta, err)) != SX_OK ||
+        (st = sx_h5w_names(w, p.names, p.nnames, err)) != SX_OK ||
+        (st = sx_h5w_index(w, p.order, p.nrows, err)) != SX_OK)
+        goto out;
+    if (!o->aggregate && (st = write_events(o, &p, &sh, w, err)) != SX_OK)
+        goto out;
+    if (o->lanes && ((st = sx_h5w_threads(w, threads, p.nranks, err)) != SX_OK ||
+                     (st = sx_h5w_tasks(w, tasks, p.nranks, err)) != SX_OK))
+        goto out;
+    if (o->likwid && (st = sx_h5w_likwid(w, likwid, p.nranks, err)) != SX_OK)
+        goto out;
+    if (o->lineprof && (st = sx_h5w_line_profile(w, lineprof, p.nranks, err)) != SX_OK)
+        goto out;
+    st = sx_h5w_finish(w, err);
+    w = NULL;
+    if (st == SX_OK && o->verbose && me == 0) {
         uint64_t total = 0;
         for (size_t i = 0; i < p.nrows; i++)
             total += p.rows[i].count;
-        printf("%s: %zu rows, %zu regions, %zu ranks with data, %llu events\n", o.out,
-               p.nrows, p.nnames, p.nranks, (unsigned long long)total);
+        printf("%s: %zu rows, %zu regions, %zu ranks with data, %llu events, %d "
+               "process%s\n",
+               o->out, p.nrows, p.nnames, p.nranks, (unsigned long long)total, np,
+               np > 1 ? "es" : "");
     }
-    rc = 0;
 out:
-    if (st != SX_OK)
-        fprintf(stderr, "scope-export-synth: %s: %s (%s)\n", err.source, err.text,
-                sx_strerror(st));
-    sx_h5w_abort(w);
+    sx_h5w_abort(w); /* NOTE: collective; every process failed alike */
+    free_share(&sh);
     free_lineprof(lineprof, p.nranks);
     free_likwid(likwid, p.nranks);
     free_lanes(tasks, p.nranks);
     free_lanes(threads, p.nranks);
     sx_value_free(&meta);
     free_plan(&p);
+    return st;
+}
+
+int main(int argc, char **argv) {
+    int me = 0, np = 1, rc;
+    struct opts o;
+    struct sx_error err;
+
+    /* A program, not the library: it may own MPI. Without a launcher MPI runs as a
+     * singleton (np = 1) and the file is written serially. */
+    if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
+        fprintf(stderr, "scope-export-synth: MPI_Init failed\n");
+        return 1;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    sx_error_clear(&err);
+    int pa = parse_args(argc, argv, me == 0, &o); /* the same on every process */
+    if (pa != 0) {
+        rc = pa == 1 ? 0 : 2;
+    } else {
+        enum sx_status st = synth(&o, me, np, &err);
+        if (st != SX_OK && me == 0) {
+            if (np > 1 && err.rank >= 0)
+                fprintf(stderr, "scope-export-synth: %s: %s (%s; rank %d)\n", err.source,
+                        err.text, sx_strerror(st), err.rank);
+            else
+                fprintf(stderr, "scope-export-synth: %s: %s (%s)\n", err.source, err.text,
+                        sx_strerror(st));
+        }
+        rc = st == SX_OK ? 0 : 1;
+    }
+    MPI_Finalize();
     return rc;
 }
