@@ -846,6 +846,38 @@ static int cmp_rows(const void *a, const void *b) {
     return x < y ? -1 : x > y; /* stable: by row */
 }
 
+static char *const *sort_names; /* qsort has no context argument in C11 */
+
+static int cmp_name_ids(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    int c = strcmp(sort_names[x], sort_names[y]);
+    return c != 0 ? c : (x > y) - (x < y);
+}
+
+/*
+ * Two region ids with one name are one region to the reader (a dict by
+ * name): map every id to the first id of its name. NULL when out of memory.
+ */
+static uint32_t *first_ids(char *const *names, uint64_t n) {
+    uint32_t *order = sx_malloc((n + 1) * sizeof *order);
+    uint32_t *first = sx_malloc((n + 1) * sizeof *first);
+    if (order == NULL || first == NULL) {
+        free(order);
+        free(first);
+        return NULL;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        order[i] = (uint32_t)i;
+    sort_names = names;
+    qsort(order, n, sizeof *order, cmp_name_ids);
+    for (uint64_t i = 0; i < n; i++) {
+        bool same = i > 0 && strcmp(names[order[i]], names[order[i - 1]]) == 0;
+        first[order[i]] = same ? first[order[i - 1]] : order[i];
+    }
+    free(order);
+    return first;
+}
+
 static enum sx_status validate_index(const struct sx_h5 *h5, const struct index_cols *ix,
                                      uint64_t nevents, struct sx_error *err) {
     enum sx_status st = SX_OK;
@@ -949,6 +981,7 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
     char src[1100];
     const bool agg = run->layout == SX_LAYOUT_AGGREGATE;
     int64_t *acols[5] = {0};
+    uint32_t *first = NULL;
 
     if (link_exists(h5->file, "region_table/names")) {
         st = read_strings(h5, h5->file, "region_table/names", &names, &nnames, err);
@@ -1068,6 +1101,8 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
     run->rows = sx_calloc(ix.n + 1, sizeof *run->rows);
     src_name(src, sizeof src, h5->path, "/rank_region_index");
     SX_CHECK(run->rows != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    first = first_ids(run->names, nnames);
+    SX_CHECK(first != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     run->nrows = (size_t)ix.n;
     int64_t max_rank = -1;
     for (uint64_t r = 0; r < ix.n; r++) {
@@ -1079,7 +1114,7 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
                  src, r, ix.region_ids[r], nnames);
         SX_CHECK(ix.ranks[r] >= 0, SX_ERR_FORMAT, err, src,
                  "%s row %" PRIu64 " has a negative rank", src, r);
-        row->region = (uint32_t)ix.region_ids[r];
+        row->region = first[ix.region_ids[r]];
         row->rank = ix.ranks[r];
         row->file_row = r;
         if (row->rank > max_rank)
@@ -1141,6 +1176,7 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
         run->num_ranks = mpi_size > max_rank + 1 ? mpi_size : max_rank + 1;
     }
 out:
+    free(first);
     for (int k = 0; k < 5; k++)
         free(acols[k]);
     free_strv(names, nnames);
@@ -1301,6 +1337,11 @@ static int cmp_rank_group(const void *a, const void *b) {
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
+static void free_names_v(struct rank_group *v, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(v[i].name);
+}
+
 /* Rank groups of the root in numeric order. */
 static enum sx_status rank_groups(struct sx_h5 *h5, struct rank_group **out,
                                   size_t *n_out, struct sx_error *err) {
@@ -1329,7 +1370,20 @@ static enum sx_status rank_groups(struct sx_h5 *h5, struct rank_group **out,
         l.v[i] = NULL;
         n++;
     }
-    qsort(v, n, sizeof *v, cmp_rank_group);
+    if (n > 1)
+        qsort(v, n, sizeof *v, cmp_rank_group);
+    /* "rank0" and "rank00" would be one rank twice: the document could not say which */
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (v[i].rank == v[i + 1].rank) {
+            st =
+                sx_error_set(err, SX_ERR_FORMAT, src,
+                             "%s: the groups /%s and /%s are both rank %lld; the file is "
+                             "damaged",
+                             h5->path, v[i].name, v[i + 1].name, (long long)v[i].rank);
+            free_names_v(v, n);
+            goto out;
+        }
+    }
     *out = v;
     *n_out = n;
     v = NULL;
@@ -1871,7 +1925,8 @@ enum sx_status sx_h5_read_extras(struct sx_h5 *h5, struct sx_run *run,
             if (st != SX_OK)
                 goto out;
             struct sx_likwid_rank *lr = &run->likwid[run->nlikwid - 1];
-            qsort(lr->entries, lr->n, sizeof *lr->entries, cmp_likwid_tag);
+            if (lr->n > 1)
+                qsort(lr->entries, lr->n, sizeof *lr->entries, cmp_likwid_tag);
         }
         if (link_exists(g, "line_profile")) {
             st = read_line_profile(h5, run, g, rg[k].rank, rg[k].name, err);

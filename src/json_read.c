@@ -110,11 +110,13 @@ static bool beyond_int64(const char *p, size_t n) {
  * A copy of 'text' with the big integers marked (NULL in '*out' when there
  * are none). False when 'text' already holds the marker.
  */
-static bool mark_big_ints(const char *text, size_t n, struct sx_buf *out, bool *marked) {
+static bool mark_big_ints(const char *text, size_t n, struct sx_buf *out, bool *marked,
+                          size_t *count) {
     size_t last = 0, i = 0;
     bool in_str = false;
 
     *marked = false;
+    *count = 0;
     while (i < n) {
         const char c = text[i];
         if (in_str) {
@@ -154,12 +156,29 @@ static bool mark_big_ints(const char *text, size_t n, struct sx_buf *out, bool *
             sx_buf_putc(out, '"');
             last = j;
             *marked = true;
+            (*count)++;
         }
         i = j > i ? j : i + 1;
     }
     if (*marked)
         sx_buf_append(out, text + last, n - last);
     return true;
+}
+
+/* String values that read as a marked big integer (keys never are). */
+static size_t count_big(const json_t *v) {
+    size_t n = 0;
+    if (big_int(v, NULL, NULL))
+        return 1;
+    if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++)
+            n += count_big(json_array_get(v, i));
+    } else if (json_is_object(v)) {
+        const char *k;
+        const json_t *x;
+        json_object_foreach((json_t *)(uintptr_t)v, k, x) n += count_big(x);
+    }
+    return n;
 }
 
 /*
@@ -177,10 +196,11 @@ static enum sx_status parse_text(const char *text, size_t n, json_t **out,
     char *clean = NULL;
     struct sx_buf big = {0};
     bool marked = false;
+    size_t nmarked = 0;
     json_t *root = NULL;
 
-    SX_CHECK(mark_big_ints(text, n, &big, &marked), SX_ERR_UNSUPPORTED, err, source,
-             "%s holds the reserved string \"\\u0000sxbig:\"", what);
+    SX_CHECK(mark_big_ints(text, n, &big, &marked, &nmarked), SX_ERR_UNSUPPORTED, err,
+             source, "%s holds the reserved string \"\\u0000sxbig:\"", what);
     SX_CHECK(!big.failed, SX_ERR_NOMEM, err, source, "out of memory");
     if (marked) {
         text = big.data;
@@ -209,6 +229,9 @@ static enum sx_status parse_text(const char *text, size_t n, json_t **out,
                  "%s is not valid JSON: %s (line %d, column %d)", what, je.text, je.line,
                  je.column);
     }
+    /* A string spelled with other escapes can decode to the marker: refuse it. */
+    SX_CHECK(count_big(root) == nmarked, SX_ERR_UNSUPPORTED, err, source,
+             "%s holds the reserved string \"\\u0000sxbig:\"", what);
     *out = root;
     root = NULL;
 out:
@@ -1200,12 +1223,18 @@ static enum sx_status load_matrix(struct loader *ld, const json_t *obj, const ch
                    json_array_size(r) == json_array_size(json_array_get(v, 0));
         }
         /*
-         * Python reshapes to (names, len(cpus)) and so cannot read a marker_api
-         * entry (no cpus, one thread) back. Its document is still a proper
-         * (names, threads) matrix: keep that shape rather than refuse the file.
+         * Python reshapes to (names, len(cpus)), so it cannot read back a
+         * marker_api entry (no cpus, one thread) nor a matrix stored with another
+         * shape, though the exporter wrote both. A rectangular list of lists keeps
+         * its own shape here, so nothing the exporter writes is refused; other
+         * nestings are reshaped as Python does.
          */
-        if (rect && cols == 0 && json_array_size(v) == rows && rows > 0 && total > 0)
+        if (json_array_size(v) == 0) {
+            rows = cols = 0;
+        } else if (rect) {
+            rows = json_array_size(v);
             cols = json_array_size(json_array_get(v, 0));
+        }
     }
     m->rows = rows;
     m->cols = cols;

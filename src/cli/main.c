@@ -432,6 +432,9 @@ int main(int argc, char **argv) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
+    /* the first signal asks for a clean stop; a second one (e.g. while HDF5 is stuck
+     * in a damaged file) ends the process at once */
+    sa.sa_flags = SA_RESETHAND;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
 
