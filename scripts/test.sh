@@ -9,7 +9,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 if [ "${1:-}" = "--sanitize" ]; then
     export BUILD_DIR=${BUILD_DIR:-$top/build-sanitize}
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
-    export LSAN_OPTIONS=suppressions=$top/tests/lsan.supp:print_suppressions=0
+    # the slow unwinder sees through Open MPI's frames, so the suppressions can match
+    export LSAN_OPTIONS=suppressions=$top/tests/lsan.supp:print_suppressions=0:fast_unwind_on_malloc=0
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     "$top/scripts/build.sh" -DSX_WERROR=ON -DSX_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 else

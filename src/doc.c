@@ -648,6 +648,8 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
     /* 2. Format, reading events in bounded batches of pieces. */
     size_t p = 0;
     while (p < np) {
+        SX_CHECK(!sx_stop_requested(), SX_ERR_INTERRUPTED, err, run->path,
+                 "%s: export interrupted by a signal; no output was written", run->path);
         /* gather pieces until PIECE_EVENTS events of event data */
         size_t q = p;
         uint64_t evs = 0;

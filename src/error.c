@@ -94,6 +94,9 @@ const char *sx_version(void) { return SX_VERSION_STRING; }
 
 static volatile sig_atomic_t stop_flag;
 
-void sx_request_stop(void) { stop_flag = 1; }
+void sx_request_stop(void) {
+    stop_flag = 1;
+    sx_out_forget_tmp(); /* in case SIGKILL follows before the export unwinds */
+}
 
 bool sx_stop_requested(void) { return stop_flag != 0; }

@@ -82,7 +82,8 @@ static enum sx_status make_block(const struct sx_doc *doc,
     sx_buf_reset(&bo->z);
     if (sx_stop_requested())
         return sx_error_set(err, SX_ERR_INTERRUPTED, doc->run->path,
-                            "interrupted by a signal");
+                            "%s: export interrupted by a signal; no output was written",
+                            doc->run->path);
     st = inject(o, rank, SX_FAIL_READ, err);
     if (st == SX_OK)
         st = sx_doc_block(doc, src, b, &bo->raw, err);
@@ -146,6 +147,7 @@ static int recv_bytes(struct sx_buf *b, uint64_t n, int from, MPI_Comm comm) {
 /* Rank 0's writer stage: plain text, or gzip segments with a running CRC. */
 struct writer {
     struct sx_out_file *f;
+    const char *path;
     bool gz;
     int level;
     enum sx_deflate eng;
@@ -162,7 +164,11 @@ static enum sx_status write_raw(struct writer *w, const struct sx_buf *raw,
                                 struct sx_error *err) {
     enum sx_status st = SX_OK;
     if (sx_stop_requested())
-        return sx_error_set(err, SX_ERR_INTERRUPTED, "output", "interrupted by a signal");
+        return sx_error_set(
+            err, SX_ERR_INTERRUPTED, w->path,
+            "%s: export interrupted by a signal; the output was not written "
+            "(an existing file is left as it was)",
+            w->path);
     if (!w->gz) {
         st = sx_out_write(w->f, raw->data, raw->len, err);
     } else {
@@ -482,6 +488,7 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
     struct sx_event_source src = {h5};
     if (rank == 0) {
         w.gz = gz;
+        w.path = output;
         w.level = opts->gzip_level;
         w.eng = opts->deflate;
         w.o = opts;

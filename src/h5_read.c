@@ -1419,6 +1419,16 @@ static enum sx_status read_schema1(struct sx_h5 *h5, struct sx_run *run,
     if (st != SX_OK)
         goto out;
     run->num_ranks = (int64_t)nrg;
+    /* no schema attribute, no metadata, no rank group: some other HDF5 file */
+    if (nrg == 0 && !link_exists(h5->file, "metadata")) {
+        src_name(src, sizeof src, h5->path, "/");
+        st = sx_error_set(
+            err, SX_ERR_FORMAT, src,
+            "%s is an HDF5 file but not a scope-profiler run: it has no "
+            "scope_profiler_schema attribute, no /metadata and no rank groups",
+            h5->path);
+        goto out;
+    }
     for (size_t k = 0; k < nrg; k++) {
         char gp[300];
         snprintf(gp, sizeof gp, "%s/regions", rg[k].name);

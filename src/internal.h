@@ -521,6 +521,8 @@ enum sx_status sx_out_write(struct sx_out_file *f, const void *p, size_t n,
 enum sx_status sx_out_commit(struct sx_out_file *f, struct sx_error *err);
 /* Remove the temporary file. Accepts NULL. */
 void sx_out_abort(struct sx_out_file *f);
+/* Unlink the temporary file being written, from a signal handler. */
+void sx_out_forget_tmp(void);
 
 /* Compress 'n' bytes into a raw deflate segment ending on a byte boundary
  * ('final': the segment ends the stream). Appends to 'out'. */

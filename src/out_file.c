@@ -1,9 +1,12 @@
 /* out_file.c - output under a temporary name, renamed into place only when complete */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +18,27 @@ struct sx_out_file {
     char *path; /* final name */
     char *tmp;  /* temporary name beside it */
 };
+
+/*
+ * The temporary file of the output being written, for sx_out_forget_tmp():
+ * a signal may be followed by SIGKILL before the export unwinds, so the
+ * handler removes the file itself (unlink is async-signal-safe).
+ */
+static char pending_tmp[4096];
+static volatile sig_atomic_t pending_set;
+
+void sx_out_forget_tmp(void) {
+    if (pending_set)
+        unlink(pending_tmp);
+}
+
+static void set_pending(const char *tmp) {
+    pending_set = 0;
+    if (tmp != NULL && strlen(tmp) < sizeof pending_tmp) {
+        memcpy(pending_tmp, tmp, strlen(tmp) + 1);
+        pending_set = 1;
+    }
+}
 
 /* mkdir -p of the directory part of 'path'. */
 static enum sx_status make_parents(const char *path, struct sx_error *err) {
@@ -55,11 +79,26 @@ enum sx_status sx_out_open(const char *path, struct sx_out_file **out,
     enum sx_status st = SX_OK;
     struct sx_out_file *f = NULL;
     struct stat sb;
+    char *resolved = NULL;
     *out = NULL;
     SX_CHECK(path != NULL && path[0] != '\0', SX_ERR_USAGE, err, "",
              "no output path given");
     SX_CHECK(!(stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)), SX_ERR_IO, err, path,
              "cannot write %s: it is a directory", path);
+    /* A device, FIFO or socket would be replaced by the rename: refuse it. A link is
+     * followed, so that its target is written, as Python's write_text does. */
+    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) {
+        resolved = realpath(path, NULL);
+        SX_CHECK(
+            resolved != NULL, SX_ERR_IO, err, path,
+            "cannot write %s: it is a symbolic link whose target cannot be resolved (%s)",
+            path, strerror(errno));
+        path = resolved;
+    }
+    SX_CHECK(!(stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)), SX_ERR_IO, err, path,
+             "cannot write %s: it exists and is not a regular file (a device, FIFO or "
+             "socket); remove it or choose another name",
+             path);
     st = make_parents(path, err);
     if (st != SX_OK)
         goto out;
@@ -85,7 +124,9 @@ enum sx_status sx_out_open(const char *path, struct sx_out_file **out,
     if (fchmod(f->fd, 0666 & ~um) != 0) {
         /* not fatal: the data is what matters */
     }
+    set_pending(f->tmp);
 out:
+    free(resolved);
     if (st != SX_OK) {
         sx_out_abort(f);
         f = NULL;
@@ -120,6 +161,7 @@ enum sx_status sx_out_commit(struct sx_out_file *f, struct sx_error *err) {
              strerror(errno));
     SX_CHECK(rename(f->tmp, f->path) == 0, SX_ERR_IO, err, f->path,
              "cannot rename the finished output to %s: %s", f->path, strerror(errno));
+    set_pending(NULL);
     free(f->tmp);
     f->tmp = NULL;
 out:
@@ -132,6 +174,7 @@ void sx_out_abort(struct sx_out_file *f) {
         return;
     if (f->fd >= 0)
         close(f->fd);
+    set_pending(NULL);
     if (f->tmp != NULL)
         unlink(f->tmp);
     free(f->tmp);

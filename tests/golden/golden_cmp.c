@@ -114,8 +114,11 @@ int main(int argc, char **argv) {
     size_t i = 0;
     while (i < na && i < nb && a[i] == b[i])
         i++;
-    if (i == na && i == nb)
+    if (i == na && i == nb) {
+        free(a);
+        free(b);
         return 0;
+    }
     size_t from = i > 60 ? i - 60 : 0;
     fprintf(stderr, "golden_cmp: %s differs from %s at byte %zu (sizes %zu, %zu)\n",
             argv[1], argv[2], i, na, nb);
@@ -123,5 +126,7 @@ int main(int argc, char **argv) {
             a + from);
     fprintf(stderr, "  expected: ...%.*s\n", (int)((nb < i + 60 ? nb : i + 60) - from),
             b + from);
+    free(a);
+    free(b);
     return 1;
 }

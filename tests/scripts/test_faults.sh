@@ -1,0 +1,367 @@
+#!/usr/bin/env bash
+# test_faults.sh - failures are loud, never hang and never lose data: damaged inputs, output
+# faults, signals and injected MPI faults each give a non-zero exit, one error line that
+# names the file, and no output (an existing output stays as it was, byte for byte)
+. "$(dirname "$0")/lib.sh"
+
+SYNTH="$BIN/scope-export-synth"
+DAMAGE="$BIN/scope-export-damage"
+for t in "$SYNTH" "$DAMAGE"; do
+    [ -x "$t" ] || { echo "FAIL: $t is not built" >&2; exit 1; }
+done
+
+# Mounts made here (tmpfs, read-only bind) are undone before $TMP is removed.
+MOUNTS=()
+cleanup() {
+    local m
+    for m in "${MOUNTS[@]}"; do umount "$m" 2>/dev/null; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+# mpi NP CMD...: mpiexec with a time limit. Every rank must finish on its own: with
+# orte_abort_on_non_zero_status off, mpiexec does not kill the other ranks when one exits
+# with status 1, so a rank stuck in a collective is a hang, not hidden. mpiexec then exits
+# 0 whatever the ranks return, so each rank's status is written to $RCDIR/rank<R> by a
+# wrapper and mpi returns the ranks' common status (99 when they differ or one is missing).
+# --quiet drops Open MPI's banners: stderr holds what scope-export prints. --foreground: a
+# signal from timeout reaches mpiexec once (on a second one Open MPI exits at once and
+# orphans the ranks). mpiexec forwards stdin to rank 0: it gets /dev/null.
+RCDIR="$TMP/rc"
+mkdir -p "$RCDIR"
+cat >"$TMP/rankrc.sh" <<'EOF_WRAP'
+#!/bin/sh
+echo "$$" >"$SX_RC_DIR/pid$OMPI_COMM_WORLD_RANK"
+"$@"
+rc=$?
+echo "$rc" >"$SX_RC_DIR/rank$OMPI_COMM_WORLD_RANK"
+exit "$rc"
+EOF_WRAP
+RANKS_AGREE=""
+mpi() {
+    local np=$1 r rc first=""
+    shift
+    rm -f "$RCDIR"/rank* "$RCDIR"/pid*
+    SX_RC_DIR="$RCDIR" OMPI_MCA_orte_abort_on_non_zero_status=0 \
+        timeout --foreground -k 5 "${LIMIT:-60}" "$MPIEXEC" --quiet --oversubscribe \
+        -n "$np" sh "$TMP/rankrc.sh" "$@" </dev/null
+    rc=$?
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+        # a hang: mpiexec is gone; its ranks (each leads its own process group) may not be
+        for r in "$RCDIR"/pid*; do
+            [ -f "$r" ] && kill -KILL -- "-$(cat "$r")" 2>/dev/null
+        done
+        return "$rc"
+    fi
+    RANKS_AGREE=yes
+    for ((r = 0; r < np; r++)); do
+        if [ ! -f "$RCDIR/rank$r" ]; then
+            RANKS_AGREE="rank $r did not finish"
+            return 99
+        fi
+        rc=$(cat "$RCDIR/rank$r")
+        [ -n "$first" ] || first=$rc
+        [ "$rc" = "$first" ] || RANKS_AGREE="ranks exit with $(cat "$RCDIR"/rank* | tr '\n' ' ')"
+    done
+    [ "$RANKS_AGREE" = yes ] || return 99
+    return "$first"
+}
+
+state() { if [ -e "$1" ] || [ -L "$1" ]; then cksum <"$1" 2>/dev/null || echo "not a file"; else echo absent; fi; }
+
+# Temporary files .<name>.XXXXXX left beside OUT.
+leftovers() {
+    local dir base
+    dir=$(dirname "$1")
+    base=$(basename "$1")
+    find "$dir" -maxdepth 1 -name ".$base.*" 2>/dev/null | head -3 | tr '\n' ' '
+}
+
+# fails NAME NP OUT 'NEEDLE|NEEDLE...' -- ARGS...: 'scope-export export ARGS -o OUT' fails
+# with status $STATUS (default 1) within the time limit, prints exactly one line on stderr containing every
+# needle, leaves OUT as it was (absent, or the same bytes) and no temporary file.
+fails() {
+    local name=$1 np=$2 out=$3 needles=$4
+    shift 5
+    local err="$TMP/err.txt" rc=0 why="" n before after
+    before=$(state "$out")
+    mpi "$np" "$X" export "$@" -o "$out" -q >"$TMP/stdout.txt" 2>"$err" || rc=$?
+    after=$(state "$out")
+    case $rc in
+    0) why="; exit status 0" ;;
+    124 | 137) why="; no result within ${LIMIT:-60} s (a hang)" ;;
+    99) why="; $RANKS_AGREE" ;;
+    "${STATUS:-1}") ;;
+    *) why="; exit status $rc (${STATUS:-1} expected)" ;;
+    esac
+    n=$(grep -c '' "$err")
+    [ "$n" = 1 ] || why="$why; $n lines on stderr (1 expected)"
+    local -a list
+    IFS='|' read -ra list <<<"$needles"
+    for needle in "${list[@]}"; do
+        grep -qF -- "$needle" "$err" || why="$why; the error does not say '$needle'"
+    done
+    [ "$before" = "$after" ] ||
+        why="$why; the output changed ($before -> $after)"
+    [ -z "$(leftovers "$out")" ] || why="$why; temporary file left: $(leftovers "$out")"
+    if [ -z "$why" ]; then
+        ok
+    else
+        bad "$name -n $np:${why#;} -- stderr: $(head -c 600 "$err")"
+    fi
+}
+
+# ---------------------------------------------------------------------------------------
+# Inputs: a valid run, its damaged copies, truncations
+mkdir -p "$TMP/in" "$TMP/out"
+base="$TMP/in/base.h5"
+"$SYNTH" --ranks 3 --regions 6 --events 2000 "$base" >/dev/null ||
+    { echo "FAIL: scope-export-synth failed" >&2; exit 1; }
+
+# The messages of scope-profiler's reader (spec 1.0, 2.11) where the file is the subject.
+NOT_READABLE="is not a readable HDF5 profiling file"
+
+fails "missing file" 1 "$TMP/out/missing.json" "$TMP/in/nope.h5|HDF5 file not found" -- \
+    "$TMP/in/nope.h5"
+fails "missing file" 3 "$TMP/out/missing.json" "$TMP/in/nope.h5|HDF5 file not found" -- \
+    "$TMP/in/nope.h5"
+printf 'time,region\n1,solve\n' >"$TMP/in/text.h5"
+for np in 1 3; do
+    fails "not HDF5 (a text file)" "$np" "$TMP/out/text.json" "$TMP/in/text.h5|$NOT_READABLE" \
+        -- "$TMP/in/text.h5"
+done
+: >"$TMP/in/empty.h5"
+for np in 1 3; do
+    fails "not HDF5 (an empty file)" "$np" "$TMP/out/empty.json" \
+        "$TMP/in/empty.h5|$NOT_READABLE" -- "$TMP/in/empty.h5"
+done
+size=$(stat -c %s "$base")
+for cut in $((size / 4)):25% $((size / 2)):50% $((size * 9 / 10)):90% $((size - 100)):-100B; do
+    f="$TMP/in/cut${cut#*:}.h5"
+    head -c "${cut%%:*}" "$base" >"$f"
+    for np in 1 3; do
+        fails "truncated to ${cut#*:}" "$np" "$TMP/out/cut.json.gz" "$f|$NOT_READABLE" -- "$f"
+    done
+done
+
+# mode|needles (besides the file name): the object, and the reader's wording where the
+# spec gives one. Each damage is alone in its file.
+while IFS='|' read -r mode needles; do
+    f="$TMP/in/$mode.h5"
+    if [ "$mode" = not-profile ]; then
+        "$DAMAGE" not-profile "$f" || { bad "scope-export-damage $mode failed"; continue; }
+    else
+        "$DAMAGE" "$mode" "$base" "$f" || { bad "scope-export-damage $mode failed"; continue; }
+    fi
+    for np in 1 3; do
+        fails "damaged: $mode" "$np" "$TMP/out/$mode.json" "$f${needles:+|$needles}" -- "$f"
+    done
+done <<'EOF'
+offsets-beyond|rank_region_index|recorded events but its event columns hold|truncated or damaged
+overlap|rank_region_index|has overlapping region rows in its event index
+index-lengths|rank_region_index/event_counts
+region-id|rank_region_index|region_table/names
+huge-claim|events/durations
+wrong-dtype|events/durations
+string-ints|rank_region_index/ranks
+unknown-filter|events/durations|32000|LZF
+schema-4|scope_profiler_schema|Unsupported scope-profiler HDF5 schema version 4
+schema-float|scope_profiler_schema|must be an integer
+not-profile|
+EOF
+# huge-claim: refused from the claim, not from a failed 8 TiB allocation
+mpi 1 "$X" export "$TMP/in/huge-claim.h5" -o "$TMP/out/huge.json" -q 2>"$TMP/err.txt"
+grep -qi 'out of memory' "$TMP/err.txt" && bad "huge-claim: refused by running out of memory" ||
+    ok
+
+# bad-utf8 is valid: invalid bytes become U+FFFD, as Python's errors="replace"
+# (one U+FFFD per maximal invalid subsequence), the same at any rank count.
+f="$TMP/in/bad-utf8.h5"
+if "$DAMAGE" bad-utf8 "$base" "$f"; then
+    for np in 1 3; do
+        o="$TMP/out/bad-utf8.$np.json"
+        if ! mpi "$np" "$X" export "$f" -o "$o" -q 2>"$TMP/err.txt"; then
+            bad "bad-utf8 -n $np: export failed: $(head -c 300 "$TMP/err.txt")"
+            continue
+        fi
+        for want in '"name": "bad\ufffd\ufffdname\ufffd\ufffd\ufffd\ufffd"' \
+            '"bad_utf8": "a\ufffd\ufffd\ufffdb\ufffd(\ufffd"' \
+            '"bad_utf8_list": ["caf\ufffd", "x\ufffd"]' '"name": "solve\ufffd("'; do
+            grep -qF -- "$want" "$o" && ok || bad "bad-utf8 -n $np: no $want in the document"
+        done
+        names=$(grep -o '"name": "[^"]*"' "$o" | sort -u)
+        [ "$(grep -c . <<<"$names")" = "$(grep -c 'ufffd' <<<"$names")" ] && ok ||
+            bad "bad-utf8 -n $np: a region name lost its U+FFFD: $names"
+        "$X" validate "$o" >/dev/null 2>&1 && ok || bad "bad-utf8 -n $np: validate rejects it"
+    done
+    cmp -s "$TMP/out/bad-utf8.1.json" "$TMP/out/bad-utf8.3.json" && ok ||
+        bad "bad-utf8: -n 1 and -n 3 documents differ"
+else
+    bad "scope-export-damage bad-utf8 failed"
+fi
+
+# ---------------------------------------------------------------------------------------
+# Output faults. As root, chmod 555 does not stop writes: an unwritable directory is a
+# read-only bind mount (when mount works here), a path under /proc, and a path whose parent
+# is a regular file.
+ro="$TMP/ro"
+mkdir -p "$ro"
+echo precious >"$ro/out.json"
+if mount --bind -o ro "$ro" "$ro" 2>/dev/null; then
+    MOUNTS+=("$ro")
+    if touch "$ro/probe" 2>/dev/null; then
+        echo "SKIP: read-only bind mount is writable here"
+        rm -f "$ro/probe"
+    else
+        for np in 1 2; do
+            fails "unwritable directory (read-only mount)" "$np" "$ro/out.json" \
+                "$ro/out.json" -- "$base"
+            fails "unwritable directory (read-only mount, new file)" "$np" "$ro/new.json.gz" \
+                "$ro/new.json.gz" -- "$base"
+        done
+    fi
+else
+    echo "SKIP: unwritable directory (read-only mount): mount --bind -o ro is not permitted"
+fi
+for np in 1 2; do
+    fails "unwritable directory (/proc)" "$np" /proc/sx-fault-test/out.json \
+        /proc/sx-fault-test -- "$base"
+done
+echo "a file, not a directory" >"$TMP/out/plainfile"
+for np in 1 2; do
+    fails "output parent is a regular file" "$np" "$TMP/out/plainfile/out.json" \
+        "$TMP/out/plainfile" -- "$base"
+done
+
+# A full disk: a 64 KiB tmpfs, a document of ~800 KB, an existing output in the way.
+full="$TMP/full"
+mkdir -p "$full"
+"$SYNTH" --ranks 2 --regions 4 --events 20000 "$TMP/in/mid.h5" >/dev/null
+if mount -t tmpfs -o size=64k tmpfs "$full" 2>/dev/null; then
+    MOUNTS+=("$full")
+    echo precious >"$full/out.json"
+    echo precious >"$full/out.json.gz"
+    for np in 1 2; do
+        fails "disk full (.json)" "$np" "$full/out.json" "$full/out.json" -- "$TMP/in/mid.h5"
+        fails "disk full (.json.gz)" "$np" "$full/out.json.gz" "$full/out.json.gz" -- \
+            "$TMP/in/mid.h5"
+        fails "disk full (new file)" "$np" "$full/new.json" "$full/new.json" -- \
+            "$TMP/in/mid.h5"
+    done
+else
+    echo "SKIP: disk full: mount -t tmpfs -o size=64k is not permitted here"
+fi
+
+# A character device (a private node with /dev/full's numbers): writing it fails (ENOSPC);
+# renaming a regular file over it would destroy the node (think -o /dev/null as root).
+if mknod "$TMP/out/dev.json" c 1 7 2>/dev/null; then
+    for np in 1 2; do
+        mpi "$np" "$X" export "$base" -o "$TMP/out/dev.json" -q 2>"$TMP/err.txt"
+        rc=$?
+        [ -c "$TMP/out/dev.json" ] && ok ||
+            bad "output is a character device -n $np: the device node was replaced by a file"
+        [ "$rc" != 0 ] && ok ||
+            bad "output is a character device (full) -n $np: exit status 0 for a failed write"
+        [ -z "$(leftovers "$TMP/out/dev.json")" ] && ok ||
+            bad "output is a character device -n $np: temporary file left"
+        rm -f "$TMP/out/dev.json"
+        mknod "$TMP/out/dev.json" c 1 7
+    done
+else
+    echo "SKIP: output is a character device: mknod is not permitted here"
+fi
+
+mkdir -p "$TMP/out/dir.json"
+for np in 1 2; do
+    fails "output is a directory" "$np" "$TMP/out/dir.json" "$TMP/out/dir.json" -- "$base"
+done
+[ -d "$TMP/out/dir.json" ] && [ -z "$(ls -A "$TMP/out/dir.json")" ] && ok ||
+    bad "output is a directory: the directory changed"
+
+# Refusing to overwrite the input is a usage error: exit status 2.
+cp "$base" "$TMP/in/same.h5"
+for np in 1 2; do
+    STATUS=2 fails "input and output the same file" "$np" "$TMP/in/same.h5" "$TMP/in/same.h5" -- \
+        "$TMP/in/same.h5"
+    STATUS=2 fails "input and output the same file (another spelling)" "$np" \
+        "$TMP/in/../in/same.h5" "same.h5" -- "$TMP/in/same.h5"
+done
+ln "$TMP/in/same.h5" "$TMP/in/hardlink.h5"
+STATUS=2 fails "input and output the same file (a hard link)" 2 "$TMP/in/hardlink.h5" \
+    "$TMP/in/hardlink.h5" -- "$TMP/in/same.h5"
+cmp -s "$base" "$TMP/in/same.h5" && ok || bad "input and output the same file: input changed"
+
+# ---------------------------------------------------------------------------------------
+# SIGTERM and SIGINT to mpiexec in the middle of a long export (-n 2, .gz: several seconds).
+# mpiexec passes the signal on to the ranks about 1 s later, and kills them 1 s after that.
+big="$TMP/in/big.h5"
+"$SYNTH" --ranks 2 --regions 8 --events 3000000 "$big" >/dev/null
+for sig in TERM INT; do
+    d="$TMP/sig$sig"
+    out="$d/out.json.gz"
+    mkdir -p "$d"
+    echo "precious $sig" >"$out"
+    before=$(state "$out")
+    timeout -k 5 120 "$MPIEXEC" --quiet --oversubscribe -n 2 "$X" export "$big" -o "$out" \
+        -q 2>"$d.err" </dev/null &
+    tpid=$!
+    mpid=""
+    started=no
+    for _ in $(seq 400); do # up to 20 s for the temporary output to appear
+        [ -n "$mpid" ] || mpid=$(pgrep -P "$tpid" | head -1)
+        if [ -n "$mpid" ] && [ -n "$(leftovers "$out")" ]; then
+            started=yes
+            break
+        fi
+        kill -0 "$tpid" 2>/dev/null || break
+        sleep 0.05
+    done
+    sleep 0.3
+    [ -n "$mpid" ] && kill -"$sig" "$mpid" 2>/dev/null
+    wait "$tpid"
+    rc=$?
+    why=""
+    [ "$started" = yes ] || why="; the export never started writing (or ended within 20 s)"
+    case $rc in
+    0) why="$why; exit status 0" ;;
+    124 | 137) why="$why; still running 120 s later (a hang)" ;;
+    esac
+    [ "$(state "$out")" = "$before" ] || why="$why; the existing output was changed"
+    [ -z "$(leftovers "$out")" ] || why="$why; temporary file left: $(leftovers "$out")"
+    [ "$(grep -c '' "$d.err")" = 1 ] || why="$why; $(grep -c '' "$d.err") lines on stderr"
+    if [ -z "$why" ]; then ok; else bad "SIG$sig during an export:${why#;} ($(head -c 300 "$d.err"))"; fi
+    grep -qF "$out" "$d.err" && ok ||
+        bad "SIG$sig during an export: the error does not name the output ($(head -c 300 "$d.err"))"
+done
+
+# ---------------------------------------------------------------------------------------
+# Injected MPI faults: every stage, the first and the last rank; the run fails within 30 s,
+# rank 0 prints the error once, naming the failing rank; no output is left.
+for np in 2 4; do
+    for r in 0 $((np - 1)); do
+        for stage in open read format compress send write; do
+            rm -f "$TMP/out/inj.json.gz"
+            LIMIT=30 fails "injected $stage fault on rank $r" "$np" "$TMP/out/inj.json.gz" \
+                "rank $r|$stage" -- "$base" --block-size 1024 --fail-rank "$r" \
+                --fail-stage "$stage"
+        done
+    done
+done
+
+# More ranks than rows: the compat fixture has one row; -n 4 gives the -n 1 document,
+# and a fault on a rank without a block still fails the run.
+compat="$SHARED/fixtures/compat/hdf5-schema-3.h5"
+if [ -f "$compat" ]; then
+    for ext in json json.gz; do
+        mpi 1 "$X" export "$compat" -o "$TMP/out/c1.$ext" -q &&
+            mpi 4 "$X" export "$compat" -o "$TMP/out/c4.$ext" -q --block-size 1024 &&
+            "$CMP" "$TMP/out/c4.$ext" "$TMP/out/c1.json" && ok ||
+            bad "more ranks than rows: -n 4 on $(basename "$compat") ($ext)"
+    done
+    LIMIT=30 fails "more ranks than rows, fault on rank 3" 4 "$TMP/out/c.json" "rank 3" -- \
+        "$compat" --fail-rank 3 --fail-stage read
+else
+    echo "SKIP: more ranks than rows: no $compat"
+fi
+
+finish
