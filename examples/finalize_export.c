@@ -49,15 +49,13 @@ struct call {
 
 /* Record one call of 'region'; call ids count up from 0 on every rank. */
 static int64_t add(struct call *c, int *n, int region, int64_t start, int64_t end,
-                   int64_t parent)
-{
+                   int64_t parent) {
     c[*n] = (struct call){region, start, end, *n, parent};
     return (*n)++;
 }
 
 /* A made-up timeline: each rank solves a few steps; odd ranks exchange halos. */
-static int record(int rank, struct call *c)
-{
+static int record(int rank, struct call *c) {
     int n = 0;
     int64_t t = 1000000000 + 1000 * (int64_t)rank;
     int64_t main_id = add(c, &n, MAIN, t, 0, -1); /* its end is known last */
@@ -89,8 +87,7 @@ static int record(int rank, struct call *c)
  * without data.
  */
 static void write_column(hid_t file, const char *path, hid_t ftype, hid_t mtype,
-                         hsize_t n, hsize_t offset, hsize_t count, const void *buf)
-{
+                         hsize_t n, hsize_t offset, hsize_t count, const void *buf) {
     hid_t space = H5Screate_simple(1, &n, NULL), mem = H5Screate_simple(1, &count, NULL);
     hid_t dset =
         H5Dcreate2(file, path, ftype, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -114,8 +111,7 @@ static void write_column(hid_t file, const char *path, hid_t ftype, hid_t mtype,
 
 /* NOTE: collective. Fixed-length NULLPAD UTF-8 strings as wide as the longest (min 1). */
 static void write_strings(hid_t file, const char *path, const char *const *s, hsize_t n,
-                          int writer)
-{
+                          int writer) {
     size_t width = 1;
     for (hsize_t i = 0; i < n; i++)
         width = strlen(s[i]) > width ? strlen(s[i]) : width;
@@ -132,8 +128,7 @@ static void write_strings(hid_t file, const char *path, const char *const *s, hs
 }
 
 /* NOTE: collective. A scalar attribute on 'obj'; every rank passes the same value. */
-static void write_attr(hid_t obj, const char *name, hid_t type, const void *value)
-{
+static void write_attr(hid_t obj, const char *name, hid_t type, const void *value) {
     hid_t space = H5Screate(H5S_SCALAR);
     hid_t a = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
     TRY(a);
@@ -143,8 +138,7 @@ static void write_attr(hid_t obj, const char *name, hid_t type, const void *valu
 }
 
 /* NOTE: collective over 'comm'. Write the calls of every rank as one schema-3 run. */
-static void write_run(MPI_Comm comm, const char *path, const struct call *c, int ncalls)
-{
+static void write_run(MPI_Comm comm, const char *path, const struct call *c, int ncalls) {
     int rank, size;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
@@ -285,8 +279,7 @@ static void write_run(MPI_Comm comm, const char *path, const struct call *c, int
         free(bufs[i]);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int world_rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);

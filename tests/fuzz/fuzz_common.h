@@ -1,4 +1,5 @@
-/* fuzz_common.h - scratch files and the write-and-read-back oracle shared by the harnesses */
+/* fuzz_common.h - scratch files and the write-and-read-back oracle shared by the
+ * harnesses */
 #ifndef SX_FUZZ_COMMON_H
 #define SX_FUZZ_COMMON_H
 
@@ -31,7 +32,8 @@ static void fz_init_paths(const char *tag, const char *ext) {
     if (dir == NULL)
         dir = "/tmp";
     snprintf(fz_dir, sizeof fz_dir, "%s", dir);
-    snprintf(fz_in, sizeof fz_in, "%s/sx_fuzz_%s_%ld.in%s", fz_dir, tag, (long)getpid(), ext);
+    snprintf(fz_in, sizeof fz_in, "%s/sx_fuzz_%s_%ld.in%s", fz_dir, tag, (long)getpid(),
+             ext);
     snprintf(fz_out, sizeof fz_out, "%s/sx_fuzz_%s_%ld.out.json", fz_dir, tag,
              (long)getpid());
     atexit(fz_remove_files);

@@ -1,4 +1,5 @@
-/* fuzz_json.c - libFuzzer harness: JSON snippets, the JSON profile loader and the writer */
+/* fuzz_json.c - libFuzzer harness: JSON snippets, the JSON profile loader and the writer
+ */
 #include "fuzz_common.h"
 
 #include <zlib.h>

@@ -35,8 +35,7 @@ static char tmpdir[1024];
     } while (0)
 
 /* The whole file, gunzipped when it is gzip (gzread passes plain text through). */
-static char *slurp(const char *path, size_t *len)
-{
+static char *slurp(const char *path, size_t *len) {
     gzFile f = gzopen(path, "rb");
     if (f == NULL)
         return NULL;
@@ -62,8 +61,7 @@ static char *slurp(const char *path, size_t *len)
 }
 
 /* Cut the value of the first "exporter" key to nothing: it names the program. */
-static size_t drop_exporter(char *s, size_t n)
-{
+static size_t drop_exporter(char *s, size_t n) {
     static const char key[] = "\"exporter\": \"";
     for (size_t i = 0; i + sizeof key - 1 <= n; i++) {
         if (memcmp(s + i, key, sizeof key - 1) != 0)
@@ -78,8 +76,7 @@ static size_t drop_exporter(char *s, size_t n)
 }
 
 /* Whether 'out' holds the text of 'want' (both may be gzip), but for the exporter. */
-static bool same_text(const char *out, const char *want)
-{
+static bool same_text(const char *out, const char *want) {
     size_t na = 0, nb = 0;
     char *a = slurp(out, &na), *b = slurp(want, &nb);
     bool same = false;
@@ -101,14 +98,12 @@ static bool same_text(const char *out, const char *want)
     return same;
 }
 
-static bool exists(const char *path)
-{
+static bool exists(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0;
 }
 
-static void write_file(const char *path, const char *text)
-{
+static void write_file(const char *path, const char *text) {
     FILE *f = fopen(path, "wb");
     ASSERT(f != NULL);
     ASSERT(fputs(text, f) >= 0);
@@ -116,8 +111,7 @@ static void write_file(const char *path, const char *text)
 }
 
 /* Remove 'path' and everything under it. */
-static void remove_tree(const char *path)
-{
+static void remove_tree(const char *path) {
     struct stat sb;
     if (lstat(path, &sb) != 0)
         return;
@@ -140,8 +134,7 @@ static void remove_tree(const char *path)
 }
 
 /* After every call: the library left no HDF5 object (file, group, dataset, ...) open. */
-static void check_no_ids(const char *what)
-{
+static void check_no_ids(const char *what) {
     ssize_t n = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
     CHECKF(n == 0, "%s: %zd HDF5 objects left open", what, n);
 }
@@ -151,8 +144,7 @@ static void check_no_ids(const char *what)
  * succeed, and comm's rank 0 compares the text with 'want'.
  */
 static void export_ok(MPI_Comm comm, const char *in, const char *out, const char *want,
-                      const struct sx_options *o, const char *what)
-{
+                      const struct sx_options *o, const char *what) {
     struct sx_error e;
     int r;
     MPI_Comm_rank(comm, &r);
@@ -169,8 +161,7 @@ enum { O_STATUS, O_CODE, O_RANK, O_TEXT, O_SOURCE, O_N };
 
 /* NOTE: collective over 'comm'. Every rank got the same status and error as rank 0. */
 static void agree(MPI_Comm comm, enum sx_status st, const struct sx_error *e,
-                  const char *what)
-{
+                  const char *what) {
     int r, n;
     MPI_Comm_rank(comm, &r);
     MPI_Comm_size(comm, &n);
@@ -191,13 +182,11 @@ static void agree(MPI_Comm comm, enum sx_status st, const struct sx_error *e,
 }
 
 /* Names of the golden case directories, sorted so every rank has the same list. */
-static int by_name(const void *a, const void *b)
-{
+static int by_name(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static size_t golden_cases(char ***out)
-{
+static size_t golden_cases(char ***out) {
     char **names = NULL;
     size_t n = 0;
     DIR *d = opendir(SX_SHARED_DIR "/golden");
@@ -222,8 +211,7 @@ static size_t golden_cases(char ***out)
 }
 
 /* Every golden run on WORLD, a dup and both halves of a split, .json and .json.gz. */
-static void test_goldens(void)
-{
+static void test_goldens(void) {
     char **cases = NULL;
     size_t n = golden_cases(&cases);
     CHECKF(n > 0, "no golden runs under %s/golden", SX_SHARED_DIR);
@@ -270,8 +258,7 @@ static void test_goldens(void)
  */
 static void export_fails(MPI_Comm comm, const char *in, const char *out, const char *keep,
                          const struct sx_options *o, enum sx_status code, int rank,
-                         const char *what)
-{
+                         const char *what) {
     struct sx_error e;
     struct stat sb;
     int r;
@@ -314,8 +301,7 @@ static void export_fails(MPI_Comm comm, const char *in, const char *out, const c
 }
 
 /* No file in 'dir' but 'only' (no temporary file left behind). Local. */
-static void check_dir_holds(const char *dir, const char *only, const char *what)
-{
+static void check_dir_holds(const char *dir, const char *only, const char *what) {
     DIR *d = opendir(dir);
     struct dirent *de;
     CHECKF(d != NULL, "%s: cannot list %s", what, dir);
@@ -328,8 +314,7 @@ static void check_dir_holds(const char *dir, const char *only, const char *what)
 }
 
 /* Each stage failing on each rank: the same error everywhere, and no damage. */
-static void test_injected(void)
-{
+static void test_injected(void) {
     static const char *const stages[] = {"",         "open", "read", "format",
                                          "compress", "send", "write"};
     char dir[1100], fresh[1200], plain[1200], old[1200], in[1200], what[256];
@@ -384,8 +369,7 @@ static void test_injected(void)
 }
 
 /* Missing, non-HDF5 inputs and a directory as output; a new nested directory. */
-static void test_paths(void)
-{
+static void test_paths(void) {
     char in[1200], bad[1200], out[1200], want[1200];
     snprintf(in, sizeof in, "%s/golden/basic_nested/run.h5", SX_SHARED_DIR);
     snprintf(want, sizeof want, "%s/golden/basic_nested/run.json", SX_SHARED_DIR);
@@ -409,8 +393,7 @@ static void test_paths(void)
 }
 
 /* One index row, more ranks than rows: some ranks have nothing to read. */
-static void test_one_row(void)
-{
+static void test_one_row(void) {
     const char *in = SX_SHARED_DIR "/fixtures/compat/hdf5-schema-3.h5";
     char want[1200], out[1200];
     snprintf(want, sizeof want, "%s/compat.expected.json", tmpdir);
@@ -434,8 +417,7 @@ static void test_one_row(void)
               "compat schema 3 (.json.gz, small blocks)");
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
