@@ -133,10 +133,32 @@ static void remove_tree(const char *path) {
     }
 }
 
-/* After every call: the library left no HDF5 object (file, group, dataset, ...) open. */
+/* Open file descriptors of this process. */
+static int count_fds(void) {
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (d == NULL)
+        return -1;
+    while (readdir(d) != NULL)
+        n++;
+    closedir(d);
+    return n;
+}
+
+/*
+ * After every call: the library left no HDF5 object (file, group, dataset, ...) open,
+ * and no file descriptor: the count never grows past what the first call left (MPI
+ * opens its own on first use).
+ */
 static void check_no_ids(const char *what) {
+    static int baseline = -1;
     ssize_t n = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
     CHECKF(n == 0, "%s: %zd HDF5 objects left open", what, n);
+    int fds = count_fds();
+    if (baseline < 0)
+        baseline = fds;
+    CHECKF(fds <= baseline, "%s: %d file descriptors open, %d after the first call", what,
+           fds, baseline);
 }
 
 /*
