@@ -1568,8 +1568,7 @@ static size_t distinct(const int64_t *ranks, uint64_t n, int64_t *out) {
 static enum sx_status read_lanes(struct sx_h5 *h5, struct sx_run *run, bool tasks,
                                  struct sx_error *err) {
     enum sx_status st = SX_OK;
-    const char *grp = tasks ? "thread_table" : "thread_table";
-    grp = tasks ? "task_table" : "thread_table";
+    const char *grp = tasks ? "task_table" : "thread_table";
     static const char *const tcols[] = {"index",    "ident",  "native_id", "daemon",
                                         "start_ns", "end_ns", "cpu_ns"};
     static const char *const kcols[] = {"index", "thread_index", "created_ns",  "done_ns",
@@ -1606,8 +1605,9 @@ static enum sx_status read_lanes(struct sx_h5 *h5, struct sx_run *run, bool task
         if (st == SX_OK)
             st = req_len(h5, p, m, n, err);
         if (st != SX_OK) {
-            if (st == SX_OK)
-                free_strv(sc[k], m);
+            /* 'out' frees n strings per column: this one holds m */
+            free_strv(sc[k], m);
+            sc[k] = NULL;
             goto out;
         }
     }
@@ -1806,22 +1806,8 @@ static enum sx_status read_likwid(struct sx_h5 *h5, struct sx_run *run, hid_t rg
             if (strcmp(lr->entries[j].tag, x.tag) == 0)
                 at = j;
         if (at < lr->n) {
-            struct sx_likwid_rank tmp = {.entries = &lr->entries[at], .n = 1};
-            /* free the old entry's contents through a one-entry rank */
-            struct sx_likwid_entry old = lr->entries[at];
-            (void)tmp;
+            sx_likwid_entry_clear(&lr->entries[at]);
             lr->entries[at] = x;
-            free(old.tag);
-            free(old.group_name);
-            free(old.cpus);
-            free(old.times);
-            free(old.call_counts);
-            free_strv(old.event_names, old.nevent_names);
-            free_strv(old.counter_names, old.ncounter_names);
-            free(old.events.v);
-            free_strv(old.metric_names, old.nmetric_names);
-            free(old.metrics.v);
-            free(old.source);
         } else {
             lr->entries[lr->n++] = x;
         }

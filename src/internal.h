@@ -326,6 +326,8 @@ struct sx_run {
 struct sx_run *sx_run_new(void);
 void sx_run_free(struct sx_run *run);
 void sx_row_clear(struct sx_row *row);
+/* Free the contents of one LIKWID entry; it becomes all zero. */
+void sx_likwid_entry_clear(struct sx_likwid_entry *e);
 
 /* Python's round(float(v) / 1e9 * 1e9): the lane timestamp round trip. */
 int64_t sx_lane_ns(int64_t v);

@@ -49,22 +49,25 @@ static void free_lanes(struct sx_lane_rank *lanes, size_t n) {
     free(lanes);
 }
 
+void sx_likwid_entry_clear(struct sx_likwid_entry *e) {
+    free(e->tag);
+    free(e->group_name);
+    free(e->cpus);
+    free(e->times);
+    free(e->call_counts);
+    free_strings(e->event_names, e->nevent_names);
+    free_strings(e->counter_names, e->ncounter_names);
+    free(e->events.v);
+    free_strings(e->metric_names, e->nmetric_names);
+    free(e->metrics.v);
+    free(e->source);
+    *e = (struct sx_likwid_entry){0};
+}
+
 static void free_likwid(struct sx_likwid_rank *lk, size_t n) {
     for (size_t i = 0; i < n; i++) {
-        for (size_t j = 0; j < lk[i].n; j++) {
-            struct sx_likwid_entry *e = &lk[i].entries[j];
-            free(e->tag);
-            free(e->group_name);
-            free(e->cpus);
-            free(e->times);
-            free(e->call_counts);
-            free_strings(e->event_names, e->nevent_names);
-            free_strings(e->counter_names, e->ncounter_names);
-            free(e->events.v);
-            free_strings(e->metric_names, e->nmetric_names);
-            free(e->metrics.v);
-            free(e->source);
-        }
+        for (size_t j = 0; j < lk[i].n; j++)
+            sx_likwid_entry_clear(&lk[i].entries[j]);
         free(lk[i].entries);
     }
     free(lk);
