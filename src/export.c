@@ -505,6 +505,15 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
     }
     st = sx_all_ok(c, st, err);
 out:
+    /* Whichever rank saw the signal first, and at whichever stage, the user asks
+     * about the output: name it, and say it was not written. */
+    if (st == SX_ERR_INTERRUPTED && err->code == SX_ERR_INTERRUPTED) {
+        snprintf(err->text, sizeof err->text,
+                 "%s: export of %s interrupted by a signal; the output was not written "
+                 "(an existing file is left as it was)",
+                 output, input);
+        snprintf(err->source, sizeof err->source, "%s", output);
+    }
     if (rank == 0)
         sx_out_abort(w.f); /* removes the temporary file of a failed run */
     sx_buf_free(&w.z);
