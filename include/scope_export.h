@@ -110,6 +110,10 @@ void sx_options_init(struct sx_options *opts);
  * on every rank. 'opts' may be NULL for the defaults. MPI must be
  * initialized; the call neither initializes nor finalizes MPI or HDF5 and
  * leaves no HDF5 identifier open.
+ *
+ * With 'comm' MPI_COMM_NULL the call runs on the calling process alone and
+ * makes no MPI call at all, so MPI need not be initialized (the output is the
+ * same as with one rank).
  */
 enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
                          const struct sx_options *opts, struct sx_error *err);
@@ -125,7 +129,8 @@ char *sx_output_path(const char *base, const char *label, size_t n_runs);
 /*
  * The label export_json uses for the run in 'input': its metadata "label"
  * when non-empty, else the file name without its last suffix. Collective over
- * 'comm' (every rank returns the same). Returns a new string in '*label'.
+ * 'comm' (every rank returns the same; MPI_COMM_NULL: this process alone,
+ * without MPI). Returns a new string in '*label'.
  */
 enum sx_status sx_run_label(MPI_Comm comm, const char *input, char **label,
                             struct sx_error *err);

@@ -385,7 +385,7 @@ agree:
     if (st != SX_OK || present == NULL)
         goto out;
     /* NOTE: collective; MPI counts are int, so reduce in pieces */
-    for (size_t at = 0; at < run->nrows; at += MAX_MSG) {
+    for (size_t at = 0; comm != MPI_COMM_NULL && at < run->nrows; at += MAX_MSG) {
         size_t n = run->nrows - at < MAX_MSG ? run->nrows - at : MAX_MSG;
         MPI_Allreduce(MPI_IN_PLACE, present + at, (int)n, MPI_UNSIGNED_CHAR, MPI_BOR,
                       comm);
@@ -437,10 +437,13 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
         sx_options_init(&defaults);
         opts = &defaults;
     }
-    if (MPI_Comm_dup(comm, &c) != MPI_SUCCESS)
-        return sx_error_set(err, SX_ERR_MPI, "", "MPI_Comm_dup failed");
-    MPI_Comm_rank(c, &rank);
-    MPI_Comm_size(c, &size);
+    /* MPI_COMM_NULL: this process alone, without MPI (which need not be initialized) */
+    if (comm != MPI_COMM_NULL) {
+        if (MPI_Comm_dup(comm, &c) != MPI_SUCCESS)
+            return sx_error_set(err, SX_ERR_MPI, "", "MPI_Comm_dup failed");
+        MPI_Comm_rank(c, &rank);
+        MPI_Comm_size(c, &size);
+    }
     const bool gz = output != NULL && ends_with_gz(output);
     inject_path = input;
     inject_seen = 0;
@@ -522,6 +525,7 @@ out:
     sx_run_free(run);
     if (opened)
         sx_h5_close(h5); /* NOTE: collective */
-    MPI_Comm_free(&c);
+    if (c != MPI_COMM_NULL)
+        MPI_Comm_free(&c);
     return st;
 }

@@ -6,6 +6,15 @@
 /* NOTE: collective */
 enum sx_status sx_all_ok(MPI_Comm comm, enum sx_status st, struct sx_error *err) {
     int rank = 0, size = 1;
+    if (comm == MPI_COMM_NULL) { /* one process without MPI: nobody to agree with */
+        if (st != SX_OK && err != NULL) {
+            if (err->code == SX_OK)
+                err->code = st;
+            if (err->rank < 0)
+                err->rank = 0;
+        }
+        return st;
+    }
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
     /* The lowest failing rank speaks for all: its error is broadcast. */

@@ -35,7 +35,8 @@ enum sx_status sx_run_label(MPI_Comm comm, const char *input, char **label,
     char *text = NULL;
     struct sx_h5 *h5 = NULL;
     struct sx_run *run = NULL;
-    MPI_Comm_rank(comm, &rank);
+    if (comm != MPI_COMM_NULL)
+        MPI_Comm_rank(comm, &rank);
     *label = NULL;
     if (rank == 0) {
         st = sx_h5_open(MPI_COMM_NULL, input, false, &h5, &run, err);
@@ -63,6 +64,10 @@ enum sx_status sx_run_label(MPI_Comm comm, const char *input, char **label,
     if (st != SX_OK) {
         free(text);
         return st;
+    }
+    if (comm == MPI_COMM_NULL) {
+        *label = text;
+        return SX_OK;
     }
     /* NOTE: collective: every rank learns rank 0's label */
     int n = rank == 0 ? (int)strlen(text) : 0;

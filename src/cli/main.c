@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +20,10 @@ static const char usage_text[] =
     "\n"
     "Export scope-profiler HDF5 runs as JSON documents (scope-profiler-profile,\n"
     "format_version 1), byte-identical to scope_profiler.json_export. Run it under\n"
-    "mpirun to read and format in parallel; rank 0 writes the file. An output name\n"
-    "ending in .gz is written gzip-compressed. With several inputs, each run goes\n"
-    "to <stem>_<label><suffix>, as export_json names them.\n"
+    "mpirun to read and format in parallel; rank 0 writes the file. Run bare, it\n"
+    "works on one process without starting MPI (SCOPE_EXPORT_MPI=1 starts it).\n"
+    "An output name ending in .gz is written gzip-compressed. With several\n"
+    "inputs, each run goes to <stem>_<label><suffix>, as export_json names them.\n"
     "\n"
     "export options:\n"
     "  -o, --output PATH     output file (parent directories are created)\n"
@@ -43,6 +45,32 @@ static const char usage_text[] =
     "the object and the rank), 2 on a usage error.\n";
 
 static int world_rank;
+static int world_size = 1;
+static MPI_Comm world = MPI_COMM_NULL; /* MPI_COMM_WORLD, or NULL when run without MPI */
+
+/*
+ * Whether an MPI launcher (mpirun/mpiexec of Open MPI or MPICH, srun) started
+ * this process: each leaves its mark in the environment. A bare command runs
+ * on one process without starting MPI at all; MPI_Init costs tenths of a
+ * second on a quiet node and may fail on a login node with no launcher.
+ * SCOPE_EXPORT_MPI=1 starts MPI anyway (a singleton), =0 never.
+ */
+static bool want_mpi(void) {
+    static const char *const marks[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK",
+                                        "PMI_SIZE", "PMI_FD"};
+    const char *force = getenv("SCOPE_EXPORT_MPI");
+    if (force != NULL && (strcmp(force, "0") == 0 || strcmp(force, "1") == 0))
+        return force[0] == '1';
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
+        if (getenv(marks[i]) != NULL)
+            return true;
+    return false;
+}
+
+static void rank0_bcast_rc(int *rc) {
+    if (world != MPI_COMM_NULL)
+        MPI_Bcast(rc, 1, MPI_INT, 0, world);
+}
 
 static void on_signal(int sig) {
     (void)sig;
@@ -314,7 +342,7 @@ static int cmd_export(int argc, char **argv, int first) {
         return 1;
     if (nin > 1) {
         for (size_t k = 0; k < nin; k++) {
-            if (sx_run_label(MPI_COMM_WORLD, inputs[k], &labels[k], &e) != SX_OK) {
+            if (sx_run_label(world, inputs[k], &labels[k], &e) != SX_OK) {
                 print_error(&e);
                 rc = 1;
                 goto free_labels;
@@ -329,7 +357,7 @@ static int cmd_export(int argc, char **argv, int first) {
             break;
         }
         ps.t0 = now();
-        enum sx_status st = sx_export(MPI_COMM_WORLD, inputs[k], path, &o, &e);
+        enum sx_status st = sx_export(world, inputs[k], path, &o, &e);
         if (o.progress != NULL)
             fprintf(stderr, "\n");
         if (st != SX_OK) {
@@ -345,8 +373,15 @@ static int cmd_export(int argc, char **argv, int first) {
             double el = now() - ps.t0;
             struct stat sb;
             long long bytes = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
-            fprintf(stderr, "scope-export: stats: %s: %lld bytes in %.3f s (%.1f MB/s)\n",
-                    path, bytes, el, el > 0 ? (double)bytes / el / 1e6 : 0.0);
+            char how[32];
+            if (world == MPI_COMM_NULL)
+                snprintf(how, sizeof how, "1 process, no MPI");
+            else
+                snprintf(how, sizeof how, "%d rank%s", world_size,
+                         world_size == 1 ? "" : "s");
+            fprintf(stderr,
+                    "scope-export: stats: %s: %lld bytes in %.3f s (%.1f MB/s, %s)\n",
+                    path, bytes, el, el > 0 ? (double)bytes / el / 1e6 : 0.0, how);
         }
         free(path);
     }
@@ -386,7 +421,7 @@ static int cmd_validate(int argc, char **argv, int first) {
     }
     if (n == 0)
         return usage_error("no file to validate", NULL);
-    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    rank0_bcast_rc(&rc);
     return rc;
 }
 
@@ -419,16 +454,20 @@ static int cmd_import(int argc, char **argv, int first) {
             printf("Wrote %s\n", out);
         }
     }
-    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    rank0_bcast_rc(&rc);
     return rc;
 }
 
 int main(int argc, char **argv) {
-    if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
-        fprintf(stderr, "scope-export: error: MPI_Init failed\n");
-        return 1;
+    if (want_mpi()) {
+        if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
+            fprintf(stderr, "scope-export: error: MPI_Init failed\n");
+            return 1;
+        }
+        world = MPI_COMM_WORLD;
+        MPI_Comm_rank(world, &world_rank);
+        MPI_Comm_size(world, &world_size);
     }
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -460,11 +499,13 @@ int main(int argc, char **argv) {
             if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
                 if (world_rank == 0)
                     fputs(usage_text, stdout);
-                MPI_Finalize();
+                if (world != MPI_COMM_NULL)
+                    MPI_Finalize();
                 return 0;
             }
         rc = cmd_export(argc, argv, 1); /* the bare form: scope-export IN -o OUT */
     }
-    MPI_Finalize();
+    if (world != MPI_COMM_NULL)
+        MPI_Finalize();
     return rc;
 }

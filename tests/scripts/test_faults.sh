@@ -41,6 +41,12 @@ RANKS_AGREE=""
 mpi() {
     local np=$1 r rc first=""
     shift
+    if [ "$np" = 0 ]; then # bare: one process, no launcher, no MPI
+        RANKS_AGREE=yes
+        env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_RANK -u PMI_SIZE -u PMI_FD \
+            timeout -k 5 "${LIMIT:-60}" "$@" </dev/null
+        return
+    fi
     rm -f "$RCDIR"/rank* "$RCDIR"/pid*
     SX_RC_DIR="$RCDIR" OMPI_MCA_orte_abort_on_non_zero_status=0 \
         timeout --foreground -k 5 "${LIMIT:-60}" "$MPIEXEC" --quiet --oversubscribe \
@@ -78,6 +84,7 @@ leftovers() {
 }
 
 # fails NAME NP OUT 'NEEDLE|NEEDLE...' -- ARGS...: 'scope-export export ARGS -o OUT' fails
+# (NP 0: the bare command, without mpiexec and without MPI)
 # with status $STATUS (default 1) within the time limit, prints exactly one line on stderr containing every
 # needle, leaves OUT as it was (absent, or the same bytes) and no temporary file.
 fails() {
@@ -346,6 +353,18 @@ for np in 2 4; do
                 --fail-stage "$stage"
         done
     done
+done
+
+# The bare command (no mpiexec, no MPI): the same failures, the same one line naming the
+# file and rank 0, the same untouched output.
+echo "precious" >"$TMP/out/bare.json.gz"
+fails "bare: missing file" 0 "$TMP/out/bare.json.gz" "$TMP/in/nope.h5|HDF5 file not found|rank 0" \
+    -- "$TMP/in/nope.h5"
+fails "bare: not HDF5" 0 "$TMP/out/bare.json.gz" "$TMP/in/text.h5|$NOT_READABLE" -- \
+    "$TMP/in/text.h5"
+for stage in open read format compress write; do
+    fails "bare: injected $stage fault" 0 "$TMP/out/bare.json.gz" "rank 0|$stage" -- "$base" \
+        --block-size 1024 --fail-rank 0 --fail-stage "$stage"
 done
 
 # More ranks than rows: the compat fixture has one row; -n 4 gives the -n 1 document,

@@ -35,6 +35,29 @@ for dir in "$SHARED"/golden/*/; do
     fi
 done
 
+# Run bare (no mpiexec), the command works on one process without starting MPI, to the
+# same text; under a launcher it uses MPI. --stats says which.
+for case in basic_nested mpi4_parallel gen_likwid_lineprof aggregation; do
+    d="$SHARED/golden/$case"
+    for ext in json json.gz; do
+        if env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_RANK -u PMI_SIZE -u PMI_FD \
+            timeout 120 "$X" export "$d/run.h5" -o "$TMP/bare.$ext" -q --stats \
+            2>"$TMP/bare.err" && "$CMP" "$TMP/bare.$ext" "$d/run.json"; then
+            grep -q 'stats: .*(.*, 1 process, no MPI)$' "$TMP/bare.err" && ok ||
+                bad "$case bare: --stats does not say it ran without MPI: $(cat "$TMP/bare.err")"
+        else
+            bad "$case bare $ext"
+        fi
+    done
+done
+d="$SHARED/golden/basic_nested"
+run_np 2 "$X" export "$d/run.h5" -o "$TMP/np2.json" -q --stats 2>"$TMP/np2.err" &&
+    grep -q 'stats: .*(.*, 2 ranks)$' "$TMP/np2.err" && ok || bad "-n 2 --stats: $(cat "$TMP/np2.err")"
+SCOPE_EXPORT_MPI=1 timeout 120 "$X" export "$d/run.h5" -o "$TMP/single.json" -q --stats \
+    2>"$TMP/single.err" && "$CMP" "$TMP/single.json" "$d/run.json" &&
+    grep -q 'stats: .*(.*, 1 rank)$' "$TMP/single.err" && ok ||
+    bad "SCOPE_EXPORT_MPI=1 (singleton MPI): $(cat "$TMP/single.err")"
+
 # Our .gz output is deterministic: the same bytes run after run, for a rank count.
 d="$SHARED/golden/gen_schema3_allcols"
 for np in 1 3; do
