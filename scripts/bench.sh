@@ -129,11 +129,19 @@ else
     die "scope-export-synth failed: $(head -1 "$W/probe.err")"
 fi
 rm -f "$W"/probe.*
+"$SYNTH" --ranks 2 --regions 2 --events 100 "$W/tiny.h5" >/dev/null 2>"$W/err" ||
+    die "scope-export-synth failed: $(head -1 "$W/err")"
 
 # ---------------------------------------------------------------- the cases
 # name|kind|ranks|yardstick of the ratio|extra options
+# kinds: sx = under mpiexec; bare = the command alone, one process without MPI;
+# launch = mpiexec of scope-export on a 100-event run, the fixed cost of any launch;
+# y = a yardstick over doc.json
 cases=(
+    "start.1|launch|1||"
+    "start.2|launch|2||"
     "json.1|sx|1|cat|"
+    "json.s|bare|1|cat|"
     "json.2|sx|2|cat|"
     "gz.1|sx|1|pigz.1|"
     "gz.2|sx|2|pigz.2|"
@@ -143,6 +151,8 @@ cases+=("cat|y|1||" "gzip|y|1||" "pigz.1|y|1||" "pigz.2|y|2||")
 
 case_cmd() {   # the command line shown in the table
     case $1 in
+        start.*) echo "mpiexec -n ${1#start.} scope-export export tiny.h5 -o tiny.json" ;;
+        json.s) echo "scope-export export run.h5 -o out.json   (no mpiexec: no MPI)" ;;
         json.*) echo "mpiexec -n ${1#json.} scope-export export run.h5 -o out.json" ;;
         gz.*)   echo "mpiexec -n ${1#gz.} scope-export export run.h5 -o out.json.gz" ;;
         isal.*) echo "mpiexec -n ${1#isal.} scope-export export run.h5 -o out.json.gz --deflate isal" ;;
@@ -152,7 +162,8 @@ case_cmd() {   # the command line shown in the table
     esac
 }
 case_out() {
-    case $1 in json.*|cat) echo "$W/out.json" ;; *) echo "$W/out.json.gz" ;; esac
+    case $1 in start.*) echo "$W/tiny.json" ;; json.*|cat) echo "$W/out.json" ;;
+        *) echo "$W/out.json.gz" ;; esac
 }
 
 declare -A WALL R0WALL RSS SIZE JSONB H5B EVENTS ERR EXP
@@ -171,10 +182,17 @@ timed() {
     out=$(case_out "$c")
     rm -f "$out" "$W/time.outer" "$W/time.r0"
     t0=$(now_us)
-    if [ "$kind" = sx ]; then
+    if [ "$kind" = sx ] || [ "$kind" = launch ]; then
+        local in=$W/run.h5
+        [ "$kind" = launch ] && in=$W/tiny.h5
         # shellcheck disable=SC2086
         timeout "$TO" /usr/bin/time -f "%e %M" -o "$W/time.outer" \
             "$MPIEXEC" --oversubscribe -n "$n" "$W/r0" "$W/time.r0" \
+            "$X" export "$in" -o "$out" --quiet --stats $opts 2>"$W/err"
+        rc=$?
+    elif [ "$kind" = bare ]; then
+        # shellcheck disable=SC2086
+        timeout "$TO" /usr/bin/time -f "%e %M" -o "$W/time.outer" \
             "$X" export "$W/run.h5" -o "$out" --quiet --stats $opts 2>"$W/err"
         rc=$?
     else
@@ -195,12 +213,12 @@ timed() {
     fi
     local wall te rss r0w r0m sz exp=nan
     wall=$(calc 3 "($t1 - $t0) / 1e6")
-    if [ "$kind" = sx ]; then   # the export's own time (--stats), without start-up
+    if [ "$kind" != y ]; then   # the export's own time (--stats), without start-up
         exp=$(sed -n 's/.* bytes in \([0-9.]*\) s .*/\1/p' "$W/err" | tail -1)
         [ -n "$exp" ] || exp=nan
     fi
     read -r te rss <<<"$(lastline "$W/time.outer")"
-    if [ "$kind" = sx ]; then
+    if [ "$kind" = sx ] || [ "$kind" = launch ]; then
         read -r r0w r0m <<<"$(lastline "$W/time.r0")"
     else
         r0w=$te r0m=$rss
@@ -216,7 +234,7 @@ check_output() {
     local run=$1 c=$2 out what
     out=$(case_out "$c")
     case $c in
-        json.1) return 0 ;;   # it is doc.json
+        json.1|start.*) return 0 ;;   # it is doc.json; a launch exports the tiny run
         json.*)
             what="${RUN_LABEL[$run]} $c"
             if cmp -s "$out" "$W/doc.json"; then
@@ -277,7 +295,7 @@ for run in "${runs[@]}"; do
         [ -n "${ERR[$run:$c]:-}" ] && continue
         WALL[$run:$c]=$(median "${walls[@]}")
         R0WALL[$run:$c]=$(median "${r0walls[@]}")
-        [ "$kind" = sx ] && EXP[$run:$c]=$(median "${exps[@]}")
+        [ "$kind" != y ] && EXP[$run:$c]=$(median "${exps[@]}")
         RSS[$run:$c]=$(maxof "${rsss[@]}")   # KiB, the largest over the repetitions
         SIZE[$run:$c]=$sz
     done
@@ -289,6 +307,22 @@ end_load=$(cut -d' ' -f1-3 /proc/loadavg)
 # ---------------------------------------------------------------- the table
 have() { [ -n "${WALL[$1]:-}" ]; }
 ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "nan" }'; }
+# net RUN CASE: the whole command's time less the launch of as many ranks (start.N, measured
+# in the same run): what the export itself costs. Bare commands and yardsticks have no launch.
+net() {
+    local c=$2 n
+    case $c in
+        json.[0-9]*|gz.*|isal.*)
+            n=${c#*.}
+            if have "$1:start.$n"; then
+                awk -v a="${WALL[$1:$c]}" -v b="${WALL[$1:start.$n]}" \
+                    'BEGIN { d = a - b; if (d < 0.001) d = 0.001; printf "%.3f", d }'
+            else
+                echo "${WALL[$1:$c]}"
+            fi ;;
+        *) echo "${WALL[$1:$c]}" ;;
+    esac
+}
 
 report() {
     local run c spec yard kind w mbs ratio sz r0
@@ -301,7 +335,11 @@ report() {
     echo "ratio: json vs cat, gz with N ranks vs pigz -p N -6; r0 MiB: peak RSS of rank 0"
     echo "(of the process itself for the yardsticks), the largest over the repetitions; r0 s: rank 0's"
     echo "own wall (/usr/bin/time %e, MPI_Init included, mpiexec's launch not), median;"
-    echo "exp s: the export's own time as --stats reports it (no process or MPI start-up), median."
+    echo "exp s: the export's own time as --stats reports it (no process or MPI start-up), median;"
+    echo "net s: wall less start.N, the launch of N ranks measured in the same run (mpiexec,"
+    echo "MPI_Init and MPI_Finalize of scope-export on a 100-event run): the export's whole cost."
+    echo "MPI settings: $( (env | grep '^OMPI_MCA_' | grep -v -e rmaps_base_oversubscribe \
+        || echo 'Open MPI defaults') | tr '\n' ' ')"
     echo "NOTE: timings on a shared machine are noisy; compare within one session only."
     for run in "${runs[@]}"; do
         [ -n "${EVENTS[$run]:-}" ] || continue
@@ -309,8 +347,8 @@ report() {
         printf '== %s: %s events, 8 file ranks, 20 regions%s; HDF5 %.1f MB, JSON %.1f MB\n' \
             "${RUN_LABEL[$run]}" "${EVENTS[$run]}" "$([ "$run" = skew ] && echo ', --skew 0.5')" \
             "$(calc 1 "${H5B[$run]} / 1e6")" "$(calc 1 "${JSONB[$run]:-0} / 1e6")"
-        printf '%-7s %-70s %7s %6s %13s %8s %7s %6s %6s\n' case command "wall s" "MB/s" ratio \
-            "size MB" "r0 MiB" "r0 s" "exp s"
+        printf '%-7s %-70s %7s %6s %13s %8s %7s %6s %6s %6s\n' case command "wall s" "MB/s" \
+            ratio "size MB" "r0 MiB" "r0 s" "exp s" "net s"
         for spec in "${cases[@]}"; do
             IFS='|' read -r c kind _ yard _ <<<"$spec"
             if ! have "$run:$c"; then
@@ -324,8 +362,12 @@ report() {
             sz=-
             case $c in gz.*|isal.*|gzip|pigz.*) sz=$(calc 1 "${SIZE[$run:$c]} / 1e6") ;; esac
             r0=$(calc 1 "${RSS[$run:$c]:-0} / 1024")
-            printf '%-7s %-70s %7.3f %6s %13s %8s %7s %6s %6s\n' "$c" "$(case_cmd "$c")" "$w" \
-                "$mbs" "$ratio" "$sz" "$r0" "$(calc 2 "${R0WALL[$run:$c]}")" "${EXP[$run:$c]:--}"
+            local nt=-
+            case $c in start.*|cat|gzip|pigz.*) ;; *) nt=$(net "$run" "$c") ;; esac
+            [ "${c%%.*}" = start ] && mbs=-
+            printf '%-7s %-70s %7.3f %6s %13s %8s %7s %6s %6s %6s\n' "$c" "$(case_cmd "$c")" \
+                "$w" "$mbs" "$ratio" "$sz" "$r0" "$(calc 2 "${R0WALL[$run:$c]}")" \
+                "${EXP[$run:$c]:--}" "$nt"
         done
     done
 }
@@ -338,6 +380,7 @@ verdict() {   # verdict OK|MISS|SKIP TEXT
         *) nskip=$((nskip + 1)); printf 'SKIP  %s\n' "$2" ;;
     esac
 }
+info() { printf 'INFO  %s (%s)\n' "$2" "$([ "$1" = OK ] && echo within || echo outside) the target"; }
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }' && echo OK || echo MISS; }
 
 targets() {
@@ -346,28 +389,39 @@ targets() {
     echo "== targets"
     for run in "${runs[@]}"; do
         local L=${RUN_LABEL[$run]}
+        # Judged on the net time (wall less the launch), the whole command beside it, on the
+        # large runs; on the small run the export's cost is within the launch's noise (info).
+        vj=verdict
+        [ "$run" = small ] && vj=info
         for n in 1 2; do
-            if have "$run:gz.$n" && have "$run:pigz.$n"; then
-                r=$(ratio_of "${WALL[$run:gz.$n]}" "${WALL[$run:pigz.$n]}")
-                verdict "$(le "$r" 1.25)" "$L: .json.gz $n rank(s) ${WALL[$run:gz.$n]} s = ${r}x pigz -p $n -6 (${WALL[$run:pigz.$n]} s); target <= 1.25x"
-                echo "INFO  $L: ... the export's own time ${EXP[$run:gz.$n]} s = $(ratio_of "${EXP[$run:gz.$n]}" "${WALL[$run:pigz.$n]}")x pigz -p $n (no MPI start-up)"
+            if have "$run:gz.$n" && have "$run:pigz.$n" && have "$run:start.$n"; then
+                a=$(net "$run" gz.$n)
+                r=$(ratio_of "$a" "${WALL[$run:pigz.$n]}")
+                $vj "$(le "$r" 1.25)" "$L: .json.gz $n rank(s) net $a s = ${r}x pigz -p $n -6 (${WALL[$run:pigz.$n]} s); target <= 1.25x [whole command ${WALL[$run:gz.$n]} s = $(ratio_of "${WALL[$run:gz.$n]}" "${WALL[$run:pigz.$n]}")x]"
             else verdict SKIP "$L: .json.gz $n rank(s) vs pigz: missing measurement"; fi
         done
-        if have "$run:gz.1" && have "$run:gz.2"; then
-            r=$(ratio_of "${WALL[$run:gz.1]}" "${WALL[$run:gz.2]}")
-            verdict "$(le 1.7 "$r")" "$L: .json.gz 1 -> 2 ranks ${WALL[$run:gz.1]} s -> ${WALL[$run:gz.2]} s = ${r}x faster; target >= 1.7x"
-            echo "INFO  $L: ... the export's own time ${EXP[$run:gz.1]} s -> ${EXP[$run:gz.2]} s = $(ratio_of "${EXP[$run:gz.1]}" "${EXP[$run:gz.2]}")x faster"
+        if have "$run:gz.1" && have "$run:gz.2" && have "$run:start.1" && have "$run:start.2"; then
+            a=$(net "$run" gz.1) b=$(net "$run" gz.2)
+            r=$(ratio_of "$a" "$b")
+            $vj "$(le 1.7 "$r")" "$L: .json.gz 1 -> 2 ranks net $a s -> $b s = ${r}x faster; target >= 1.7x [whole command ${WALL[$run:gz.1]} s -> ${WALL[$run:gz.2]} s = $(ratio_of "${WALL[$run:gz.1]}" "${WALL[$run:gz.2]}")x]"
         else verdict SKIP "$L: .json.gz 1 -> 2 ranks: missing measurement"; fi
-        if have "$run:json.2" && have "$run:cat"; then
-            r=$(ratio_of "${WALL[$run:json.2]}" "${WALL[$run:cat]}")
-            verdict "$(le "$r" 3)" "$L: .json 2 ranks ${WALL[$run:json.2]} s = ${r}x cat (${WALL[$run:cat]} s); target <= 3x"
-            echo "INFO  $L: ... the export's own time ${EXP[$run:json.2]} s = $(ratio_of "${EXP[$run:json.2]}" "${WALL[$run:cat]}")x cat (no MPI start-up)"
+        if have "$run:json.2" && have "$run:cat" && have "$run:start.2"; then
+            a=$(net "$run" json.2)
+            r=$(ratio_of "$a" "${WALL[$run:cat]}")
+            $vj "$(le "$r" 3)" "$L: .json 2 ranks net $a s = ${r}x cat (${WALL[$run:cat]} s); target <= 3x [whole command ${WALL[$run:json.2]} s = $(ratio_of "${WALL[$run:json.2]}" "${WALL[$run:cat]}")x]"
         else verdict SKIP "$L: .json 2 ranks vs cat: missing measurement"; fi
     done
+    local st
+    for run in "${runs[@]}"; do
+        for n in 1 2; do have "$run:start.$n" && st+=" ${RUN_LABEL[$run]} -n $n ${WALL[$run:start.$n]} s"; done
+    done
+    [ -n "${st:-}" ] && echo "INFO  launch of scope-export under mpiexec (start.N):${st}"
 
     # rank 0 memory: bounded on the large runs, flat from the small to the large run
     local sxcases=()
-    for spec in "${cases[@]}"; do [ "$(cut -d'|' -f2 <<<"$spec")" = sx ] && sxcases+=("${spec%%|*}"); done
+    for spec in "${cases[@]}"; do
+        case $(cut -d'|' -f2 <<<"$spec") in sx|bare) sxcases+=("${spec%%|*}") ;; esac
+    done
     local S=${RUN_LABEL[small]}
     for run in large skew; do
         local L=${RUN_LABEL[$run]}
@@ -390,18 +444,19 @@ targets() {
         else verdict SKIP "$L vs $S: rank 0 growth: missing measurement"; fi
     done
 
-    # scaling: 10x the events in <= 11x the time, for every export
+    # scaling: 10x the events in <= 11x the time, for every export; on the export's own
+    # time, which the launch's noise does not swamp on the small run
     for run in large skew; do
         local L=${RUN_LABEL[$run]}
         worst=0 list=""
         for c in "${sxcases[@]}"; do
             have "$run:$c" && have "small:$c" || continue
-            r=$(ratio_of "${WALL[$run:$c]}" "${WALL[small:$c]}")
+            r=$(ratio_of "${EXP[$run:$c]}" "${EXP[small:$c]}")
             list+=" $c ${r}x"
             awk -v r="$r" -v m="$worst" 'BEGIN { exit !(r > m) }' && worst=$r
         done
         if [ -n "$list" ]; then
-            verdict "$(le "$worst" 11)" "$L vs $S time: worst ${worst}x (${list# }); target <= 11x"
+            verdict "$(le "$worst" 11)" "$L vs $S export time (exp s): worst ${worst}x (${list# }); target <= 11x"
         else verdict SKIP "$L vs $S time: missing measurement"; fi
     done
 
@@ -412,22 +467,23 @@ targets() {
             verdict SKIP "$L: Python comparison needs the 10M-event run (full mode, not --quick)"
             continue
         fi
-        # Python's figures time its export call, not the interpreter's start: compare the
-        # export's own time (--stats); the whole command's ratio is printed beside it
-        if have "$run:json.1"; then
-            r=$(ratio_of 15 "${EXP[$run:json.1]}")
-            verdict "$(le 30 "$r")" "$L: .json 1 rank ${EXP[$run:json.1]} s = ${r}x faster than Python's 15 s (whole command ${WALL[$run:json.1]} s: $(ratio_of 15 "${WALL[$run:json.1]}")x); target >= 30x"
+        # One rank: the bare command, as a script runs it on one core (no MPI at all),
+        # whole command. Two ranks: net of the launch, the whole command beside it.
+        if have "$run:json.s"; then
+            r=$(ratio_of 15 "${WALL[$run:json.s]}")
+            verdict "$(le 30 "$r")" "$L: .json 1 process ${WALL[$run:json.s]} s (whole command, no MPI) = ${r}x faster than Python's 15 s; target >= 30x [mpiexec -n 1: net $(net "$run" json.1) s = $(ratio_of 15 "$(net "$run" json.1)")x, whole command ${WALL[$run:json.1]} s = $(ratio_of 15 "${WALL[$run:json.1]}")x]"
         else verdict SKIP "$L: .json 1 rank vs Python: missing measurement"; fi
-        if have "$run:gz.2"; then
-            r=$(ratio_of 117 "${EXP[$run:gz.2]}")
-            verdict "$(le 12 "$r")" "$L: .json.gz 2 ranks zlib ${EXP[$run:gz.2]} s = ${r}x faster than Python's 117 s (whole command ${WALL[$run:gz.2]} s: $(ratio_of 117 "${WALL[$run:gz.2]}")x); target >= 12x"
-        else verdict SKIP "$L: .json.gz 2 ranks vs Python: missing measurement"; fi
-        if [ "$have_isal" != 1 ]; then
-            verdict SKIP "$L: .json.gz 2 ranks ISA-L vs Python: not built with ISA-L"
-        elif have "$run:isal.2"; then
-            r=$(ratio_of 117 "${EXP[$run:isal.2]}")
-            verdict "$(le 100 "$r")" "$L: .json.gz 2 ranks ISA-L ${EXP[$run:isal.2]} s = ${r}x faster than Python's 117 s (whole command ${WALL[$run:isal.2]} s: $(ratio_of 117 "${WALL[$run:isal.2]}")x); target >= 100x"
-        else verdict SKIP "$L: .json.gz 2 ranks ISA-L vs Python: missing measurement"; fi
+        for eng in gz isal; do
+            local name=zlib want=12
+            [ "$eng" = isal ] && name=ISA-L want=100
+            if [ "$eng" = isal ] && [ "$have_isal" != 1 ]; then
+                verdict SKIP "$L: .json.gz 2 ranks ISA-L vs Python: not built with ISA-L"
+            elif have "$run:$eng.2" && have "$run:start.2"; then
+                a=$(net "$run" "$eng.2")
+                r=$(ratio_of 117 "$a")
+                verdict "$(le "$want" "$r")" "$L: .json.gz 2 ranks $name net $a s = ${r}x faster than Python's 117 s; target >= ${want}x [whole command ${WALL[$run:$eng.2]} s = $(ratio_of 117 "${WALL[$run:$eng.2]}")x]"
+            else verdict SKIP "$L: .json.gz 2 ranks $name vs Python: missing measurement"; fi
+        done
         peak=0
         for c in "${sxcases[@]}"; do
             have "$run:$c" && [ "${RSS[$run:$c]}" -gt "$peak" ] && peak=${RSS[$run:$c]}

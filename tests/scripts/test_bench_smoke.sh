@@ -41,7 +41,7 @@ out=$TMP/stdout
 # The table: a section per run, a row per case with numbers, no errors.
 isal=0
 grep -q 'ISA-L: yes' "$out" && isal=1
-cases="json.1 json.2 gz.1 gz.2 cat gzip pigz.1 pigz.2"
+cases="json.1 json.s json.2 gz.1 gz.2 cat gzip pigz.1 pigz.2"
 [ "$isal" = 1 ] && cases="$cases isal.1 isal.2"
 for run in 10k 100k 100k-skew; do
     sect=$(awk -v h="== $run:" 'index($0, h) == 1 { on = 1; next } /^==/ { on = 0 } on' "$out")
@@ -54,6 +54,16 @@ for run in 10k 100k 100k-skew; do
         echo "$sect" | grep -Eq "^$c +.* [0-9]+\.[0-9]{3} +[0-9]+ " && ok ||
             bad "$run: no row with timings for $c"
     done
+    # the launch yardsticks: wall seconds, and the net time of the exports is derived
+    for c in start.1 start.2; do
+        echo "$sect" | grep -Eq "^$c +mpiexec .* [0-9]+\.[0-9]{3} +- " && ok ||
+            bad "$run: no launch row $c"
+    done
+    echo "$sect" | grep -Eq "^json.2 .* [0-9]+\.[0-9]{3}\s*$" && ok ||
+        bad "$run: json.2 has no net time"
+    # the bare command runs without MPI
+    echo "$sect" | grep -Eq "^json.s +scope-export export .*no MPI" && ok ||
+        bad "$run: no bare (no MPI) row"
     echo "$sect" | grep -q ERROR && bad "$run: a case failed: $(echo "$sect" | grep ERROR)"
 done
 
@@ -63,8 +73,8 @@ grep -Eq '^(PASS|FAIL)  ' "$out" && ok || bad "no PASS/FAIL lines"
 grep -Eq '^targets: [0-9]+ passed, [0-9]+ missed, [0-9]+ skipped' "$out" && ok ||
     bad "no targets summary"
 
-# Every output verified: per run json 2 ranks, gz 1 and 2 ranks, isal 1 and 2 ranks.
-want=$((3 * (isal ? 5 : 3)))
+# Every output verified: per run json bare and 2 ranks, gz 1 and 2 ranks, isal 1 and 2 ranks.
+want=$((3 * (isal ? 6 : 4)))
 grep -q "^outputs verified: $want OK" "$out" && ok ||
     bad "outputs not verified: $(grep -i 'outputs' "$out" || echo 'no verification line')"
 grep -q '^ERRORS' "$out" && bad "bench reports errors"
@@ -72,7 +82,7 @@ grep -q '^ERRORS' "$out" && bad "bench reports errors"
 # bench.txt is the table; raw.tsv has a line per repetition; the work directory is gone.
 cmp -s "$out" "$TMP/out/bench.txt" && ok || bad "bench.txt differs from what was printed"
 nraw=$(($(wc -l <"$TMP/out/raw.tsv") - 1))
-ncases=$(echo "$cases" | wc -w)
+ncases=$(($(echo "$cases" | wc -w) + 2))   # and start.1, start.2
 [ "$nraw" = $((3 * ncases)) ] && ok || bad "raw.tsv has $nraw repetitions, not $((3 * ncases))"
 left=$(find "$TMP" -maxdepth 1 -name 'sx-bench.*' | head -1)
 [ -z "$left" ] && ok || bad "work directory left behind: $left"
