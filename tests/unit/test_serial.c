@@ -67,8 +67,9 @@ static int same_document(const char *got_path, const char *want_path) {
 int main(void) {
     char dir[] = "/tmp/sx-serial-XXXXXX";
     ASSERT(mkdtemp(dir) != NULL);
-    static const char *const cases[] = {"basic_nested", "mpi4_parallel", "gen_schema3_allcols",
-                                        "gen_likwid_lineprof", "aggregation"};
+    static const char *const cases[] = {"basic_nested", "mpi4_parallel",
+                                        "gen_schema3_allcols", "gen_likwid_lineprof",
+                                        "aggregation"};
     char in[1024], want[1024], out[1024];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         snprintf(in, sizeof in, "%s/golden/%s/run.h5", SX_SHARED_DIR, cases[i]);
