@@ -153,6 +153,14 @@ enum sx_status sx_import(const char *input, const char *output, struct sx_error 
  */
 void sx_request_stop(void);
 
+/*
+ * For a crash or hang report from a signal handler (async-signal-safe): the
+ * HDF5 file this process is reading inside the HDF5 library at this moment,
+ * or NULL when it is not inside HDF5. The HDF5 library (1.10) may crash or
+ * loop forever on some damaged files.
+ */
+const char *sx_hdf5_file_in_use(void);
+
 /* Whether this build has the ISA-L deflate engine. */
 int sx_has_isal(void);
 

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1894,8 +1895,8 @@ out:
     return st;
 }
 
-enum sx_status sx_h5_read_extras(struct sx_h5 *h5, struct sx_run *run,
-                                 struct sx_error *err) {
+static enum sx_status h5_read_extras_impl(struct sx_h5 *h5, struct sx_run *run,
+                                          struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct quiet q;
     struct rank_group *rg = NULL;
@@ -1942,9 +1943,9 @@ out:
 /* ------------------------------------------------------------------ */
 /* Open / close                                                       */
 
-enum sx_status sx_h5_open(MPI_Comm comm, const char *path, bool summary,
-                          struct sx_h5 **out, struct sx_run **run_out,
-                          struct sx_error *err) {
+static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary,
+                                   struct sx_h5 **out, struct sx_run **run_out,
+                                   struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_h5 *h5 = NULL;
     struct sx_run *run = NULL;
@@ -2030,7 +2031,7 @@ out:
     return st;
 }
 
-void sx_h5_close(struct sx_h5 *h5) {
+static void h5_close_impl(struct sx_h5 *h5) {
     if (h5 == NULL)
         return;
     struct quiet q;
@@ -2130,10 +2131,11 @@ out:
     return st;
 }
 
-enum sx_status sx_h5_read_events(struct sx_h5 *h5, const struct sx_run *run,
-                                 const struct sx_row *row, uint64_t first, uint64_t n,
-                                 unsigned cols, int64_t *const out[SX_NCOLS],
-                                 struct sx_error *err) {
+static enum sx_status h5_read_events_impl(struct sx_h5 *h5, const struct sx_run *run,
+                                          const struct sx_row *row, uint64_t first,
+                                          uint64_t n, unsigned cols,
+                                          int64_t *const out[SX_NCOLS],
+                                          struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct quiet q;
     char src[1100];
@@ -2195,9 +2197,9 @@ out:
     return st;
 }
 
-enum sx_status sx_h5_read_meta(struct sx_h5 *h5, const struct sx_run *run,
-                               const struct sx_row *row, struct sx_buf *out, bool *any,
-                               struct sx_error *err) {
+static enum sx_status h5_read_meta_impl(struct sx_h5 *h5, const struct sx_run *run,
+                                        const struct sx_row *row, struct sx_buf *out,
+                                        bool *any, struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct quiet q;
     hid_t fs = -1, ms = -1, t = -1, mt = -1;
@@ -2276,9 +2278,9 @@ out:
     return st;
 }
 
-enum sx_status sx_h5_gpu_present(struct sx_h5 *h5, const struct sx_run *run,
-                                 const struct sx_row *row, bool *present,
-                                 struct sx_error *err) {
+static enum sx_status h5_gpu_present_impl(struct sx_h5 *h5, const struct sx_run *run,
+                                          const struct sx_row *row, bool *present,
+                                          struct sx_error *err) {
     enum sx_status st = SX_OK;
     enum { PIECE = 1 << 16 };
     int64_t *buf = NULL;
@@ -2311,8 +2313,8 @@ out:
 /* ------------------------------------------------------------------ */
 /* Full load                                                          */
 
-enum sx_status sx_h5_load(const char *path, bool summary, struct sx_run **out,
-                          struct sx_error *err) {
+static enum sx_status h5_load_impl(const char *path, bool summary, struct sx_run **out,
+                                   struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_h5 *h5 = NULL;
     struct sx_run *run = NULL;
@@ -2454,8 +2456,9 @@ out:
     return st;
 }
 
-enum sx_status sx_h5_read_slices(struct sx_h5 *h5, const struct sx_run *run,
-                                 struct sx_slice *s, size_t ns, struct sx_error *err) {
+static enum sx_status h5_read_slices_impl(struct sx_h5 *h5, const struct sx_run *run,
+                                          struct sx_slice *s, size_t ns,
+                                          struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct quiet q;
     struct span *sp = NULL;
@@ -2554,5 +2557,94 @@ out:
     free(tmp);
     free(sp);
     quiet_end(&q);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Where the process is, for a crash report                            */
+
+/*
+ * The HDF5 library may crash or loop on a damaged file (1.10 does on some).
+ * Every entry point below marks the file it reads while inside, so that a
+ * signal handler can say which file and whether HDF5 was at work.
+ */
+static const char *volatile h5_file_in_use;
+static volatile sig_atomic_t h5_depth;
+
+const char *sx_hdf5_file_in_use(void) { return h5_depth > 0 ? h5_file_in_use : NULL; }
+
+static void h5_enter(const char *path) {
+    if (h5_depth++ == 0)
+        h5_file_in_use = path;
+}
+
+static void h5_leave(void) {
+    if (--h5_depth == 0)
+        h5_file_in_use = NULL;
+}
+
+enum sx_status sx_h5_open(MPI_Comm comm, const char *path, bool summary,
+                          struct sx_h5 **h5, struct sx_run **run, struct sx_error *err) {
+    h5_enter(path);
+    enum sx_status st = h5_open_impl(comm, path, summary, h5, run, err);
+    h5_leave();
+    return st;
+}
+
+void sx_h5_close(struct sx_h5 *h5) {
+    h5_enter(h5 != NULL ? h5->path : NULL);
+    h5_close_impl(h5);
+    h5_leave();
+}
+
+enum sx_status sx_h5_read_extras(struct sx_h5 *h5, struct sx_run *run,
+                                 struct sx_error *err) {
+    h5_enter(h5->path);
+    enum sx_status st = h5_read_extras_impl(h5, run, err);
+    h5_leave();
+    return st;
+}
+
+enum sx_status sx_h5_read_events(struct sx_h5 *h5, const struct sx_run *run,
+                                 const struct sx_row *row, uint64_t first, uint64_t n,
+                                 unsigned cols, int64_t *const out[SX_NCOLS],
+                                 struct sx_error *err) {
+    h5_enter(h5->path);
+    enum sx_status st = h5_read_events_impl(h5, run, row, first, n, cols, out, err);
+    h5_leave();
+    return st;
+}
+
+enum sx_status sx_h5_read_meta(struct sx_h5 *h5, const struct sx_run *run,
+                               const struct sx_row *row, struct sx_buf *out, bool *any,
+                               struct sx_error *err) {
+    h5_enter(h5->path);
+    enum sx_status st = h5_read_meta_impl(h5, run, row, out, any, err);
+    h5_leave();
+    return st;
+}
+
+enum sx_status sx_h5_gpu_present(struct sx_h5 *h5, const struct sx_run *run,
+                                 const struct sx_row *row, bool *present,
+                                 struct sx_error *err) {
+    h5_enter(h5->path);
+    enum sx_status st = h5_gpu_present_impl(h5, run, row, present, err);
+    h5_leave();
+    return st;
+}
+
+enum sx_status sx_h5_load(const char *path, bool summary, struct sx_run **run,
+                          struct sx_error *err) {
+    h5_enter(path);
+    enum sx_status st = h5_load_impl(path, summary, run, err);
+    h5_leave();
+    return st;
+}
+
+enum sx_status sx_h5_read_slices(struct sx_h5 *h5, const struct sx_run *run,
+                                 struct sx_slice *s, size_t ns, struct sx_error *err) {
+    h5_enter(h5->path);
+    enum sx_status st = h5_read_slices_impl(h5, run, s, ns, err);
+    h5_leave();
     return st;
 }

@@ -72,9 +72,131 @@ static void rank0_bcast_rc(int *rc) {
         MPI_Bcast(rc, 1, MPI_INT, 0, world);
 }
 
+/* ------------------------------------------------------------------ */
+/* Signals: a clean stop, a deadline for it, and crash reports          */
+
+/* Seconds a stop may take before the process ends itself (see on_signal). */
+enum { STOP_GRACE_S = 10 };
+
+static const char *volatile current_input; /* the run being exported, for the reports */
+
+/* Async-signal-safe output: pieces of one line, written at once. */
+struct line {
+    char text[1024];
+    size_t len;
+};
+
+static void line_add(struct line *l, const char *s) {
+    while (s != NULL && *s != '\0' && l->len < sizeof l->text - 2)
+        l->text[l->len++] = *s++;
+}
+
+static void line_int(struct line *l, int v) {
+    char d[16];
+    int n = 0;
+    unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
+    do
+        d[n++] = (char)('0' + u % 10);
+    while ((u /= 10) != 0 && n < (int)sizeof d);
+    if (v < 0)
+        line_add(l, "-");
+    while (n > 0 && l->len < sizeof l->text - 2)
+        l->text[l->len++] = d[--n];
+}
+
+static void line_end(struct line *l) {
+    line_add(l, " [rank ");
+    line_int(l, world_rank);
+    line_add(l, "]");
+    l->text[l->len++] = '\n';
+    ssize_t w = write(STDERR_FILENO, l->text, l->len);
+    (void)w;
+}
+
+/*
+ * SIGALRM after a stop was asked for: the export did not unwind in time,
+ * which happens when the HDF5 library loops on a damaged file. The temporary
+ * output is already gone (sx_request_stop); say where it was stuck and end.
+ */
+static void on_deadline(int sig) {
+    (void)sig;
+    struct line l = {.len = 0};
+    const char *h5 = sx_hdf5_file_in_use();
+    line_add(&l, "scope-export: error: ");
+    if (h5 != NULL) {
+        line_add(&l, h5);
+        line_add(&l, ": stopped by a signal, but still inside the HDF5 library reading "
+                     "this file after ");
+        line_int(&l, STOP_GRACE_S);
+        line_add(&l, " s (libhdf5 can loop on a damaged file); ending now, no output "
+                     "was written");
+    } else {
+        line_add(&l, current_input ? current_input : "scope-export");
+        line_add(&l, ": stopped by a signal, but the export did not end within ");
+        line_int(&l, STOP_GRACE_S);
+        line_add(&l, " s; ending now, no output was written");
+    }
+    line_end(&l);
+    _exit(1);
+}
+
 static void on_signal(int sig) {
     (void)sig;
     sx_request_stop();
+    alarm(STOP_GRACE_S); /* a stop that does not come in time ends the process */
+}
+
+/*
+ * SIGSEGV, SIGBUS, SIGFPE, SIGILL: one line that says which file, and
+ * whether the HDF5 library was reading it (it crashes on some damaged files)
+ * or scope-export itself failed; the temporary output is removed; exit 1.
+ */
+static void on_crash(int sig) {
+    struct line l = {.len = 0};
+    const char *h5 = sx_hdf5_file_in_use();
+    const char *name = sig == SIGSEGV  ? "SIGSEGV"
+                       : sig == SIGBUS ? "SIGBUS"
+                       : sig == SIGFPE ? "SIGFPE"
+                                       : "SIGILL";
+    sx_request_stop(); /* removes the temporary output */
+    line_add(&l, "scope-export: error: ");
+    if (h5 != NULL) {
+        line_add(&l, h5);
+        line_add(&l, ": the HDF5 library crashed (");
+        line_add(&l, name);
+        line_add(&l, ") reading this file; it does so on some damaged files, so the file "
+                     "is most likely damaged; no output was written");
+    } else {
+        line_add(&l, current_input ? current_input : "scope-export");
+        line_add(&l, ": scope-export crashed (");
+        line_add(&l, name);
+        line_add(&l, ") exporting this run; no output was written; this is a bug in "
+                     "scope-export, please report it with the file");
+    }
+    line_end(&l);
+    _exit(1);
+}
+
+static void install_handlers(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    /* the first signal asks for a clean stop; a second one ends the process at once */
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sa.sa_handler = on_deadline;
+    sa.sa_flags = 0;
+    sigaction(SIGALRM, &sa, NULL);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_UNDEFINED__)
+    /* (sanitizer builds keep their own reports) */
+    sa.sa_handler = on_crash;
+    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
+    sigaction(SIGFPE, &sa, NULL);
+    sigaction(SIGILL, &sa, NULL);
+#endif
 }
 
 static int usage_error(const char *msg, const char *arg) {
@@ -342,6 +464,7 @@ static int cmd_export(int argc, char **argv, int first) {
         return 1;
     if (nin > 1) {
         for (size_t k = 0; k < nin; k++) {
+            current_input = inputs[k];
             if (sx_run_label(world, inputs[k], &labels[k], &e) != SX_OK) {
                 print_error(&e);
                 rc = 1;
@@ -357,7 +480,9 @@ static int cmd_export(int argc, char **argv, int first) {
             break;
         }
         ps.t0 = now();
+        current_input = inputs[k];
         enum sx_status st = sx_export(world, inputs[k], path, &o, &e);
+        alarm(0); /* it ended: no deadline for it */
         if (o.progress != NULL)
             fprintf(stderr, "\n");
         if (st != SX_OK) {
@@ -412,6 +537,7 @@ static int cmd_validate(int argc, char **argv, int first) {
         struct sx_error e;
         memset(&e, 0, sizeof e);
         e.rank = -1;
+        current_input = argv[i];
         if (sx_validate(argv[i], &e) == SX_OK) {
             printf("%s: OK\n", argv[i]);
         } else {
@@ -447,6 +573,7 @@ static int cmd_import(int argc, char **argv, int first) {
     memset(&e, 0, sizeof e);
     e.rank = -1;
     if (world_rank == 0) {
+        current_input = in;
         if (sx_import(in, out, &e) != SX_OK) {
             print_error(&e);
             rc = 1;
@@ -468,14 +595,7 @@ int main(int argc, char **argv) {
         MPI_Comm_rank(world, &world_rank);
         MPI_Comm_size(world, &world_size);
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    /* the first signal asks for a clean stop; a second one (e.g. while HDF5 is stuck
-     * in a damaged file) ends the process at once */
-    sa.sa_flags = SA_RESETHAND;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
+    install_handlers();
 
     int rc = 0;
     const char *cmd = argc > 1 ? argv[1] : NULL;

@@ -367,6 +367,44 @@ for stage in open read format compress write; do
         --block-size 1024 --fail-rank 0 --fail-stage "$stage"
 done
 
+# Files on which libhdf5 1.10 itself crashes or loops (tests/fuzz/hdf5_known): a crash
+# gives one line naming the file, exit 1 and no output, bare and on every rank; a loop
+# ends within the stop's grace after one SIGTERM, with the same. (A libhdf5 that reads
+# them cleanly passes too: one line, exit 1, no output.)
+known="$(dirname "$0")/../fuzz/hdf5_known"
+gzip -dc "$known/h5hg_read_segv_vlen_attr.h5.gz" >"$TMP/in/segv.h5"
+gzip -dc "$known/h5hg_protect_hang.h5.gz" >"$TMP/in/loop.h5"
+echo "precious" >"$TMP/out/crash.json"
+fails "libhdf5 crash (bare)" 0 "$TMP/out/crash.json" "$TMP/in/segv.h5|no output" -- \
+    "$TMP/in/segv.h5"
+before=$(state "$TMP/out/crash.json")
+mpi 2 "$X" export "$TMP/in/segv.h5" -o "$TMP/out/crash.json" -q 2>"$TMP/err.txt"
+rc=$?
+why=""
+[ "$rc" = 1 ] || why="; status $rc (1 on every rank expected; $RANKS_AGREE)"
+[ "$(state "$TMP/out/crash.json")" = "$before" ] || why="$why; the output changed"
+[ -z "$(leftovers "$TMP/out/crash.json")" ] || why="$why; temporary file left"
+grep -q "$TMP/in/segv.h5" "$TMP/err.txt" || why="$why; no line names the file"
+if [ -z "$why" ]; then ok; else bad "libhdf5 crash -n 2:${why#;}: $(head -c 400 "$TMP/err.txt")"; fi
+
+echo "precious" >"$TMP/out/loop.json"
+before=$(state "$TMP/out/loop.json")
+env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_RANK timeout -k 5 60 \
+    "$X" export "$TMP/in/loop.h5" -o "$TMP/out/loop.json" -q 2>"$TMP/err.txt" &
+lpid=$!
+sleep 1
+t0=$SECONDS
+kill -0 "$lpid" 2>/dev/null && pkill -TERM -P "$lpid" -x scope-export
+wait "$lpid"
+rc=$?
+why=""
+[ "$rc" = 1 ] || why="; status $rc (1 expected)"
+[ $((SECONDS - t0)) -le 20 ] || why="$why; took $((SECONDS - t0)) s after SIGTERM"
+[ "$(grep -c '' "$TMP/err.txt")" = 1 ] || why="$why; $(grep -c '' "$TMP/err.txt") lines on stderr"
+grep -q "$TMP/in/loop.h5" "$TMP/err.txt" || why="$why; the line does not name the file"
+[ "$(state "$TMP/out/loop.json")" = "$before" ] || why="$why; the output changed"
+if [ -z "$why" ]; then ok; else bad "libhdf5 loop, one SIGTERM:${why#;}: $(head -c 400 "$TMP/err.txt")"; fi
+
 # More ranks than rows: the compat fixture has one row; -n 4 gives the -n 1 document,
 # and a fault on a rank without a block still fails the run.
 compat="$SHARED/fixtures/compat/hdf5-schema-3.h5"
