@@ -104,13 +104,22 @@ static void line_int(struct line *l, int v) {
         l->text[l->len++] = d[--n];
 }
 
-static void line_end(struct line *l) {
-    line_add(l, " [rank ");
+/* "scope-export: error: FILE: ", FILE being the one HDF5 is reading, else the run. */
+static void line_subject(struct line *l, const char *h5) {
+    line_add(l, "scope-export: error: ");
+    line_add(l, h5 != NULL ? h5 : current_input != NULL ? current_input : "scope-export");
+    line_add(l, ": ");
+}
+
+/* End the line with the rank, write it, and end the process with status 1. */
+static void line_exit(struct line *l) {
+    line_add(l, "; no output was written [rank ");
     line_int(l, world_rank);
     line_add(l, "]");
     l->text[l->len++] = '\n';
     ssize_t w = write(STDERR_FILENO, l->text, l->len);
     (void)w;
+    _exit(1);
 }
 
 /*
@@ -122,22 +131,14 @@ static void on_deadline(int sig) {
     (void)sig;
     struct line l = {.len = 0};
     const char *h5 = sx_hdf5_file_in_use();
-    line_add(&l, "scope-export: error: ");
-    if (h5 != NULL) {
-        line_add(&l, h5);
-        line_add(&l, ": stopped by a signal, but still inside the HDF5 library reading "
-                     "this file after ");
-        line_int(&l, STOP_GRACE_S);
-        line_add(&l, " s (libhdf5 can loop on a damaged file); ending now, no output "
-                     "was written");
-    } else {
-        line_add(&l, current_input ? current_input : "scope-export");
-        line_add(&l, ": stopped by a signal, but the export did not end within ");
-        line_int(&l, STOP_GRACE_S);
-        line_add(&l, " s; ending now, no output was written");
-    }
-    line_end(&l);
-    _exit(1);
+    line_subject(&l, h5);
+    line_add(&l, h5 != NULL ? "stopped by a signal, but still inside the HDF5 library "
+                              "reading this file after "
+                            : "stopped by a signal, but the export did not end within ");
+    line_int(&l, STOP_GRACE_S);
+    line_add(&l, h5 != NULL ? " s (libhdf5 can loop on a damaged file); ending now"
+                            : " s; ending now");
+    line_exit(&l);
 }
 
 static void on_signal(int sig) {
@@ -154,27 +155,19 @@ static void on_signal(int sig) {
 static void on_crash(int sig) {
     struct line l = {.len = 0};
     const char *h5 = sx_hdf5_file_in_use();
-    const char *name = sig == SIGSEGV  ? "SIGSEGV"
-                       : sig == SIGBUS ? "SIGBUS"
-                       : sig == SIGFPE ? "SIGFPE"
-                                       : "SIGILL";
     sx_request_stop(); /* removes the temporary output */
-    line_add(&l, "scope-export: error: ");
-    if (h5 != NULL) {
-        line_add(&l, h5);
-        line_add(&l, ": the HDF5 library crashed (");
-        line_add(&l, name);
-        line_add(&l, ") reading this file; it does so on some damaged files, so the file "
-                     "is most likely damaged; no output was written");
-    } else {
-        line_add(&l, current_input ? current_input : "scope-export");
-        line_add(&l, ": scope-export crashed (");
-        line_add(&l, name);
-        line_add(&l, ") exporting this run; no output was written; this is a bug in "
-                     "scope-export, please report it with the file");
-    }
-    line_end(&l);
-    _exit(1);
+    line_subject(&l, h5);
+    line_add(&l, h5 != NULL ? "the HDF5 library crashed (" : "scope-export crashed (");
+    line_add(&l, sig == SIGSEGV  ? "SIGSEGV"
+                 : sig == SIGBUS ? "SIGBUS"
+                 : sig == SIGFPE ? "SIGFPE"
+                                 : "SIGILL");
+    line_add(&l, h5 != NULL
+                     ? ") reading this file; it does so on some damaged files, so "
+                       "the file is most likely damaged"
+                     : ") exporting this run, a bug in scope-export: please report "
+                       "it with the file");
+    line_exit(&l);
 }
 
 static void install_handlers(void) {

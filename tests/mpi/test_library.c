@@ -7,6 +7,7 @@
  * are agreed errors; no HDF5 id stays open after any call.
  */
 #include "sx_test.h"
+#include "sx_test_doc.h"
 
 #include <scope_export.h>
 
@@ -34,67 +35,11 @@ static char tmpdir[1024];
         }                                                                                \
     } while (0)
 
-/* The whole file, gunzipped when it is gzip (gzread passes plain text through). */
-static char *slurp(const char *path, size_t *len) {
-    gzFile f = gzopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    int r;
-    while (buf != NULL && (r = gzread(f, buf + n, (unsigned)(cap - n))) > 0) {
-        n += (size_t)r;
-        if (n == cap) {
-            char *more = realloc(buf, cap *= 2);
-            if (more == NULL)
-                free(buf);
-            buf = more;
-        }
-    }
-    if (buf != NULL && r < 0) {
-        free(buf);
-        buf = NULL;
-    }
-    gzclose(f);
-    *len = n;
-    return buf;
-}
-
-/* Cut the value of the first "exporter" key to nothing: it names the program. */
-static size_t drop_exporter(char *s, size_t n) {
-    static const char key[] = "\"exporter\": \"";
-    for (size_t i = 0; i + sizeof key - 1 <= n; i++) {
-        if (memcmp(s + i, key, sizeof key - 1) != 0)
-            continue;
-        size_t v = i + sizeof key - 1, q = v;
-        while (q < n && s[q] != '"')
-            q++;
-        memmove(s + v, s + q, n - q);
-        return n - (q - v);
-    }
-    return n;
-}
-
 /* Whether 'out' holds the text of 'want' (both may be gzip), but for the exporter. */
 static bool same_text(const char *out, const char *want) {
-    size_t na = 0, nb = 0;
-    char *a = slurp(out, &na), *b = slurp(want, &nb);
-    bool same = false;
-    if (a == NULL || b == NULL) {
-        fprintf(stderr, "[rank %d] cannot read %s\n", wrank, a == NULL ? out : want);
-    } else {
-        na = drop_exporter(a, na);
-        nb = drop_exporter(b, nb);
-        size_t i = 0;
-        while (i < na && i < nb && a[i] == b[i])
-            i++;
-        same = i == na && i == nb;
-        if (!same)
-            fprintf(stderr, "[rank %d] %s differs from %s at byte %zu (sizes %zu, %zu)\n",
-                    wrank, out, want, i, na, nb);
-    }
-    free(a);
-    free(b);
+    bool same = sx_test_same_text(out, want, NULL);
+    if (!same)
+        fprintf(stderr, "[rank %d] (above: %s)\n", wrank, out);
     return same;
 }
 

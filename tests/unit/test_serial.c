@@ -5,64 +5,12 @@
  */
 #include "scope_export.h"
 #include "sx_test.h"
+#include "sx_test_doc.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
-
-static char *slurp(const char *path, size_t *n) {
-    gzFile f = gzopen(path, "rb"); /* reads plain files as they are */
-    if (f == NULL)
-        return NULL;
-    size_t cap = 1 << 16, len = 0;
-    char *p = malloc(cap);
-    int k;
-    while (p != NULL && (k = gzread(f, p + len, (unsigned)(cap - len))) > 0) {
-        len += (size_t)k;
-        if (len == cap) {
-            char *q = realloc(p, cap *= 2);
-            if (q == NULL) {
-                free(p);
-                p = NULL;
-            }
-            p = q;
-        }
-    }
-    gzclose(f);
-    *n = len;
-    return p;
-}
-
-/* Where the "exporter" value starts (*v) and ends (*e, its closing quote). */
-static int find_exporter(const char *s, size_t n, size_t *v, size_t *e) {
-    static const char key[] = "\"exporter\": \"";
-    size_t k = sizeof key - 1, i = 0;
-    while (i + k <= n && memcmp(s + i, key, k) != 0)
-        i++;
-    if (i + k > n)
-        return 0;
-    *v = i + k;
-    const char *q = memchr(s + *v, '"', n - *v);
-    if (q == NULL)
-        return 0;
-    *e = (size_t)(q - s);
-    return 1;
-}
-
-/* Byte for byte the same text but for the exporter value, which names us. */
-static int same_document(const char *got_path, const char *want_path) {
-    size_t ng = 0, nw = 0, gv, ge, wv, we;
-    char *g = slurp(got_path, &ng), *w = slurp(want_path, &nw);
-    int same = g != NULL && w != NULL && find_exporter(g, ng, &gv, &ge) &&
-               find_exporter(w, nw, &wv, &we) && gv == wv && memcmp(g, w, gv) == 0 &&
-               ng - ge == nw - we && memcmp(g + ge, w + we, ng - ge) == 0 &&
-               ge - gv > 13 && memcmp(g + gv, "scope-export@", 13) == 0;
-    free(g);
-    free(w);
-    return same;
-}
 
 int main(void) {
     char dir[] = "/tmp/sx-serial-XXXXXX";
@@ -89,7 +37,7 @@ int main(void) {
             if (st != SX_OK)
                 fprintf(stderr, "%s: %s\n", cases[i], e.text);
             CHECK(st == SX_OK);
-            if (st == SX_OK && !same_document(out, want)) {
+            if (st == SX_OK && !sx_test_same_text(out, want, "scope-export@")) {
                 fprintf(stderr, "%s (%s) differs from scope-profiler's text\n", cases[i],
                         gz ? "gz" : "json");
                 sx_test_failures++;
