@@ -618,6 +618,9 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
     int64_t *arena = NULL;
     uint64_t arena_cap = 0;
     struct sx_buf mb = {0};
+    const struct sx_row **mrows = NULL;
+    size_t *moff = NULL, nmeta = 0, mi = 0;
+    bool *many = NULL;
 
     /* 1. The block's pieces, in text order. */
     for (uint64_t i = blk->from.row; i < doc->nrows && i <= blk->to.row; i++) {
@@ -645,7 +648,25 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
         }
     }
 
-    /* 2. Format, reading events in bounded batches of pieces. */
+    /* 2. The event_metadata of every row of the block, in one read. */
+    for (size_t k = 0; src->h5 != NULL && k < np; k++)
+        nmeta += pieces[k].seg == SX_SEG_META;
+    if (nmeta > 0) {
+        mrows = sx_malloc(nmeta * sizeof *mrows);
+        moff = sx_malloc((nmeta + 1) * sizeof *moff);
+        many = sx_malloc(nmeta * sizeof *many);
+        SX_CHECK(mrows != NULL && moff != NULL && many != NULL, SX_ERR_NOMEM, err,
+                 run->path, "out of memory");
+        size_t m = 0;
+        for (size_t k = 0; k < np; k++)
+            if (pieces[k].seg == SX_SEG_META)
+                mrows[m++] = &run->rows[doc->order[pieces[k].i]];
+        st = sx_h5_read_metas(src->h5, run, mrows, nmeta, &mb, moff, many, err);
+        if (st != SX_OK)
+            goto out;
+    }
+
+    /* 3. Format, reading events in bounded batches of pieces. */
     size_t p = 0;
     while (p < np) {
         SX_CHECK(!sx_stop_requested(), SX_ERR_INTERRUPTED, err, run->path,
@@ -721,13 +742,10 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
                 write_tail(doc, row, out);
             } else if (pc->seg == SX_SEG_META) {
                 if (src->h5 != NULL) {
-                    bool any = false;
-                    sx_buf_reset(&mb);
-                    st = sx_h5_read_meta(src->h5, run, row, &mb, &any, err);
-                    if (st != SX_OK)
-                        goto out;
-                    if (any) {
-                        st = write_meta(doc, row, mb.data, mb.len, out, err);
+                    size_t m = mi++;
+                    if (many[m]) {
+                        st = write_meta(doc, row, mb.data + moff[m],
+                                        moff[m + 1] - moff[m], out, err);
                         if (st != SX_OK)
                             goto out;
                     }
@@ -766,6 +784,9 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
         p = q;
     }
 out:
+    free(many);
+    free(moff);
+    free(mrows);
     sx_buf_free(&mb);
     free(arena);
     free(slices);

@@ -379,6 +379,16 @@ enum sx_status sx_h5_read_meta(struct sx_h5 *h5, const struct sx_run *run,
                                const struct sx_row *row, struct sx_buf *out, bool *any,
                                struct sx_error *err);
 
+/*
+ * The same for 'n' rows in one read: row k's text is out->data[off[k] ..
+ * off[k + 1]) (empty when it has none; 'off' has n + 1 entries) and any[k]
+ * tells whether some dict of it is non-empty. Local.
+ */
+enum sx_status sx_h5_read_metas(struct sx_h5 *h5, const struct sx_run *run,
+                                const struct sx_row *const *rows, size_t n,
+                                struct sx_buf *out, size_t *off, bool *any,
+                                struct sx_error *err);
+
 /* Whether 'row''s GPU slice has a value >= 0 (else the row writes no GPU column). */
 enum sx_status sx_h5_gpu_present(struct sx_h5 *h5, const struct sx_run *run,
                                  const struct sx_row *row, bool *present,
