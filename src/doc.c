@@ -58,16 +58,50 @@ static uint64_t seg_units(const struct sx_row *row, unsigned seg) {
 /* ------------------------------------------------------------------ */
 /* Plan                                                               */
 
+/* Rows of a lazily read run: the plan knows them by their index entry alone. */
+enum { SX_BLOCK_ROWS = 4096 }; /* most rows a block of a lazy run holds */
+static bool is_lazy(const struct sx_run *run) { return run->index != NULL; }
+
+static size_t run_rows(const struct sx_run *run) {
+    return is_lazy(run) ? run->nindex : run->nrows;
+}
+
+/* The plan's view of row 'r' of the run: its own row, or one made from the index. */
+static const struct sx_row *plan_row(const struct sx_run *run, uint64_t r,
+                                     struct sx_row *tmp) {
+    if (!is_lazy(run))
+        return &run->rows[r];
+    const struct sx_index_row *x = &run->index[r];
+    memset(tmp, 0, sizeof *tmp);
+    tmp->region = x->region;
+    tmp->rank = x->rank;
+    tmp->count = x->count;
+    tmp->offset = x->offset;
+    tmp->file_row = x->file_row;
+    tmp->cols = SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END) | run->file_cols;
+    if (x->flags & SX_IR_NO_GPU)
+        tmp->cols &= ~SX_COLBIT(SX_COL_GPU);
+    tmp->has_meta_col = run->has_meta_col;
+    return tmp;
+}
+
 static const struct sx_run *sort_run; /* qsort has no context argument in C11 */
 
 static int cmp_doc_rows(const void *a, const void *b) {
-    const struct sx_row *x = &sort_run->rows[*(const uint64_t *)a];
-    const struct sx_row *y = &sort_run->rows[*(const uint64_t *)b];
-    if (x->region != y->region)
-        return x->region < y->region ? -1 : 1;
-    if (x->rank != y->rank)
-        return x->rank < y->rank ? -1 : 1;
     uint64_t i = *(const uint64_t *)a, j = *(const uint64_t *)b;
+    uint32_t xr, yr;
+    int64_t xk, yk;
+    if (is_lazy(sort_run)) {
+        xr = sort_run->index[i].region, yr = sort_run->index[j].region;
+        xk = sort_run->index[i].rank, yk = sort_run->index[j].rank;
+    } else {
+        xr = sort_run->rows[i].region, yr = sort_run->rows[j].region;
+        xk = sort_run->rows[i].rank, yk = sort_run->rows[j].rank;
+    }
+    if (xr != yr)
+        return xr < yr ? -1 : 1;
+    if (xk != yk)
+        return xk < yk ? -1 : 1;
     return (i > j) - (i < j);
 }
 
@@ -85,12 +119,29 @@ static uint64_t ev_weight(const struct sx_doc *doc, unsigned seg) {
 
 static uint64_t head_weight(const struct sx_row *row, const struct sx_run *run) {
     uint64_t w = 64 + strlen(run->names[row->region]);
+    if (is_lazy(run)) /* strings not read yet: a typical source file, text and tags */
+        w += 96;
     w += str_weight(row->source_file) + str_weight(row->source_text);
     for (size_t i = 0; i < row->ntags; i++)
         w += str_weight(row->tags[i]);
     if (row->is_aggregate)
         w += 24 * row->nagg;
     return w;
+}
+
+/* Append block [from, to) of weight 'w'; false when out of memory. */
+static bool add_block(struct sx_doc *doc, size_t *cap, struct sx_pos from,
+                      struct sx_pos to, uint64_t w) {
+    if (doc->nblocks == *cap) {
+        struct sx_block *nb = sx_realloc(doc->blocks, 2 * *cap * sizeof *nb);
+        if (nb == NULL)
+            return false;
+        doc->blocks = nb;
+        *cap *= 2;
+    }
+    doc->blocks[doc->nblocks++] = (struct sx_block){from, to, w};
+    doc->total_weight += w;
+    return true;
 }
 
 enum sx_status sx_doc_plan(struct sx_doc *doc, const struct sx_run *run,
@@ -109,11 +160,13 @@ enum sx_status sx_doc_plan(struct sx_doc *doc, const struct sx_run *run,
     SX_CHECK(keep_name != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
     for (size_t i = 0; i < run->nnames; i++)
         keep_name[i] = sx_filter_name(filter, run->names[i]);
-    doc->order = sx_malloc((run->nrows + 1) * sizeof *doc->order);
+    const size_t nall = run_rows(run);
+    struct sx_row tmp, tmp2;
+    doc->order = sx_malloc((nall + 1) * sizeof *doc->order);
     SX_CHECK(doc->order != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
     uint64_t n = 0;
-    for (size_t r = 0; r < run->nrows; r++) {
-        const struct sx_row *row = &run->rows[r];
+    for (size_t r = 0; r < nall; r++) {
+        const struct sx_row *row = plan_row(run, r, &tmp);
         if (keep_name[row->region] && sx_filter_rank(filter, row->rank))
             doc->order[n++] = r;
     }
@@ -123,9 +176,9 @@ enum sx_status sx_doc_plan(struct sx_doc *doc, const struct sx_run *run,
     /* A (name, rank) written twice: the later row wins, as in the reader's dict. */
     uint64_t k = 0;
     for (uint64_t i = 0; i < n; i++) {
-        const struct sx_row *row = &run->rows[doc->order[i]];
+        const struct sx_row *row = plan_row(run, doc->order[i], &tmp);
         if (i + 1 < n) {
-            const struct sx_row *nx = &run->rows[doc->order[i + 1]];
+            const struct sx_row *nx = plan_row(run, doc->order[i + 1], &tmp2);
             if (nx->region == row->region && nx->rank == row->rank)
                 continue;
         }
@@ -140,7 +193,16 @@ enum sx_status sx_doc_plan(struct sx_doc *doc, const struct sx_run *run,
     struct sx_pos from = {0, 0, 0};
     uint64_t acc = 0;
     for (uint64_t i = 0; i < doc->nrows; i++) {
-        const struct sx_row *row = &run->rows[doc->order[i]];
+        const struct sx_row *row = plan_row(run, doc->order[i], &tmp);
+        /* a lazy block reads its rows in full: bound how many it holds */
+        if (is_lazy(run) && acc > 0 && i - from.row >= SX_BLOCK_ROWS) {
+            if (!add_block(doc, &cap, from, (struct sx_pos){i, 0, 0}, acc)) {
+                st = sx_error_set(err, SX_ERR_NOMEM, run->path, "out of memory");
+                goto out;
+            }
+            from = (struct sx_pos){i, 0, 0};
+            acc = 0;
+        }
         for (unsigned seg = 0; seg < SX_NSEGS; seg++) {
             if (!row_has_seg(row, seg))
                 continue;
@@ -621,12 +683,16 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
     const struct sx_row **mrows = NULL;
     size_t *moff = NULL, nmeta = 0, mi = 0;
     bool *many = NULL;
+    struct sx_row *brows = NULL, tmp;
+    const struct sx_index_row **bix = NULL;
+    size_t nbr = 0;
+    const uint64_t r0 = blk->from.row;
 
     /* 1. The block's pieces, in text order. */
     for (uint64_t i = blk->from.row; i < doc->nrows && i <= blk->to.row; i++) {
         if (i == blk->to.row && blk->to.seg == 0 && blk->to.ev == 0)
             break;
-        const struct sx_row *row = &run->rows[doc->order[i]];
+        const struct sx_row *row = plan_row(run, doc->order[i], &tmp);
         unsigned s0 = i == blk->from.row ? blk->from.seg : 0;
         for (unsigned seg = s0; seg < SX_NSEGS; seg++) {
             if (i == blk->to.row && seg > blk->to.seg)
@@ -648,6 +714,21 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
         }
     }
 
+    /* A lazy run's rows of this block, read in full (one read per index column). */
+    if (is_lazy(run) && np > 0) {
+        nbr = (size_t)(pieces[np - 1].i - r0 + 1);
+        brows = sx_calloc(nbr, sizeof *brows);
+        bix = sx_malloc(nbr * sizeof *bix);
+        SX_CHECK(brows != NULL && bix != NULL && src->h5 != NULL, SX_ERR_NOMEM, err,
+                 run->path, "out of memory");
+        for (size_t k = 0; k < nbr; k++)
+            bix[k] = &run->index[doc->order[r0 + k]];
+        st = sx_h5_fill_rows(src->h5, run, bix, nbr, brows, err);
+        if (st != SX_OK)
+            goto out;
+    }
+#define BLOCK_ROW(i) (brows != NULL ? &brows[(i)-r0] : &run->rows[doc->order[i]])
+
     /* 2. The event_metadata of every row of the block, in one read. */
     for (size_t k = 0; src->h5 != NULL && k < np; k++)
         nmeta += pieces[k].seg == SX_SEG_META;
@@ -660,7 +741,7 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
         size_t m = 0;
         for (size_t k = 0; k < np; k++)
             if (pieces[k].seg == SX_SEG_META)
-                mrows[m++] = &run->rows[doc->order[pieces[k].i]];
+                mrows[m++] = BLOCK_ROW(pieces[k].i);
         st = sx_h5_read_metas(src->h5, run, mrows, nmeta, &mb, moff, many, err);
         if (st != SX_OK)
             goto out;
@@ -717,7 +798,7 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
             if (n > evs - used)
                 n = evs - used;
             struct sx_slice *sl = &slices[ns++];
-            sl->row = &run->rows[doc->order[pc->i]];
+            sl->row = BLOCK_ROW(pc->i);
             sl->first = pc->a;
             sl->n = n;
             sl->cols = SX_COLBIT(c);
@@ -732,7 +813,7 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
         size_t si = 0;
         for (size_t k = p; k < q; k++) {
             struct piece *pc = &pieces[k];
-            const struct sx_row *row = &run->rows[doc->order[pc->i]];
+            const struct sx_row *row = BLOCK_ROW(pc->i);
             int c = seg_col(pc->seg);
             if (pc->seg == SX_SEG_HEAD) {
                 st = write_head(doc, pc->i, row, out, err);
@@ -783,7 +864,12 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
                  "out of memory formatting the document");
         p = q;
     }
+#undef BLOCK_ROW
 out:
+    for (size_t k = 0; brows != NULL && k < nbr; k++)
+        sx_row_clear(&brows[k]);
+    free(brows);
+    free(bix);
     free(many);
     free(moff);
     free(mrows);

@@ -58,13 +58,20 @@ static enum sx_status resolve_gpu(MPI_Comm comm, int rank, int size, struct sx_h
     if (run->layout != SX_LAYOUT_COLUMNAR || !(run->file_cols & SX_COLBIT(SX_COL_GPU)))
         return SX_OK; /* the same on every rank: the index is */
 
-    /* Stage: this rank's share of the rows. */
-    present = sx_calloc(run->nrows + 1, 1);
+    /* Stage: this rank's share of the rows (of the index, for a lazily read run). */
+    const bool lazy = run->index != NULL;
+    const size_t nrows = lazy ? run->nindex : run->nrows;
+    present = sx_calloc(nrows + 1, 1);
     if (present == NULL)
         st = sx_error_set(err, SX_ERR_NOMEM, run->path, "%s: out of memory", run->path);
-    for (size_t r = (size_t)rank; st == SX_OK && r < run->nrows; r += (size_t)size) {
+    for (size_t r = (size_t)rank; st == SX_OK && r < nrows; r += (size_t)size) {
         bool p = false;
-        st = sx_h5_gpu_present(h5, run, &run->rows[r], &p, err);
+        struct sx_row one = {0};
+        if (lazy) {
+            one.offset = run->index[r].offset;
+            one.count = run->index[r].count;
+        }
+        st = sx_h5_gpu_present(h5, run, lazy ? &one : &run->rows[r], &p, err);
         present[r] = p;
     }
     st = sx_all_ok(comm, st, err);
@@ -72,9 +79,9 @@ static enum sx_status resolve_gpu(MPI_Comm comm, int rank, int size, struct sx_h
         goto out;
 
     /* Stage: NOTE: collective; MPI counts are int, so reduce in pieces. */
-    for (size_t at = 0; comm != MPI_COMM_NULL && st == SX_OK && at < run->nrows;
+    for (size_t at = 0; comm != MPI_COMM_NULL && st == SX_OK && at < nrows;
          at += MAX_MSG) {
-        size_t n = run->nrows - at < MAX_MSG ? run->nrows - at : MAX_MSG;
+        size_t n = nrows - at < MAX_MSG ? nrows - at : MAX_MSG;
         if (MPI_Allreduce(MPI_IN_PLACE, present + at, (int)n, MPI_UNSIGNED_CHAR, MPI_BOR,
                           comm) != MPI_SUCCESS)
             st = sx_error_set(err, SX_ERR_MPI, run->path, "%s: MPI_Allreduce failed",
@@ -83,8 +90,10 @@ static enum sx_status resolve_gpu(MPI_Comm comm, int rank, int size, struct sx_h
     st = sx_all_ok(comm, st, err);
     if (st != SX_OK)
         goto out;
-    for (size_t r = 0; r < run->nrows; r++)
-        if (!present[r])
+    for (size_t r = 0; r < nrows; r++)
+        if (!present[r] && lazy)
+            run->index[r].flags |= SX_IR_NO_GPU;
+        else if (!present[r])
             run->rows[r].cols &= ~SX_COLBIT(SX_COL_GPU);
 out:
     free(present);
@@ -163,7 +172,7 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
         goto out;
 
     /* Stage: NOTE: collective open; every rank reads and validates the index. */
-    st = sx_h5_open(c, input, opts->summary != 0, &h5, &run, err);
+    st = sx_h5_open_index(c, input, opts->summary != 0, &h5, &run, err);
     opened = true;
     if (st == SX_OK)
         st = sx_fault_at(rank, SX_FAIL_OPEN, err);

@@ -29,10 +29,12 @@ struct sx_h5 {
     hid_t ev[SX_NCOLS]; /* columnar event datasets (START/END: deltas/durations when
                            encoded) */
     hid_t meta;         /* rank_region_index/event_metadata, or -1 */
+    bool lazy;          /* sx_h5_open_index: rows are read by sx_h5_fill_rows */
+    hid_t rd[5];        /* lazily read index columns (RD_*), or -1 */
     /* running sums of start_deltas at piece ends, so that a row read in
      * pieces does not re-sum from its first event for every piece */
     struct ckpt {
-        const struct sx_row *row;
+        uint64_t offset; /* the row's first event: rows come and go, offsets stay */
         uint64_t pos, sum;
     } ck[256];
     size_t ck_next;
@@ -48,10 +50,25 @@ struct sx_h5 {
         uint64_t addr;
         size_t size; /* 1, 2, 4 or 8 bytes */
         bool is_signed;
-    } raw[SX_NCOLS];
+        uint64_t nelem;
+    } raw[SX_NCOLS], rdraw[5];
+    /* a lazy run's string columns (RD_FILES..RD_TAGS), read once at open: every
+     * distinct string once in a pool, and per row its id (0: empty) */
+    struct pool {
+        char **s; /* s[id - 1] */
+        size_t n, cap;
+        uint32_t *slot; /* hash table of ids, 0 = free */
+        size_t nslot;
+        uint32_t *id; /* per file row */
+    } pool[3];
     unsigned char *rbuf;
     size_t rbuf_cap;
 };
+
+/* The per-row columns of the index a lazy run reads for the blocks that write them. */
+enum { RD_FILES, RD_TEXTS, RD_TAGS, RD_LINES, RD_EXCL, RD_N };
+static const char *const rd_names[RD_N] = {"source_files", "source_texts", "tags",
+                                           "source_lines", "exclusive_totals"};
 
 /* HDF5 prints its error stack by default; we turn failures into sx_error. */
 struct quiet {
@@ -75,7 +92,7 @@ static void ckpt_find(const struct sx_h5 *h5, const struct sx_row *row, uint64_t
     *sum = 0;
     for (size_t i = 0; i < sizeof h5->ck / sizeof h5->ck[0]; i++) {
         const struct ckpt *c = &h5->ck[i];
-        if (c->row == row && c->pos <= first && c->pos > *pos) {
+        if (c->pos > 0 && c->offset == row->offset && c->pos <= first && c->pos > *pos) {
             *pos = c->pos;
             *sum = c->sum;
         }
@@ -87,7 +104,7 @@ static void ckpt_add(struct sx_h5 *h5, const struct sx_row *row, uint64_t pos,
     if (pos >= row->count)
         return;
     struct ckpt *c = &h5->ck[h5->ck_next++ % (sizeof h5->ck / sizeof h5->ck[0])];
-    c->row = row;
+    c->offset = row->offset;
     c->pos = pos;
     c->sum = sum;
 }
@@ -930,25 +947,39 @@ out:
     return st;
 }
 
-/* Whether event column 'c' (of file type 't') can be read at its file address. */
-static void note_raw(struct sx_h5 *h5, int c, hid_t t) {
-    struct raw_col *r = &h5->raw[c];
+/* Little-endian integers of 'size' bytes to int64. */
+static void widen(const unsigned char *p, size_t size, bool is_signed, uint64_t n,
+                  int64_t *out) {
+    for (uint64_t i = 0; i < n; i++, p += size) {
+        uint64_t u = 0;
+        for (size_t b = 0; b < size; b++)
+            u |= (uint64_t)p[b] << (8 * b);
+        if (is_signed && size < 8 && (u >> (8 * size - 1)) & 1)
+            u |= ~(uint64_t)0 << (8 * size);
+        out[i] = (int64_t)u;
+    }
+}
+
+/* Whether integer dataset 'd' (of file type 't') can be read at its file address. */
+static void raw_info(const struct sx_h5 *h5, hid_t d, hid_t t, struct raw_col *r) {
     memset(r, 0, sizeof *r);
-    hid_t dcpl = H5Dget_create_plist(h5->ev[c]);
+    hid_t dcpl = H5Dget_create_plist(d);
     if (dcpl < 0)
         return;
     bool contig = H5Pget_layout(dcpl) == H5D_CONTIGUOUS && H5Pget_nfilters(dcpl) == 0 &&
                   H5Pget_external_count(dcpl) == 0;
     H5Pclose(dcpl);
-    haddr_t addr = H5Dget_offset(h5->ev[c]);
+    haddr_t addr = H5Dget_offset(d);
+    int64_t nelem = dset_len(d);
     size_t size = H5Tget_size(t);
     H5T_sign_t sign = H5Tget_sign(t);
     /* int64 reads of a uint64 column clip, as HDF5's conversion does: leave it to HDF5 */
     if (!contig || addr == HADDR_UNDEF || H5Tget_order(t) != H5T_ORDER_LE ||
         !(size == 1 || size == 2 || size == 4 || size == 8) ||
-        (size == 8 && sign != H5T_SGN_2) || h5->fd < 0)
+        (size == 8 && sign != H5T_SGN_2) || h5->fd < 0 || nelem < 0)
         return;
     r->ok = true;
+    r->nelem = (uint64_t)nelem;
     r->addr = (uint64_t)addr;
     r->size = size;
     r->is_signed = sign == H5T_SGN_2;
@@ -990,7 +1021,7 @@ static enum sx_status open_events(struct sx_h5 *h5, struct sx_run *run, uint64_t
         st = check_claim(h5, h5->ev[c], (uint64_t)n, H5Tget_size(t), src, err);
         if (st != SX_OK)
             goto out;
-        note_raw(h5, c, t);
+        raw_info(h5, h5->ev[c], t, &h5->raw[c]);
         close_id(t);
         t = -1;
         if (c <= SX_COL_END) {
@@ -1006,6 +1037,219 @@ static enum sx_status open_events(struct sx_h5 *h5, struct sx_run *run, uint64_t
     }
     if (run->nevents == UINT64_MAX)
         run->nevents = 0;
+out:
+    close_id(t);
+    return st;
+}
+
+/*
+ * The strings of a 1-D string dataset at 'n' points (file rows 'pts', any
+ * order) in one read, raw bytes as stored (fixed-length ones without their
+ * trailing NULs): string k is text->data[off[k] .. off[k + 1]). One H5Dread
+ * instead of one per row: each read costs HDF5 a type-conversion buffer.
+ */
+static enum sx_status read_point_strings(hid_t d, const hsize_t *pts, hsize_t first,
+                                         size_t n, struct sx_buf *text, size_t *off,
+                                         const char *src, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t fs = -1, ms = -1, t = -1, mt = -1;
+    char **vl = NULL, *raw = NULL;
+    sx_buf_reset(text);
+    off[0] = 0;
+    if (n == 0)
+        goto out;
+    hsize_t count = n;
+    fs = H5Dget_space(d);
+    ms = H5Screate_simple(1, &count, NULL);
+    t = H5Dget_type(d);
+    SX_CHECK(fs >= 0 && ms >= 0 && t >= 0, SX_ERR_IO, err, src, "%s: dataspace error",
+             src);
+    SX_CHECK((pts != NULL ? H5Sselect_elements(fs, H5S_SELECT_SET, n, pts)
+                          : H5Sselect_hyperslab(fs, H5S_SELECT_SET, &first, NULL, &count,
+                                                NULL)) >= 0,
+             SX_ERR_FORMAT, err, src, "%s: rows out of range", src);
+    if (H5Tis_variable_str(t) > 0) {
+        mt = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mt, H5T_VARIABLE);
+        H5Tset_cset(mt, H5Tget_cset(t));
+        vl = sx_calloc(n, sizeof *vl);
+        SX_CHECK(vl != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        SX_CHECK(H5Dread(d, mt, ms, fs, H5P_DEFAULT, vl) >= 0, SX_ERR_IO, err, src,
+                 "%s cannot be read; the file is truncated or damaged", src);
+        for (size_t k = 0; k < n; k++) {
+            if (vl[k] != NULL)
+                sx_buf_append(text, vl[k], strlen(vl[k]));
+            off[k + 1] = text->len;
+        }
+    } else {
+        size_t w = H5Tget_size(t);
+        SX_CHECK(w > 0, SX_ERR_FORMAT, err, src, "%s has a zero-width string type", src);
+        raw = sx_malloc(w * n + 1);
+        SX_CHECK(raw != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        mt = H5Tcopy(t);
+        SX_CHECK(H5Dread(d, mt, ms, fs, H5P_DEFAULT, raw) >= 0, SX_ERR_IO, err, src,
+                 "%s cannot be read; the file is truncated or damaged", src);
+        for (size_t k = 0; k < n; k++) {
+            const char *s = raw + k * w;
+            size_t len = w;
+            while (len > 0 && s[len - 1] == '\0') /* numpy's S dtype drops these only */
+                len--;
+            sx_buf_append(text, s, len);
+            off[k + 1] = text->len;
+        }
+    }
+    SX_CHECK(!text->failed, SX_ERR_NOMEM, err, src, "out of memory");
+out:
+    if (vl != NULL) {
+        H5Dvlen_reclaim(mt, ms, H5P_DEFAULT, vl);
+        free(vl);
+    }
+    free(raw);
+    close_id(mt);
+    close_id(t);
+    close_id(ms);
+    close_id(fs);
+    return st;
+}
+
+/* FNV-1a */
+static uint64_t str_hash(const char *s) {
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+/* The id of 's' in 'p' (added when new); 0 for "" and on allocation failure ('*ok'). */
+static uint32_t pool_add(struct pool *p, const char *s, bool *ok) {
+    if (s[0] == '\0')
+        return 0;
+    if (2 * (p->n + 1) > p->nslot) { /* grow the table, rehash */
+        size_t ns = p->nslot ? 2 * p->nslot : 64;
+        uint32_t *t = sx_calloc(ns, sizeof *t);
+        if (t == NULL) {
+            *ok = false;
+            return 0;
+        }
+        for (size_t i = 0; i < p->nslot; i++) {
+            if (p->slot[i] == 0)
+                continue;
+            size_t j = (size_t)(str_hash(p->s[p->slot[i] - 1]) & (ns - 1));
+            while (t[j] != 0)
+                j = (j + 1) & (ns - 1);
+            t[j] = p->slot[i];
+        }
+        free(p->slot);
+        p->slot = t;
+        p->nslot = ns;
+    }
+    size_t j = (size_t)(str_hash(s) & (p->nslot - 1));
+    while (p->slot[j] != 0) {
+        if (strcmp(p->s[p->slot[j] - 1], s) == 0)
+            return p->slot[j];
+        j = (j + 1) & (p->nslot - 1);
+    }
+    if (p->n == p->cap) {
+        size_t nc = p->cap ? 2 * p->cap : 16;
+        char **v = sx_realloc(p->s, nc * sizeof *v);
+        if (v == NULL) {
+            *ok = false;
+            return 0;
+        }
+        p->s = v;
+        p->cap = nc;
+    }
+    p->s[p->n] = sx_strdup(s);
+    if (p->s[p->n] == NULL) {
+        *ok = false;
+        return 0;
+    }
+    p->slot[j] = (uint32_t)++p->n;
+    return p->slot[j];
+}
+
+static void pool_free(struct pool *p) {
+    for (size_t i = 0; i < p->n; i++)
+        free(p->s[i]);
+    free(p->s);
+    free(p->slot);
+    free(p->id);
+    memset(p, 0, sizeof *p);
+}
+
+/*
+ * Read a string column of the index in pieces into a pool: a row's string
+ * costs 4 bytes and each distinct string is kept once (a run's rows of one
+ * region share their source file, text and tags). Strings are decoded as the
+ * full read decodes them.
+ */
+static enum sx_status read_pool(hid_t d, uint64_t nrows, struct pool *p, const char *src,
+                                struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    enum { PIECE = 1 << 16 };
+    struct sx_buf text = {0};
+    size_t *off = NULL;
+    p->id = sx_malloc((nrows + 1) * sizeof *p->id);
+    off = sx_malloc((PIECE + 1) * sizeof *off);
+    SX_CHECK(p->id != NULL && off != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    for (uint64_t at = 0; at < nrows; at += PIECE) {
+        size_t n = nrows - at < PIECE ? (size_t)(nrows - at) : PIECE;
+        st = read_point_strings(d, NULL, at, n, &text, off, src, err);
+        if (st != SX_OK)
+            goto out;
+        bool ok = true;
+        for (size_t k = 0; k < n && ok; k++) {
+            const char *q = text.data + off[k];
+            size_t len = strnlen(q, off[k + 1] - off[k]);
+            char *v = sx_utf8_sanitize(q, len);
+            SX_CHECK(v != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+            p->id[at + k] = pool_add(p, v, &ok);
+            free(v);
+        }
+        SX_CHECK(ok, SX_ERR_NOMEM, err, src, "out of memory");
+    }
+out:
+    free(off);
+    sx_buf_free(&text);
+    return st;
+}
+
+/* Open the per-row index columns a lazy run reads later, checked as the full read does.
+ */
+static enum sx_status open_lazy_cols(struct sx_h5 *h5, uint64_t nrows,
+                                     struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t t = -1;
+    char src[1100];
+    for (int k = 0; k < RD_N; k++) {
+        char p[128];
+        snprintf(p, sizeof p, "rank_region_index/%s", rd_names[k]);
+        if (!link_exists(h5->file, p))
+            continue;
+        src_name(src, sizeof src, h5->path, p);
+        h5->rd[k] = H5Dopen2(h5->file, p, H5P_DEFAULT);
+        SX_CHECK(h5->rd[k] >= 0, SX_ERR_FORMAT, err, src, "%s cannot be opened", src);
+        t = H5Dget_type(h5->rd[k]);
+        bool strings = k <= RD_TAGS;
+        SX_CHECK(t >= 0 && H5Tget_class(t) == (strings ? H5T_STRING : H5T_INTEGER),
+                 SX_ERR_FORMAT, err, src, "%s has the wrong datatype: %s expected", src,
+                 strings ? "strings" : "integers");
+        int64_t n = dset_len(h5->rd[k]);
+        SX_CHECK(n >= 0, SX_ERR_FORMAT, err, src, "%s is not one-dimensional", src);
+        st = check_claim(h5, h5->rd[k], (uint64_t)n,
+                         strings && H5Tis_variable_str(t) > 0 ? 16 : H5Tget_size(t), src,
+                         err);
+        if (st == SX_OK)
+            st = req_len(h5, p, (uint64_t)n, nrows, err);
+        if (st == SX_OK && strings)
+            st = read_pool(h5->rd[k], nrows, &h5->pool[k], src, err);
+        if (st != SX_OK)
+            goto out;
+        if (!strings)
+            raw_info(h5, h5->rd[k], t, &h5->rdraw[k]);
+        close_id(t);
+        t = -1;
+    }
 out:
     close_id(t);
     return st;
@@ -1075,39 +1319,45 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
             st = req_len(h5, "/rank_region_index/event_counts", n2, ix.n, err);
         if (st != SX_OK)
             goto out;
-        if (link_exists(h5->file, "rank_region_index/source_lines")) {
-            st = read_ints(h5, h5->file, "rank_region_index/source_lines", false,
-                           &ix.lines, &ix.n_lines, err);
-            if (st == SX_OK)
-                st =
-                    req_len(h5, "/rank_region_index/source_lines", ix.n_lines, ix.n, err);
+        if (h5->lazy) {
+            st = open_lazy_cols(h5, ix.n, err);
             if (st != SX_OK)
                 goto out;
-            ix.has_lines = true;
-        }
-        if (link_exists(h5->file, "rank_region_index/exclusive_totals")) {
-            st = read_ints(h5, h5->file, "rank_region_index/exclusive_totals", false,
-                           &ix.excl, &ix.n_excl, err);
-            if (st == SX_OK)
-                st = req_len(h5, "/rank_region_index/exclusive_totals", ix.n_excl, ix.n,
-                             err);
-            if (st != SX_OK)
-                goto out;
-            ix.has_excl = true;
-        }
-        static const char *const sn[3] = {"source_files", "source_texts", "tags"};
-        char ***sv[3] = {&ix.files, &ix.texts, &ix.tags};
-        uint64_t *sc[3] = {&ix.n_files, &ix.n_texts, &ix.n_tags};
-        for (int k = 0; k < 3; k++) {
-            char p[128];
-            snprintf(p, sizeof p, "rank_region_index/%s", sn[k]);
-            if (!link_exists(h5->file, p))
-                continue;
-            st = read_strings(h5, h5->file, p, sv[k], sc[k], err);
-            if (st == SX_OK)
-                st = req_len(h5, p, *sc[k], ix.n, err);
-            if (st != SX_OK)
-                goto out;
+        } else {
+            if (link_exists(h5->file, "rank_region_index/source_lines")) {
+                st = read_ints(h5, h5->file, "rank_region_index/source_lines", false,
+                               &ix.lines, &ix.n_lines, err);
+                if (st == SX_OK)
+                    st = req_len(h5, "/rank_region_index/source_lines", ix.n_lines, ix.n,
+                                 err);
+                if (st != SX_OK)
+                    goto out;
+                ix.has_lines = true;
+            }
+            if (link_exists(h5->file, "rank_region_index/exclusive_totals")) {
+                st = read_ints(h5, h5->file, "rank_region_index/exclusive_totals", false,
+                               &ix.excl, &ix.n_excl, err);
+                if (st == SX_OK)
+                    st = req_len(h5, "/rank_region_index/exclusive_totals", ix.n_excl,
+                                 ix.n, err);
+                if (st != SX_OK)
+                    goto out;
+                ix.has_excl = true;
+            }
+            static const char *const sn[3] = {"source_files", "source_texts", "tags"};
+            char ***sv[3] = {&ix.files, &ix.texts, &ix.tags};
+            uint64_t *sc[3] = {&ix.n_files, &ix.n_texts, &ix.n_tags};
+            for (int k = 0; k < 3; k++) {
+                char p[128];
+                snprintf(p, sizeof p, "rank_region_index/%s", sn[k]);
+                if (!link_exists(h5->file, p))
+                    continue;
+                st = read_strings(h5, h5->file, p, sv[k], sc[k], err);
+                if (st == SX_OK)
+                    st = req_len(h5, p, *sc[k], ix.n, err);
+                if (st != SX_OK)
+                    goto out;
+            }
         }
         if (link_exists(h5->file, "rank_region_index/event_metadata")) {
             h5->meta =
@@ -1138,15 +1388,25 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
             goto out;
     }
 
-    run->rows = sx_calloc(ix.n + 1, sizeof *run->rows);
     src_name(src, sizeof src, h5->path, "/rank_region_index");
-    SX_CHECK(run->rows != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     first = first_ids(run->names, nnames);
     SX_CHECK(first != NULL, SX_ERR_NOMEM, err, src, "out of memory");
-    run->nrows = (size_t)ix.n;
+    const bool lazy = h5->lazy && !agg;
+    if (lazy) {
+        /* the index alone: free the columns first, they are as big */
+        free(ix.lines);
+        free(ix.excl);
+        ix.lines = ix.excl = NULL;
+        run->index = sx_malloc((ix.n + 1) * sizeof *run->index);
+        SX_CHECK(run->index != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        run->nindex = (size_t)ix.n;
+    } else {
+        run->rows = sx_calloc(ix.n + 1, sizeof *run->rows);
+        SX_CHECK(run->rows != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        run->nrows = (size_t)ix.n;
+    }
     int64_t max_rank = -1;
     for (uint64_t r = 0; r < ix.n; r++) {
-        struct sx_row *row = &run->rows[r];
         SX_CHECK(ix.region_ids[r] >= 0 && (uint64_t)ix.region_ids[r] < nnames,
                  SX_ERR_FORMAT, err, src,
                  "%s row %" PRIu64 " names region id %" PRId64 ", beyond the %" PRIu64
@@ -1154,11 +1414,22 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
                  src, r, ix.region_ids[r], nnames);
         SX_CHECK(ix.ranks[r] >= 0, SX_ERR_FORMAT, err, src,
                  "%s row %" PRIu64 " has a negative rank", src, r);
+        if (ix.ranks[r] > max_rank)
+            max_rank = ix.ranks[r];
+        if (lazy) {
+            run->index[r] = (struct sx_index_row){
+                .offset = (uint64_t)ix.offsets[r],
+                .count = (uint64_t)ix.counts[r],
+                .rank = ix.ranks[r],
+                .file_row = r,
+                .region = first[ix.region_ids[r]],
+            };
+            continue;
+        }
+        struct sx_row *row = &run->rows[r];
         row->region = first[ix.region_ids[r]];
         row->rank = ix.ranks[r];
         row->file_row = r;
-        if (row->rank > max_rank)
-            max_rank = row->rank;
         if (agg) {
             static const char *const keys[5] = {"count", "total", "minimum", "maximum",
                                                 "exclusive"};
@@ -1983,7 +2254,7 @@ out:
 /* Open / close                                                       */
 
 static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary,
-                                   struct sx_h5 **out, struct sx_run **run_out,
+                                   bool lazy, struct sx_h5 **out, struct sx_run **run_out,
                                    struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_h5 *h5 = NULL;
@@ -1999,6 +2270,9 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
     h5->file = -1;
     h5->meta = -1;
     h5->fd = -1;
+    h5->lazy = lazy && !summary;
+    for (int k = 0; k < RD_N; k++)
+        h5->rd[k] = -1;
     for (int c = 0; c < SX_NCOLS; c++)
         h5->ev[c] = -1;
     h5->path = sx_strdup(path);
@@ -2080,6 +2354,10 @@ static void h5_close_impl(struct sx_h5 *h5) {
     for (int c = 0; c < SX_NCOLS; c++)
         close_id(h5->ev[c]);
     close_id(h5->meta);
+    for (int k = 0; k < RD_N; k++)
+        close_id(h5->rd[k]);
+    for (int k = 0; k < 3; k++)
+        pool_free(&h5->pool[k]);
     close_id(h5->file); /* NOTE: collective with the MPI-IO driver */
     quiet_end(&q);
     if (h5->fd >= 0)
@@ -2322,74 +2600,6 @@ out:
     return st;
 }
 
-/*
- * The strings of a 1-D string dataset at 'n' points (file rows 'pts', any
- * order) in one read, raw bytes as stored (fixed-length ones without their
- * trailing NULs): string k is text->data[off[k] .. off[k + 1]). One H5Dread
- * instead of one per row: each read costs HDF5 a type-conversion buffer.
- */
-static enum sx_status read_point_strings(hid_t d, const hsize_t *pts, size_t n,
-                                         struct sx_buf *text, size_t *off,
-                                         const char *src, struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    hid_t fs = -1, ms = -1, t = -1, mt = -1;
-    char **vl = NULL, *raw = NULL;
-    sx_buf_reset(text);
-    off[0] = 0;
-    if (n == 0)
-        goto out;
-    hsize_t count = n;
-    fs = H5Dget_space(d);
-    ms = H5Screate_simple(1, &count, NULL);
-    t = H5Dget_type(d);
-    SX_CHECK(fs >= 0 && ms >= 0 && t >= 0, SX_ERR_IO, err, src, "%s: dataspace error",
-             src);
-    SX_CHECK(H5Sselect_elements(fs, H5S_SELECT_SET, n, pts) >= 0, SX_ERR_FORMAT, err, src,
-             "%s: rows out of range", src);
-    if (H5Tis_variable_str(t) > 0) {
-        mt = H5Tcopy(H5T_C_S1);
-        H5Tset_size(mt, H5T_VARIABLE);
-        H5Tset_cset(mt, H5Tget_cset(t));
-        vl = sx_calloc(n, sizeof *vl);
-        SX_CHECK(vl != NULL, SX_ERR_NOMEM, err, src, "out of memory");
-        SX_CHECK(H5Dread(d, mt, ms, fs, H5P_DEFAULT, vl) >= 0, SX_ERR_IO, err, src,
-                 "%s cannot be read; the file is truncated or damaged", src);
-        for (size_t k = 0; k < n; k++) {
-            if (vl[k] != NULL)
-                sx_buf_append(text, vl[k], strlen(vl[k]));
-            off[k + 1] = text->len;
-        }
-    } else {
-        size_t w = H5Tget_size(t);
-        SX_CHECK(w > 0, SX_ERR_FORMAT, err, src, "%s has a zero-width string type", src);
-        raw = sx_malloc(w * n + 1);
-        SX_CHECK(raw != NULL, SX_ERR_NOMEM, err, src, "out of memory");
-        mt = H5Tcopy(t);
-        SX_CHECK(H5Dread(d, mt, ms, fs, H5P_DEFAULT, raw) >= 0, SX_ERR_IO, err, src,
-                 "%s cannot be read; the file is truncated or damaged", src);
-        for (size_t k = 0; k < n; k++) {
-            const char *s = raw + k * w;
-            size_t len = w;
-            while (len > 0 && s[len - 1] == '\0') /* numpy's S dtype drops these only */
-                len--;
-            sx_buf_append(text, s, len);
-            off[k + 1] = text->len;
-        }
-    }
-    SX_CHECK(!text->failed, SX_ERR_NOMEM, err, src, "out of memory");
-out:
-    if (vl != NULL) {
-        H5Dvlen_reclaim(mt, ms, H5P_DEFAULT, vl);
-        free(vl);
-    }
-    free(raw);
-    close_id(mt);
-    close_id(t);
-    close_id(ms);
-    close_id(fs);
-    return st;
-}
-
 static enum sx_status h5_read_metas_impl(struct sx_h5 *h5, const struct sx_run *run,
                                          const struct sx_row *const *rows, size_t n,
                                          struct sx_buf *out, size_t *off, bool *any,
@@ -2414,7 +2624,7 @@ static enum sx_status h5_read_metas_impl(struct sx_h5 *h5, const struct sx_run *
     SX_CHECK(pts != NULL && roff != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     for (size_t k = 0; k < n; k++)
         pts[k] = rows[k]->file_row;
-    st = read_point_strings(h5->meta, pts, n, &raw, roff, src, err);
+    st = read_point_strings(h5->meta, pts, 0, n, &raw, roff, src, err);
     if (st != SX_OK)
         goto out;
     for (size_t k = 0; k < n; k++) {
@@ -2445,6 +2655,156 @@ static enum sx_status h5_read_metas_impl(struct sx_h5 *h5, const struct sx_run *
 out:
     sx_buf_free(&raw);
     free(roff);
+    free(pts);
+    quiet_end(&q);
+    return st;
+}
+
+/* Integers of a 1-D dataset at 'n' points in one read. */
+static enum sx_status read_point_ints(hid_t d, const hsize_t *pts, size_t n, int64_t *out,
+                                      const char *src, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t fs = -1, ms = -1;
+    if (n == 0)
+        goto out;
+    hsize_t count = n;
+    fs = H5Dget_space(d);
+    ms = H5Screate_simple(1, &count, NULL);
+    SX_CHECK(fs >= 0 && ms >= 0, SX_ERR_IO, err, src, "%s: dataspace error", src);
+    SX_CHECK(H5Sselect_elements(fs, H5S_SELECT_SET, n, pts) >= 0, SX_ERR_FORMAT, err, src,
+             "%s: rows out of range", src);
+    SX_CHECK(H5Dread(d, H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, out) >= 0, SX_ERR_IO, err,
+             src, "%s cannot be read; the file is truncated or damaged", src);
+out:
+    close_id(ms);
+    close_id(fs);
+    return st;
+}
+
+/*
+ * Integers of a contiguous dataset at 'n' points by pread, through a window
+ * of 64 KiB: a block's rows of one region are spread thin over the index,
+ * one window holds many of them.
+ */
+static enum sx_status read_window_ints(struct sx_h5 *h5, const struct raw_col *rc,
+                                       const hsize_t *pts, size_t n, int64_t *out,
+                                       const char *src, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    enum { WINDOW = 1 << 16 };
+    unsigned char *w = sx_malloc(WINDOW);
+    uint64_t lo = 1, hi = 0; /* rows in the window: [lo, hi) */
+    SX_CHECK(w != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    for (size_t k = 0; k < n; k++) {
+        uint64_t r = pts[k];
+        SX_CHECK(r < rc->nelem, SX_ERR_FORMAT, err, src,
+                 "%s: row %" PRIu64 " out of range", src, r);
+        if (r < lo || r >= hi) {
+            lo = r;
+            hi = r + WINDOW / rc->size;
+            if (hi > rc->nelem)
+                hi = rc->nelem;
+            size_t bytes = (size_t)(hi - lo) * rc->size, got = 0;
+            while (got < bytes) {
+                ssize_t g = pread(h5->fd, w + got, bytes - got,
+                                  (off_t)(rc->addr + lo * rc->size + got));
+                if (g < 0 && errno == EINTR)
+                    continue;
+                SX_CHECK(g > 0, SX_ERR_IO, err, src,
+                         "%s cannot be read; the file is truncated or damaged", src);
+                got += (size_t)g;
+            }
+        }
+        widen(w + (r - lo) * rc->size, rc->size, rc->is_signed, 1, &out[k]);
+    }
+out:
+    free(w);
+    return st;
+}
+
+static enum sx_status h5_fill_rows_impl(struct sx_h5 *h5, const struct sx_run *run,
+                                        const struct sx_index_row *const *ix, size_t n,
+                                        struct sx_row *out, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct quiet q;
+    hsize_t *pts = NULL;
+    size_t *off = NULL;
+    int64_t *iv = NULL;
+    struct sx_buf text = {0};
+    char src[1100];
+    quiet_begin(&q);
+    const unsigned cols =
+        SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END) | run->file_cols;
+    for (size_t k = 0; k < n; k++) {
+        struct sx_row *row = &out[k];
+        memset(row, 0, sizeof *row);
+        row->region = ix[k]->region;
+        row->rank = ix[k]->rank;
+        row->offset = ix[k]->offset;
+        row->count = ix[k]->count;
+        row->file_row = ix[k]->file_row;
+        row->cols = cols;
+        if (ix[k]->flags & SX_IR_NO_GPU)
+            row->cols &= ~SX_COLBIT(SX_COL_GPU);
+        row->has_meta_col = run->has_meta_col;
+    }
+    if (n == 0)
+        goto out;
+    pts = sx_malloc(n * sizeof *pts);
+    off = sx_malloc((n + 1) * sizeof *off);
+    iv = sx_malloc(n * sizeof *iv);
+    SX_CHECK(pts != NULL && off != NULL && iv != NULL, SX_ERR_NOMEM, err, h5->path,
+             "out of memory");
+    for (size_t k = 0; k < n; k++)
+        pts[k] = ix[k]->file_row;
+    for (int c = 0; c < RD_N; c++) {
+        if (h5->rd[c] < 0)
+            continue;
+        char obj[128];
+        snprintf(obj, sizeof obj, "rank_region_index/%s", rd_names[c]);
+        src_name(src, sizeof src, h5->path, obj);
+        if (c == RD_LINES || c == RD_EXCL) {
+            st = h5->rdraw[c].ok
+                     ? read_window_ints(h5, &h5->rdraw[c], pts, n, iv, src, err)
+                     : read_point_ints(h5->rd[c], pts, n, iv, src, err);
+            if (st != SX_OK)
+                goto out;
+            for (size_t k = 0; k < n; k++) {
+                if (iv[k] < 0)
+                    continue;
+                if (c == RD_LINES) {
+                    out[k].has_lineno = true;
+                    out[k].source_lineno = iv[k];
+                } else {
+                    out[k].has_exclusive = true;
+                    out[k].exclusive_total = iv[k];
+                }
+            }
+            continue;
+        }
+        const struct pool *pl = &h5->pool[c];
+        for (size_t k = 0; k < n; k++) {
+            uint32_t id = pl->id[ix[k]->file_row];
+            if (id == 0) /* "" is None, as the full read has it */
+                continue;
+            const char *p = pl->s[id - 1];
+            if (c == RD_TAGS) {
+                st = sx_json_parse_tags(p, strlen(p), &out[k].tags, &out[k].ntags, err);
+                if (st != SX_OK)
+                    goto out;
+                continue;
+            }
+            char *v = sx_strdup(p);
+            SX_CHECK(v != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+            if (c == RD_FILES)
+                out[k].source_file = v;
+            else
+                out[k].source_text = v;
+        }
+    }
+out:
+    sx_buf_free(&text);
+    free(iv);
+    free(off);
     free(pts);
     quiet_end(&q);
     return st;
@@ -2555,19 +2915,6 @@ struct span {
 static int cmp_span(const void *a, const void *b) {
     const struct span *x = a, *y = b;
     return (x->start > y->start) - (x->start < y->start);
-}
-
-/* Little-endian integers of 'size' bytes to int64. */
-static void widen(const unsigned char *p, size_t size, bool is_signed, uint64_t n,
-                  int64_t *out) {
-    for (uint64_t i = 0; i < n; i++, p += size) {
-        uint64_t u = 0;
-        for (size_t b = 0; b < size; b++)
-            u |= (uint64_t)p[b] << (8 * b);
-        if (is_signed && size < 8 && (u >> (8 * size - 1)) & 1)
-            u |= ~(uint64_t)0 << (8 * size);
-        out[i] = (int64_t)u;
-    }
 }
 
 /*
@@ -2824,7 +3171,25 @@ static void h5_leave(void) {
 enum sx_status sx_h5_open(MPI_Comm comm, const char *path, bool summary,
                           struct sx_h5 **h5, struct sx_run **run, struct sx_error *err) {
     h5_enter(path);
-    enum sx_status st = h5_open_impl(comm, path, summary, h5, run, err);
+    enum sx_status st = h5_open_impl(comm, path, summary, false, h5, run, err);
+    h5_leave();
+    return st;
+}
+
+enum sx_status sx_h5_open_index(MPI_Comm comm, const char *path, bool summary,
+                                struct sx_h5 **h5, struct sx_run **run,
+                                struct sx_error *err) {
+    h5_enter(path);
+    enum sx_status st = h5_open_impl(comm, path, summary, true, h5, run, err);
+    h5_leave();
+    return st;
+}
+
+enum sx_status sx_h5_fill_rows(struct sx_h5 *h5, const struct sx_run *run,
+                               const struct sx_index_row *const *ix, size_t n,
+                               struct sx_row *out, struct sx_error *err) {
+    h5_enter(h5->path);
+    enum sx_status st = h5_fill_rows_impl(h5, run, ix, n, out, err);
     h5_leave();
     return st;
 }

@@ -296,6 +296,21 @@ struct sx_lp_rank {
     size_t n;
 };
 
+/*
+ * What the plan keeps of a row of a run read lazily (sx_h5_open_index): its
+ * place in the document and in the event columns, a few dozen bytes. The
+ * rest of the row is read for the blocks that write it (sx_h5_fill_rows).
+ */
+struct sx_index_row {
+    uint64_t offset; /* first event of the row in the event columns */
+    uint64_t count;
+    int64_t rank;
+    uint64_t file_row; /* row of rank_region_index */
+    uint32_t region;   /* index into run->names */
+    uint32_t flags;    /* SX_IR_* */
+};
+#define SX_IR_NO_GPU 1u /* the GPU slice has no value >= 0: no GPU column */
+
 struct sx_run {
     char *path; /* the file it came from */
     int schema; /* 1, 2, 3; 0 for JSON */
@@ -308,6 +323,9 @@ struct sx_run {
     size_t nnames;
     struct sx_row *rows; /* file order (columnar) or group order (schema 1) */
     size_t nrows;
+    /* a run read lazily has no 'rows' (nrows 0) but this index, in file order */
+    struct sx_index_row *index;
+    size_t nindex;
     unsigned file_cols; /* optional event columns the file has (SX_COLBIT) */
     bool has_meta_col;
     bool delta_encoded; /* events/start_deltas exists */
@@ -355,6 +373,23 @@ struct sx_h5;
  */
 enum sx_status sx_h5_open(MPI_Comm comm, const char *path, bool summary,
                           struct sx_h5 **h5, struct sx_run **run, struct sx_error *err);
+/*
+ * The same, but a columnar run with events (not summary, not aggregate) is
+ * read lazily: 'run' gets the index (run->index) and no rows; the rest of a
+ * row is read by sx_h5_fill_rows when a block writes it. Other layouts are
+ * read as by sx_h5_open. Collective like sx_h5_open.
+ */
+enum sx_status sx_h5_open_index(MPI_Comm comm, const char *path, bool summary,
+                                struct sx_h5 **h5, struct sx_run **run,
+                                struct sx_error *err);
+/*
+ * The rows 'ix[0..n)' of a lazily read run in full (strings, tags, source
+ * line, exclusive total; no event data), each row in one read per column.
+ * 'out' has room for n rows; the caller clears them (sx_row_clear). Local.
+ */
+enum sx_status sx_h5_fill_rows(struct sx_h5 *h5, const struct sx_run *run,
+                               const struct sx_index_row *const *ix, size_t n,
+                               struct sx_row *out, struct sx_error *err);
 /* Collective like sx_h5_open. Accepts NULL. */
 void sx_h5_close(struct sx_h5 *h5);
 

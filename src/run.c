@@ -98,6 +98,7 @@ void sx_run_free(struct sx_run *run) {
     for (size_t i = 0; i < run->nrows; i++)
         sx_row_clear(&run->rows[i]);
     free(run->rows);
+    free(run->index);
     free_lanes(run->threads, run->nthreads);
     free_lanes(run->tasks, run->ntasks);
     free_likwid(run->likwid, run->nlikwid);
