@@ -35,12 +35,15 @@ struct block_hdr {
 int sx_stream_owner(size_t b, int size, bool gz) {
     /*
      * For .gz every rank deflates its share, rank 0 included: compression is
-     * the cost. For plain text rank 0's job is writing every byte, so with two
-     * or more ranks the others format and rank 0 only receives and writes.
+     * the cost. For plain text rank 0 also receives and writes every byte, so
+     * it formats half a share: in every 2 * size - 1 blocks, one is rank 0's
+     * and two in a row are each other rank's (reading compressed columns,
+     * formatting costs several times the writing; rank 0 idle would waste it).
      */
     if (gz || size == 1)
         return (int)(b % (size_t)size);
-    return 1 + (int)(b % (size_t)(size - 1));
+    size_t j = b % (2 * (size_t)size - 1);
+    return j == 0 ? 0 : 1 + (int)((j - 1) / 2);
 }
 
 static enum sx_status mpi_failed(const char *what, struct sx_error *err) {
