@@ -41,6 +41,8 @@ static const char usage_text[] =
     "  --skew F           fraction 0..1 of all events in one row (default 0: even "
     "+-50%)\n"
     "  --empty-ranks      ranks 1, 4, 7, ... record nothing (no rows, lanes or groups)\n"
+    "  --zero-rows        keep rows that got no events (count 0), and make every 5th\n"
+    "                     row of a rank one (default: a row exists only with calls)\n"
     "  --seed S           PRNG seed (default 1)\n"
     "  --strings vlen|fixed   index strings as vlen, or NULLPAD fixed-length like the\n"
     "                     parallel writer (default vlen)\n"
@@ -61,6 +63,7 @@ struct opts {
     uint64_t events;
     double skew;
     bool empty_ranks;
+    bool zero_rows;
     uint64_t seed;
     bool fixed;
     unsigned cols;
@@ -211,6 +214,8 @@ static int parse_args(int argc, char **argv, bool talk, struct opts *o) {
             takes = false;
             if (!strcmp(a, "--empty-ranks"))
                 o->empty_ranks = true;
+            else if (!strcmp(a, "--zero-rows"))
+                o->zero_rows = true;
             else if (!strcmp(a, "--lanes"))
                 o->lanes = true;
             else if (!strcmp(a, "--likwid"))
@@ -359,6 +364,8 @@ static bool make_plan(const struct opts *o, struct plan *p) {
             p->rows[n].rank = r;
             p->base[n] = list[j];
             weight[n] = 0.5 + uniform(&seedw);
+            if (o->zero_rows && j % 5 == 4)
+                weight[n] = 0;
         }
     }
 
@@ -383,10 +390,10 @@ static bool make_plan(const struct opts *o, struct plan *p) {
     if (n > 0 && o->skew > 0)
         p->rows[n > 1 ? huge : 0].count += big;
 
-    /* Rows exist only for regions with at least one call. */
+    /* Rows exist only for regions with at least one call (unless --zero-rows). */
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
-        if (p->rows[i].count > 0) {
+        if (p->rows[i].count > 0 || o->zero_rows) {
             p->rows[m] = p->rows[i];
             p->base[m] = p->base[i];
             m++;

@@ -1,0 +1,35 @@
+/* same_run.c - test helper: does a JSON profile hold the run of an HDF5 file?
+ *
+ *   same_run PROFILE.json[.gz] RUN.h5   exit 0 when they are the same run, 1 (and the
+ *                                        first difference) when not, 2 on a read error
+ *
+ * The run is read in full by the non-streaming reader (sx_h5_load), the document by the
+ * JSON loader: a check of an export that shares no code with the export's reading.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+
+int main(int argc, char **argv) {
+    struct sx_run *doc = NULL, *run = NULL;
+    struct sx_error e;
+    char why[512] = "";
+    int rc = 2;
+    if (argc != 3) {
+        fprintf(stderr, "usage: same_run PROFILE.json RUN.h5\n");
+        return 2;
+    }
+    sx_error_clear(&e);
+    if (sx_json_load(argv[1], &doc, &e) != SX_OK ||
+        sx_h5_load(argv[2], false, &run, &e) != SX_OK) {
+        fprintf(stderr, "same_run: %s\n", e.text);
+        goto out;
+    }
+    rc = sx_run_equal(run, doc, why, sizeof why) ? 0 : 1;
+    if (rc != 0)
+        fprintf(stderr, "same_run: %s is not the run of %s: %s\n", argv[1], argv[2], why);
+out:
+    sx_run_free(doc);
+    sx_run_free(run);
+    return rc;
+}

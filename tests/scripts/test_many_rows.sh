@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# test_many_rows.sh - runs of thousands of rows (empty ranks, rows without calls) export to
+# the same text at 1, 2 and 3 ranks, and that text holds the rows the generator wrote
+. "$(dirname "$0")/lib.sh"
+SYNTH="$BIN/scope-export-synth"
+
+# The event counts of the index, one a line, as the generator wrote them.
+index_counts() {
+    h5dump -d /rank_region_index/event_counts -y -w 0 "$1" |
+        sed -n '/DATA {/,/}/p' | sed '1d;$d' | tr -s ', ' '\n\n' | sed '/^$/d'
+}
+
+# The document's rows: "name<TAB>rank<TAB>calls" sorted, and how many have no calls.
+doc_rows() {
+    python3 - "$1" <<'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+rows = doc["regions"]
+for r in rows:
+    n = len(r["start_times_ns"])
+    assert len(r["end_times_ns"]) == n, r["name"]
+    print("%s\t%d\t%d" % (r["name"], r["rank"], n))
+EOF
+}
+
+shape() { # name block-size synth-options...
+    local name=$1 bs=$2
+    shift 2
+    local h5=$TMP/$name.h5 ref=$TMP/$name.ref.json
+    "$SYNTH" "$@" --seed 11 "$h5" >/dev/null || { bad "$name: generator failed"; return; }
+    "$X" export "$h5" -o "$ref" -q --block-size "$bs" || { bad "$name: bare export"; return; }
+
+    # the structure: one document row per index row, the same calls, zero-count ones too
+    local want got zeros_want zeros_got
+    want=$(index_counts "$h5" | sort -n | tr '\n' ' ')
+    got=$(doc_rows "$ref" | cut -f3 | sort -n | tr '\n' ' ')
+    zeros_want=$(index_counts "$h5" | grep -cx 0)
+    zeros_got=$(doc_rows "$ref" | cut -f3 | grep -cx 0)
+    if [ -n "$want" ] && [ "$want" = "$got" ] && [ "$zeros_want" -gt 0 ]; then
+        ok
+    else
+        bad "$name: the document's rows are not the index's ($(echo "$got" | wc -w) rows," \
+            "$zeros_got without calls; the index: $(echo "$want" | wc -w), $zeros_want)"
+    fi
+    [ "$(doc_rows "$ref" | wc -l)" -ge 4000 ] && ok || bad "$name: fewer rows than meant"
+    # and every row's values, against the run read in full by the non-streaming reader
+    if "$BIN/tests/same_run" "$ref" "$h5" 2>"$TMP/err"; then
+        ok
+    else
+        bad "$name: $(head -1 "$TMP/err")"
+    fi
+
+    for np in 1 2 3; do
+        for ext in json json.gz; do
+            out="$TMP/$name.$np.$ext"
+            if run_np "$np" "$X" export "$h5" -o "$out" -q --block-size "$bs" &&
+                "$CMP" "$out" "$ref"; then
+                ok
+            else
+                bad "$name -n $np $ext (blocks of $bs)"
+            fi
+        done
+    done
+    rm -f "$TMP/$name".*
+}
+
+# small blocks: rows of one block spread over the whole index, many blocks per rank
+shape every-column 16384 --ranks 300 --regions 24 --events 30000 --empty-ranks --zero-rows \
+    --columns all
+# the default block size: blocks cut by their number of rows
+shape chunked-fixed 4194304 --ranks 1100 --regions 6 --events 20000 --zero-rows \
+    --strings fixed --chunk 512 --deflate 2 --unicode
+finish
