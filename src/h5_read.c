@@ -30,6 +30,7 @@ struct sx_h5 {
                            encoded) */
     hid_t meta;         /* rank_region_index/event_metadata, or -1 */
     bool lazy;          /* sx_h5_open_index: rows are read by sx_h5_fill_rows */
+    bool open_only;     /* a rank other than 0 of a shared index: opens, reads no rows */
     hid_t rd[5];        /* lazily read index columns (RD_*), or -1 */
     /* running sums of start_deltas at piece ends, so that a row read in
      * pieces does not re-sum from its first event for every piece */
@@ -1241,7 +1242,7 @@ static enum sx_status open_lazy_cols(struct sx_h5 *h5, uint64_t nrows,
                          err);
         if (st == SX_OK)
             st = req_len(h5, p, (uint64_t)n, nrows, err);
-        if (st == SX_OK && strings)
+        if (st == SX_OK && strings && !h5->open_only)
             st = read_pool(h5->rd[k], nrows, &h5->pool[k], src, err);
         if (st != SX_OK)
             goto out;
@@ -1252,6 +1253,30 @@ static enum sx_status open_lazy_cols(struct sx_h5 *h5, uint64_t nrows,
     }
 out:
     close_id(t);
+    return st;
+}
+
+/* Open rank_region_index/event_metadata, if the run has it, for reads by row. */
+static enum sx_status open_meta(struct sx_h5 *h5, struct sx_run *run, uint64_t nrows,
+                                struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    char src[1100];
+    if (!link_exists(h5->file, "rank_region_index/event_metadata"))
+        return SX_OK;
+    h5->meta = H5Dopen2(h5->file, "rank_region_index/event_metadata", H5P_DEFAULT);
+    src_name(src, sizeof src, h5->path, "/rank_region_index/event_metadata");
+    SX_CHECK(h5->meta >= 0, SX_ERR_FORMAT, err, src, "%s cannot be opened", src);
+    int64_t nm = dset_len(h5->meta);
+    hid_t mt = H5Dget_type(h5->meta);
+    bool is_str = mt >= 0 && H5Tget_class(mt) == H5T_STRING;
+    close_id(mt);
+    SX_CHECK(is_str, SX_ERR_FORMAT, err, src,
+             "%s has the wrong datatype: strings expected", src);
+    st = req_len(h5, "/rank_region_index/event_metadata", (uint64_t)(nm < 0 ? 0 : nm),
+                 nrows, err);
+    if (st == SX_OK)
+        run->has_meta_col = true;
+out:
     return st;
 }
 
@@ -1284,6 +1309,20 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
     }
     g = H5Gopen2(h5->file, "rank_region_index", H5P_DEFAULT);
     SX_CHECK(g >= 0, SX_ERR_FORMAT, err, src, "%s is not a group", src);
+    if (h5->open_only) {
+        /* rank 0 reads and checks the rows and shares them (share_index) */
+        hid_t d = H5Dopen2(h5->file, "rank_region_index/region_ids", H5P_DEFAULT);
+        int64_t n = d >= 0 ? dset_len(d) : -1;
+        close_id(d);
+        SX_CHECK(n >= 0, SX_ERR_FORMAT, err, src, "%s/region_ids cannot be opened", src);
+        ix.n = (uint64_t)n;
+        st = open_lazy_cols(h5, ix.n, err);
+        if (st == SX_OK)
+            st = open_meta(h5, run, ix.n, err);
+        if (st == SX_OK)
+            st = open_events(h5, run, 0, err);
+        goto out;
+    }
     st = read_ints(h5, h5->file, "rank_region_index/region_ids", false, &ix.region_ids,
                    &ix.n, err);
     if (st != SX_OK)
@@ -1359,23 +1398,9 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
                     goto out;
             }
         }
-        if (link_exists(h5->file, "rank_region_index/event_metadata")) {
-            h5->meta =
-                H5Dopen2(h5->file, "rank_region_index/event_metadata", H5P_DEFAULT);
-            src_name(src, sizeof src, h5->path, "/rank_region_index/event_metadata");
-            SX_CHECK(h5->meta >= 0, SX_ERR_FORMAT, err, src, "%s cannot be opened", src);
-            int64_t nm = dset_len(h5->meta);
-            hid_t mt = H5Dget_type(h5->meta);
-            bool is_str = mt >= 0 && H5Tget_class(mt) == H5T_STRING;
-            close_id(mt);
-            SX_CHECK(is_str, SX_ERR_FORMAT, err, src,
-                     "%s has the wrong datatype: strings expected", src);
-            st = req_len(h5, "/rank_region_index/event_metadata",
-                         (uint64_t)(nm < 0 ? 0 : nm), ix.n, err);
-            if (st != SX_OK)
-                goto out;
-            run->has_meta_col = true;
-        }
+        st = open_meta(h5, run, ix.n, err);
+        if (st != SX_OK)
+            goto out;
         uint64_t need = 0;
         for (uint64_t r = 0; r < ix.n; r++)
             if ((uint64_t)ix.offsets[r] + (uint64_t)ix.counts[r] > need)
@@ -2253,6 +2278,113 @@ out:
 /* ------------------------------------------------------------------ */
 /* Open / close                                                       */
 
+/* NOTE: collective. MPI counts are int: broadcast 'n' bytes in pieces of 1 GiB. */
+static bool bcast_big(void *p, uint64_t n, MPI_Comm comm) {
+    bool ok = true;
+    for (uint64_t at = 0; at < n; at += 1u << 30) {
+        int k = n - at < (1u << 30) ? (int)(n - at) : (int)(1u << 30);
+        ok &= MPI_Bcast((char *)p + at, k, MPI_BYTE, 0, comm) == MPI_SUCCESS;
+    }
+    return ok;
+}
+
+/*
+ * NOTE: collective over 'comm'. The index of a lazily read columnar run is
+ * read by rank 0 alone and sent to every rank: at thousands of ranks, every
+ * rank reading every index column would storm a parallel file system. The
+ * others opened the file's datasets but read no row ('open_only'). Every rank
+ * calls this whatever its 'st'; returns the agreed status.
+ */
+static enum sx_status share_index(MPI_Comm comm, struct sx_h5 *h5, struct sx_run *run,
+                                  enum sx_status st, struct sx_error *err) {
+    int rank = 0;
+    struct share_hdr {
+        uint64_t nindex, npool[3], bytes[3];
+        int64_t num_ranks;
+        int32_t shared, has_ids[3];
+    } hd;
+    char *blob = NULL;
+    MPI_Comm_rank(comm, &rank);
+    memset(&hd, 0, sizeof hd);
+    if (rank == 0 && st == SX_OK && run->index != NULL) {
+        hd.shared = 1;
+        hd.nindex = run->nindex;
+        hd.num_ranks = run->num_ranks;
+        for (int k = 0; k < 3; k++) {
+            hd.has_ids[k] = h5->pool[k].id != NULL;
+            hd.npool[k] = h5->pool[k].n;
+            for (size_t i = 0; i < h5->pool[k].n; i++)
+                hd.bytes[k] += strlen(h5->pool[k].s[i]) + 1;
+        }
+    }
+    if (MPI_Bcast(&hd, (int)sizeof hd, MPI_BYTE, 0, comm) != MPI_SUCCESS && st == SX_OK)
+        st = sx_error_set(err, SX_ERR_MPI, h5->path, "%s: MPI_Bcast of the index failed",
+                          h5->path);
+    /* room on the receivers */
+    if (rank != 0 && st == SX_OK && hd.shared) {
+        if (!h5->open_only)
+            st = sx_error_set(err, SX_ERR_INTERNAL, h5->path,
+                              "%s: the ranks disagree on the file's layout", h5->path);
+        run->index = sx_malloc((hd.nindex + 1) * sizeof *run->index);
+        run->nindex = (size_t)hd.nindex;
+        run->num_ranks = hd.num_ranks;
+        bool ok = run->index != NULL;
+        for (int k = 0; k < 3 && ok; k++) {
+            struct pool *pl = &h5->pool[k];
+            if (hd.has_ids[k])
+                ok = (pl->id = sx_malloc((hd.nindex + 1) * sizeof *pl->id)) != NULL;
+            if (ok && hd.npool[k] > 0)
+                ok = (pl->s = sx_calloc(hd.npool[k], sizeof *pl->s)) != NULL;
+            pl->cap = (size_t)hd.npool[k];
+        }
+        if (!ok)
+            st = sx_error_set(err, SX_ERR_NOMEM, h5->path,
+                              "%s: out of memory for the run's index", h5->path);
+    }
+    uint64_t most = 0;
+    for (int k = 0; k < 3; k++)
+        most = hd.bytes[k] > most ? hd.bytes[k] : most;
+    if (st == SX_OK && hd.shared && (blob = sx_malloc(most + 1)) == NULL)
+        st = sx_error_set(err, SX_ERR_NOMEM, h5->path, "%s: out of memory", h5->path);
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK || !hd.shared)
+        goto out;
+
+    bool ok = bcast_big(run->index, hd.nindex * sizeof *run->index, comm);
+    for (int k = 0; k < 3; k++) {
+        struct pool *pl = &h5->pool[k];
+        if (hd.has_ids[k])
+            ok &= bcast_big(pl->id, hd.nindex * sizeof *pl->id, comm);
+        if (hd.npool[k] == 0)
+            continue;
+        char *q = blob;
+        for (size_t i = 0; rank == 0 && i < pl->n; i++) {
+            size_t len = strlen(pl->s[i]) + 1;
+            memcpy(q, pl->s[i], len);
+            q += len;
+        }
+        ok &= bcast_big(blob, hd.bytes[k], comm);
+        q = blob;
+        for (size_t i = 0; rank != 0 && i < hd.npool[k]; i++) {
+            size_t len = strlen(q) + 1;
+            pl->s[i] = sx_strdup(q);
+            if (pl->s[i] == NULL && st == SX_OK)
+                st = sx_error_set(err, SX_ERR_NOMEM, h5->path, "%s: out of memory",
+                                  h5->path);
+            if (pl->s[i] != NULL)
+                pl->n = i + 1;
+            q += len;
+        }
+    }
+    if (!ok && st == SX_OK)
+        st = sx_error_set(err, SX_ERR_MPI, h5->path, "%s: MPI_Bcast of the index failed",
+                          h5->path);
+    st = sx_all_ok(comm, st, err);
+out:
+    free(blob);
+    return st;
+}
+
 static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary,
                                    bool lazy, struct sx_h5 **out, struct sx_run **run_out,
                                    struct sx_error *err) {
@@ -2262,9 +2394,13 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
     hid_t fapl = -1;
     struct quiet q;
     struct stat sb;
+    int rank = 0;
+    bool opened_mpi = false; /* every rank passed the agreement on the file */
     quiet_begin(&q);
     *out = NULL;
     *run_out = NULL;
+    if (comm != MPI_COMM_NULL)
+        MPI_Comm_rank(comm, &rank);
     h5 = sx_calloc(1, sizeof *h5);
     SX_CHECK(h5 != NULL, SX_ERR_NOMEM, err, path, "out of memory");
     h5->file = -1;
@@ -2294,6 +2430,7 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
                               path);
         goto out;
     }
+    opened_mpi = comm != MPI_COMM_NULL;
     h5->file_size = sb.st_size;
     h5->fd = open(path, O_RDONLY | O_CLOEXEC);
 
@@ -2319,6 +2456,8 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
         st = read_metadata(h5, run, err);
     if (st != SX_OK)
         goto out;
+    h5->open_only = h5->lazy && comm != MPI_COMM_NULL && rank != 0 &&
+                    run->layout == SX_LAYOUT_COLUMNAR;
     if (run->layout == SX_LAYOUT_SCHEMA1) {
         st = read_schema1(h5, run, err);
     } else {
@@ -2335,6 +2474,9 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
          link_exists(h5->file, "rank_region_index/summary_statistics")))
         run->event_data_available = false;
 out:
+    /* NOTE: collective: every rank of a lazy open joins, whatever its status */
+    if (h5 != NULL && h5->lazy && comm != MPI_COMM_NULL && opened_mpi)
+        st = share_index(comm, h5, run, st, err);
     close_id(fapl);
     quiet_end(&q);
     if (st != SX_OK) {
