@@ -3,7 +3,9 @@
 #
 #   scripts/bench.sh [--quick] [--reps N] [--out DIR] [--no-build]
 #
-#   --quick      runs of 100k and 1M events (default: 1M and 10M), plus the skewed large run
+#   --quick      runs of 100k and 1M events (default: 1M and 10M), plus the skewed large run;
+#                the many-row and compressed runs smaller (default: 1024 x 64 and 4096 x 64
+#                file ranks x regions, 16384 x 100 = 1.6M rows, 6M events in gzip-4 chunks)
 #   --reps N     repetitions per command; the table shows medians (default 3)
 #   --out DIR    where bench.txt (the table) and raw.tsv (every repetition) go
 #                (default: ${TMPDIR:-/tmp}/scope-export-bench)
@@ -79,15 +81,12 @@ trap 'rm -rf "$W"' EXIT
 trap 'exit 130' INT TERM
 TO=${SX_BENCH_TIMEOUT:-1800}   # seconds per command: a hang is a failure
 
-# Rank 0 runs under /usr/bin/time, the other ranks bare: rank 0's own wall and peak RSS.
+# Every rank runs under /usr/bin/time: its own wall and peak RSS, in FILE.<rank>.
 cat >"$W/r0" <<'EOF'
 #!/bin/sh
 f=$1
 shift
-if [ "${OMPI_COMM_WORLD_RANK:-0}" = 0 ]; then
-    exec /usr/bin/time -f "%e %M" -o "$f" "$@"
-fi
-exec "$@"
+exec /usr/bin/time -f "%e %M" -o "$f.${OMPI_COMM_WORLD_RANK:-0}" "$@"
 EOF
 chmod +x "$W/r0"
 
@@ -166,11 +165,37 @@ case_out() {
         *) echo "$W/out.json.gz" ;; esac
 }
 
-declare -A WALL R0WALL RSS SIZE JSONB H5B EVENTS ERR EXP
-runs=(small large skew)
+declare -A WALL R0WALL RSS SIZE JSONB H5B EVENTS ERR EXP ALLRSS RANKRSS ROWS
+# The few-row runs (8 file ranks x 20 regions), and the shapes of real jobs: many rows (one
+# per file rank and region), and event columns in gzip-4 + shuffle chunks of 4096 (the relay
+# writer's layout). The large many-row runs time only what their targets need.
+base_runs=(small large skew)
+runs=(small large skew rows1k gz6m rows4k rows16k)
 declare -A RUN_EVENTS=([small]=$small [large]=$large [skew]=$large)
 declare -A RUN_LABEL=([small]=$(human "$small") [large]=$(human "$large")
                       [skew]="$(human "$large")-skew")
+case $mode in
+    full)  rk=(1024 4096 16384) rg=(64 64 100) rev=(2000000 4000000 5000000) zev=6000000 ;;
+    quick) rk=(256 1024 4096) rg=(64 64 100) rev=(500000 1000000 1250000) zev=1000000 ;;
+    tiny)  rk=(64 256 1024) rg=(16 16 25) rev=(20000 40000 50000) zev=100000 ;;
+esac
+declare -A RUN_SYNTH=(
+    [small]="--ranks 8 --regions 20" [large]="--ranks 8 --regions 20"
+    [skew]="--ranks 8 --regions 20 --skew 0.5"
+    [rows1k]="--ranks ${rk[0]} --regions ${rg[0]} --columns call,parent,meta --skew 0.3"
+    [rows4k]="--ranks ${rk[1]} --regions ${rg[1]} --columns call,parent,meta --skew 0.3"
+    [rows16k]="--ranks ${rk[2]} --regions ${rg[2]}"
+    [gz6m]="--ranks 8 --regions 20 --chunk 4096 --deflate 4")
+RUN_EVENTS+=([rows1k]=${rev[0]} [rows4k]=${rev[1]} [rows16k]=${rev[2]} [gz6m]=$zev)
+for r in rows1k rows4k rows16k; do
+    i=$([ $r = rows1k ] && echo 0 || { [ $r = rows4k ] && echo 1 || echo 2; })
+    RUN_LABEL[$r]="${rk[$i]}x${rg[$i]}"
+done
+RUN_LABEL[gz6m]="$(human "$zev")-gzip4"
+# cases a run times (all when unset)
+declare -A RUN_CASES=([gz6m]="start.1 start.2 json.1 json.2 cat"
+                      [rows4k]="start.2 json.1 json.2" [rows16k]="start.2 json.1 json.2")
+runs_case() { [ -z "${RUN_CASES[$1]:-}" ] || [[ " ${RUN_CASES[$1]} " == *" $2 "* ]]; }
 verified=0
 verify_fail=0
 vnote=()
@@ -180,7 +205,7 @@ timed() {
     local run=$1 c kind n opts out t0 t1 rc rep=$3
     IFS='|' read -r c kind n _ opts <<<"$2"
     out=$(case_out "$c")
-    rm -f "$out" "$W/time.outer" "$W/time.r0"
+    rm -f "$out" "$W/time.outer" "$W"/time.r0.*
     t0=$(now_us)
     if [ "$kind" = sx ] || [ "$kind" = launch ]; then
         local in=$W/run.$run.h5
@@ -211,7 +236,7 @@ timed() {
         echo "bench: ${RUN_LABEL[$run]} $c failed (status $rc): $(grep -v -e '^-*$' -e '^ *$' "$W/err" | head -2 | tr '\n' ' ')" >&2
         return 1
     fi
-    local wall te rss r0w r0m sz exp=nan
+    local wall te rss r0w r0m sz exp=nan allm ranks
     wall=$(calc 3 "($t1 - $t0) / 1e6")
     if [ "$kind" != y ]; then   # the export's own time (--stats), without start-up
         exp=$(sed -n 's/.* bytes in \([0-9.]*\) s .*/\1/p' "$W/err" | tail -1)
@@ -219,14 +244,21 @@ timed() {
     fi
     read -r te rss <<<"$(lastline "$W/time.outer")"
     if [ "$kind" = sx ] || [ "$kind" = launch ]; then
-        read -r r0w r0m <<<"$(lastline "$W/time.r0")"
+        read -r r0w r0m <<<"$(lastline "$W/time.r0.0")"
+        ranks="" allm=0
+        for ((k = 0; k < n; k++)); do   # every rank's peak RSS, KiB
+            local m
+            m=$(lastline "$W/time.r0.$k" | cut -d' ' -f2)
+            ranks+="${ranks:+/}$(calc 0 "${m:-0} / 1024")"
+            [ "${m:-0}" -gt "$allm" ] && allm=$m
+        done
     else
-        r0w=$te r0m=$rss
+        r0w=$te r0m=$rss allm=$rss ranks=$(calc 0 "${rss:-0} / 1024")
     fi
     sz=$(fsize "$out")
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "${RUN_LABEL[$run]}" "$c" "$rep" "$wall" \
         "${te:-}" "${rss:-}" "${r0w:-}" "${r0m:-}" "$sz" >>"$raw"
-    echo "$wall ${r0w:-nan} ${r0m:-0} $sz $exp"
+    echo "$wall ${r0w:-nan} ${r0m:-0} $sz $exp ${allm:-0} ${ranks:--}"
 }
 
 # check_output RUN CASE: the output of the first repetition against doc.json
@@ -263,16 +295,16 @@ start_time=$(date '+%Y-%m-%d %H:%M:%S')
 live=()
 for run in "${runs[@]}"; do
     ev=${RUN_EVENTS[$run]}
-    skewopt=()
-    [ "$run" = skew ] && skewopt=(--skew 0.5)
     echo "bench: ${RUN_LABEL[$run]}: generating $ev events" >&2
-    if ! "$SYNTH" --ranks 8 --regions 20 --events "$ev" "${skewopt[@]}" "$W/run.$run.h5" \
-        >/dev/null 2>"$W/err"; then
+    # shellcheck disable=SC2086
+    if ! "$SYNTH" ${RUN_SYNTH[$run]} --events "$ev" -v "$W/run.$run.h5" \
+        >"$W/synth.out" 2>"$W/err"; then
         echo "bench: scope-export-synth failed: $(head -1 "$W/err")" >&2
         broke=1
         continue
     fi
     H5B[$run]=$(fsize "$W/run.$run.h5")
+    ROWS[$run]=$(sed -n 's/.*: \([0-9]*\) rows,.*/\1/p' "$W/synth.out")
     EVENTS[$run]=$ev
     live+=("$run")
 done
@@ -281,6 +313,7 @@ for ((rep = 1; rep <= reps; rep++)); do
     for spec in "${cases[@]}"; do
         IFS='|' read -r c kind _ <<<"$spec"
         for run in "${live[@]}"; do
+            runs_case "$run" "$c" || continue
             [ -n "${ERR[$run:$c]:-}" ] && continue
             if [ "$kind" = y ] && [ ! -s "$W/doc.$run.json" ]; then
                 ERR[$run:$c]="no doc.json"; continue   # json.1 failed: no yardstick input
@@ -291,8 +324,11 @@ for ((rep = 1; rep <= reps; rep++)); do
                 broke=1
                 continue
             fi
-            read -r w r0w r0m sz ex <<<"$res"
+            read -r w r0w r0m sz ex am rl <<<"$res"
             WALLS[$run:$c]+=" $w" R0WALLS[$run:$c]+=" $r0w" RSSS[$run:$c]+=" $r0m"
+            if [ "${am:-0}" -ge "${ALLRSS[$run:$c]:-0}" ]; then
+                ALLRSS[$run:$c]=$am RANKRSS[$run:$c]=$rl
+            fi
             EXPS[$run:$c]+=" $ex"
             SIZE[$run:$c]=$sz
             if [ "$rep" = 1 ]; then
@@ -306,6 +342,7 @@ for run in "${live[@]}"; do
     JSONB[$run]=$(fsize "$W/doc.$run.json")
     for spec in "${cases[@]}"; do
         IFS='|' read -r c kind _ <<<"$spec"
+        runs_case "$run" "$c" || continue
         [ -n "${ERR[$run:$c]:-}" ] && continue
         # shellcheck disable=SC2086
         WALL[$run:$c]=$(median ${WALLS[$run:$c]})
@@ -351,6 +388,8 @@ report() {
     echo "ratio: json vs cat, gz with N ranks vs pigz -p N -6; r0 MiB: peak RSS of rank 0"
     echo "(of the process itself for the yardsticks), the largest over the repetitions; r0 s: rank 0's"
     echo "own wall (/usr/bin/time %e, MPI_Init included, mpiexec's launch not), median;"
+    echo "ranks MiB: every rank's peak RSS (/usr/bin/time %M per rank), rank 0 first, of the"
+    echo "repetition with the largest;"
     echo "exp s: the export's own time as --stats reports it (no process or MPI start-up), median;"
     echo "net s: wall less start.N, the launch of N ranks measured in the same run (mpiexec,"
     echo "MPI_Init and MPI_Finalize of scope-export on a 100-event run): the export's whole cost."
@@ -361,13 +400,14 @@ report() {
     for run in "${runs[@]}"; do
         [ -n "${EVENTS[$run]:-}" ] || continue
         echo
-        printf '== %s: %s events, 8 file ranks, 20 regions%s; HDF5 %.1f MB, JSON %.1f MB\n' \
-            "${RUN_LABEL[$run]}" "${EVENTS[$run]}" "$([ "$run" = skew ] && echo ', --skew 0.5')" \
+        printf '== %s: %s events, %s rows (scope-export-synth %s); HDF5 %.1f MB, JSON %.1f MB\n' \
+            "${RUN_LABEL[$run]}" "${EVENTS[$run]}" "${ROWS[$run]:-?}" "${RUN_SYNTH[$run]}" \
             "$(calc 1 "${H5B[$run]} / 1e6")" "$(calc 1 "${JSONB[$run]:-0} / 1e6")"
-        printf '%-7s %-70s %7s %6s %13s %8s %7s %6s %6s %6s\n' case command "wall s" "MB/s" \
-            ratio "size MB" "r0 MiB" "r0 s" "exp s" "net s"
+        printf '%-7s %-70s %7s %6s %13s %8s %7s %11s %6s %6s %6s\n' case command "wall s" \
+            "MB/s" ratio "size MB" "r0 MiB" "ranks MiB" "r0 s" "exp s" "net s"
         for spec in "${cases[@]}"; do
             IFS='|' read -r c kind _ yard _ <<<"$spec"
+            runs_case "$run" "$c" || continue
             if ! have "$run:$c"; then
                 printf '%-7s %-70s %s\n' "$c" "$(case_cmd "$c")" "ERROR (${ERR[$run:$c]:-})"
                 continue
@@ -382,9 +422,9 @@ report() {
             local nt=-
             case $c in start.*|cat|gzip|pigz.*) ;; *) nt=$(net "$run" "$c") ;; esac
             [ "${c%%.*}" = start ] && mbs=-
-            printf '%-7s %-70s %7.3f %6s %13s %8s %7s %6s %6s %6s\n' "$c" "$(case_cmd "$c")" \
-                "$w" "$mbs" "$ratio" "$sz" "$r0" "$(calc 2 "${R0WALL[$run:$c]}")" \
-                "${EXP[$run:$c]:--}" "$nt"
+            printf '%-7s %-70s %7.3f %6s %13s %8s %7s %11s %6s %6s %6s\n' "$c" \
+                "$(case_cmd "$c")" "$w" "$mbs" "$ratio" "$sz" "$r0" "${RANKRSS[$run:$c]:--}" \
+                "$(calc 2 "${R0WALL[$run:$c]}")" "${EXP[$run:$c]:--}" "$nt"
         done
     done
 }
@@ -400,11 +440,54 @@ verdict() {   # verdict OK|MISS|SKIP TEXT
 info() { printf 'INFO  %s (%s)\n' "$2" "$([ "$1" = OK ] && echo within || echo outside) the target"; }
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }' && echo OK || echo MISS; }
 
+# The shapes of real jobs: many rows, compressed columns.
+rows_targets() {
+    local A=${RUN_LABEL[rows1k]} B=${RUN_LABEL[rows4k]} C=${RUN_LABEL[rows16k]}
+    local Z=${RUN_LABEL[gz6m]} a b r
+    if have "rows1k:json.s" && have "rows1k:cat"; then
+        r=$(ratio_of "${WALL[rows1k:json.s]}" "${WALL[rows1k:cat]}")
+        verdict "$(le "$r" 5)" "$A: .json bare ${WALL[rows1k:json.s]} s = ${r}x cat (${WALL[rows1k:cat]} s); target <= 5x"
+    else verdict SKIP "$A: .json bare vs cat: missing measurement"; fi
+    if have "rows1k:gz.1" && have "rows1k:gz.2" && have "rows1k:start.1" && have "rows1k:start.2"; then
+        a=$(net rows1k gz.1) b=$(net rows1k gz.2)
+        r=$(ratio_of "$a" "$b")
+        verdict "$(le 1.7 "$r")" "$A: .json.gz 1 -> 2 ranks net $a s -> $b s = ${r}x faster; target >= 1.7x [whole command ${WALL[rows1k:gz.1]} s -> ${WALL[rows1k:gz.2]} s]"
+    else verdict SKIP "$A: .json.gz 1 -> 2 ranks: missing measurement"; fi
+    if have "gz6m:json.1" && have "gz6m:json.2" && have "gz6m:start.1" && have "gz6m:start.2"; then
+        a=$(net gz6m json.1) b=$(net gz6m json.2)
+        r=$(ratio_of "$a" "$b")
+        verdict "$(le 1.6 "$r")" "$Z: .json 1 -> 2 ranks net $a s -> $b s = ${r}x faster; target >= 1.6x [whole command ${WALL[gz6m:json.1]} s -> ${WALL[gz6m:json.2]} s]"
+    else verdict SKIP "$Z: .json 1 -> 2 ranks: missing measurement"; fi
+    if have "rows4k:json.2"; then
+        a=${ALLRSS[rows4k:json.2]}
+        verdict "$(le "$a" $((128 * 1024 - 1)))" "$B: .json -n 2 every rank's peak RSS ${RANKRSS[rows4k:json.2]} MiB; target < 128 MiB"
+    else verdict SKIP "$B: peak RSS at -n 2: missing measurement"; fi
+    if have "rows4k:json.2" && have "rows1k:json.2" && [ "${ROWS[rows4k]:-0}" -gt "${ROWS[rows1k]:-0}" ]; then
+        r=$(awk -v a="${ALLRSS[rows4k:json.2]}" -v b="${ALLRSS[rows1k:json.2]}" \
+            -v m="${ROWS[rows4k]}" -v n="${ROWS[rows1k]}" 'BEGIN { printf "%.0f", (a - b) * 1024 / (m - n) }')
+        verdict "$(le "$r" 100)" "$A -> $B: peak RSS at -n 2 grows $r bytes a row (${ROWS[rows1k]} -> ${ROWS[rows4k]} rows); target <= 100 bytes"
+    else verdict SKIP "$A -> $B: growth per row: missing measurement"; fi
+    if have "rows16k:json.2"; then
+        a=${ALLRSS[rows16k:json.2]}
+        verdict "$(le "$a" $((256 * 1024 - 1)))" "$C (${ROWS[rows16k]} rows): .json -n 2 every rank's peak RSS ${RANKRSS[rows16k:json.2]} MiB; target < 256 MiB"
+    else verdict SKIP "$C: peak RSS at -n 2: missing measurement"; fi
+    # what a row costs: the bare export's own time over the rows (the events' share included)
+    local run list=""
+    for run in rows1k rows4k rows16k; do
+        for c in json.s json.1; do
+            have "$run:$c" || continue
+            list+=" ${RUN_LABEL[$run]} $(awk -v t="${EXP[$run:$c]}" -v n="${ROWS[$run]}" 'BEGIN { printf "%.2f", t * 1e6 / n }') us"
+            break
+        done
+    done
+    [ -n "$list" ] && echo "INFO  export time per row, one process (events included):$list"
+}
+
 targets() {
     local run c n r a b peak growth worst list
     echo
     echo "== targets"
-    for run in "${runs[@]}"; do
+    for run in "${base_runs[@]}"; do
         local L=${RUN_LABEL[$run]}
         # Judged on the net time (wall less the launch), the whole command beside it, on the
         # large runs; on the small run the export's cost is within the launch's noise (info).
@@ -429,7 +512,7 @@ targets() {
         else verdict SKIP "$L: .json 2 ranks vs cat: missing measurement"; fi
     done
     local st
-    for run in "${runs[@]}"; do
+    for run in "${base_runs[@]}"; do
         for n in 1 2; do have "$run:start.$n" && st+=" ${RUN_LABEL[$run]} -n $n ${WALL[$run:start.$n]} s"; done
     done
     [ -n "${st:-}" ] && echo "INFO  launch of scope-export under mpiexec (start.N):${st}"
@@ -519,6 +602,7 @@ targets() {
         done
         [ "$peak" -gt 0 ] && echo "INFO  $L: rank 0 peak $(calc 1 "$peak / 1024") MiB against Python's 3.6-3.9 GB ($(calc 0 "3.6e9 / ($peak * 1024)")x less)"
     done
+    rows_targets
     echo "(Python figures are fixed references for a 10M-event run: 15-18 s .json, 117-124 s"
     echo " .json.gz at zlib level 9, 3.6-3.9 GB; the lower times are used; here .gz is level 6.)"
     echo

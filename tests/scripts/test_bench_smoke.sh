@@ -66,6 +66,15 @@ for run in 10k 100k 100k-skew; do
         bad "$run: no bare (no MPI) row"
     echo "$sect" | grep -q ERROR && bad "$run: a case failed: $(echo "$sect" | grep ERROR)"
 done
+# The shapes of real jobs: a table each, every rank's peak RSS, their targets checked.
+for run in 64x16 256x16 1024x25 100k-gzip4; do
+    sect=$(awk -v h="== $run:" 'index($0, h) == 1 { on = 1; next } /^==/ { on = 0 } on' "$out")
+    echo "$sect" | grep -Eq "^json.2 .* [0-9]+/[0-9]+ .* [0-9]+\.[0-9]{3}\s*$" && ok ||
+        bad "$run: no json.2 row with both ranks' peak RSS"
+    echo "$sect" | grep -q ERROR && bad "$run: a case failed: $(echo "$sect" | grep ERROR)"
+done
+grep -Eq '^(PASS|FAIL)  64x16 -> 256x16: peak RSS at -n 2 grows' "$out" && ok ||
+    bad "no growth-per-row target"
 
 # The targets are checked and summed up (pass or miss does not matter here).
 grep -q '^== targets' "$out" && ok || bad "no targets section"
@@ -73,8 +82,10 @@ grep -Eq '^(PASS|FAIL)  ' "$out" && ok || bad "no PASS/FAIL lines"
 grep -Eq '^targets: [0-9]+ passed, [0-9]+ missed, [0-9]+ skipped' "$out" && ok ||
     bad "no targets summary"
 
-# Every output verified: per run json bare and 2 ranks, gz 1 and 2 ranks, isal 1 and 2 ranks.
-want=$((3 * (isal ? 6 : 4)))
+# Every output verified: on the three few-row runs and the many-row run json 2 ranks, gz 1 and
+# 2 ranks, isal 1 and 2 ranks; on the other three (the compressed and the larger many-row
+# runs, which time fewer cases) json 2 ranks.
+want=$((4 * (isal ? 6 : 4) + 3))
 grep -q "^outputs verified: $want OK" "$out" && ok ||
     bad "outputs not verified: $(grep -i 'outputs' "$out" || echo 'no verification line')"
 grep -q '^ERRORS' "$out" && bad "bench reports errors"
@@ -83,7 +94,9 @@ grep -q '^ERRORS' "$out" && bad "bench reports errors"
 cmp -s "$out" "$TMP/out/bench.txt" && ok || bad "bench.txt differs from what was printed"
 nraw=$(($(wc -l <"$TMP/out/raw.tsv") - 1))
 ncases=$(($(echo "$cases" | wc -w) + 2))   # and start.1, start.2
-[ "$nraw" = $((3 * ncases)) ] && ok || bad "raw.tsv has $nraw repetitions, not $((3 * ncases))"
+# every case on the few-row runs and the first many-row run; 5, 3 and 3 on the others
+nwant=$((4 * ncases + 11))
+[ "$nraw" = "$nwant" ] && ok || bad "raw.tsv has $nraw repetitions, not $nwant"
 left=$(find "$TMP" -maxdepth 1 -name 'sx-bench.*' | head -1)
 [ -z "$left" ] && ok || bad "work directory left behind: $left"
 
