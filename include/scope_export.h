@@ -74,8 +74,10 @@ struct sx_options {
     size_t block_bytes; /* target bytes of JSON text per block; 0 = default */
     /*
      * Progress callback, called on rank 0 only, after each block written:
-     * 'done' and 'total' bytes of JSON text ('total' is the plan's estimate
-     * until the end). NULL = no progress.
+     * 'done' of 'total' units of work, counted exactly from the plan (the
+     * document's rows and events), so 'done' ends equal to 'total'. Units,
+     * not bytes: the text's length is known only once it is made. NULL = no
+     * progress.
      */
     void (*progress)(uint64_t done, uint64_t total, void *user);
     void *progress_user;

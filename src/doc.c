@@ -129,9 +129,10 @@ static uint64_t head_weight(const struct sx_row *row, const struct sx_run *run) 
     return w;
 }
 
-/* Append block [from, to) of weight 'w'; false when out of memory. */
+/* Append block [from, to) of weight 'w' and progress 'units'; false when out of memory.
+ */
 static bool add_block(struct sx_doc *doc, size_t *cap, struct sx_pos from,
-                      struct sx_pos to, uint64_t w) {
+                      struct sx_pos to, uint64_t w, uint64_t units) {
     if (doc->nblocks == *cap) {
         struct sx_block *nb = sx_realloc(doc->blocks, 2 * *cap * sizeof *nb);
         if (nb == NULL)
@@ -139,8 +140,9 @@ static bool add_block(struct sx_doc *doc, size_t *cap, struct sx_pos from,
         doc->blocks = nb;
         *cap *= 2;
     }
-    doc->blocks[doc->nblocks++] = (struct sx_block){from, to, w};
+    doc->blocks[doc->nblocks++] = (struct sx_block){from, to, w, units};
     doc->total_weight += w;
+    doc->total_units += units;
     return true;
 }
 
@@ -186,22 +188,23 @@ enum sx_status sx_doc_plan(struct sx_doc *doc, const struct sx_run *run,
     }
     doc->nrows = k;
 
-    /* Cut the rows into blocks of about block_bytes, splitting big columns by event. */
+    /* Cut the rows into blocks of about block_bytes, splitting big columns by event.
+     * A block's progress units count its rows and the events of its start column:
+     * exact, so that the progress ends at its total. */
     size_t cap = 16;
     doc->blocks = sx_malloc(cap * sizeof *doc->blocks);
     SX_CHECK(doc->blocks != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
     struct sx_pos from = {0, 0, 0};
-    uint64_t acc = 0;
+    uint64_t acc = 0, acc_units = 0;
     for (uint64_t i = 0; i < doc->nrows; i++) {
         const struct sx_row *row = plan_row(run, doc->order[i], &tmp);
         /* a lazy block reads its rows in full: bound how many it holds */
         if (is_lazy(run) && acc > 0 && i - from.row >= SX_BLOCK_ROWS) {
-            if (!add_block(doc, &cap, from, (struct sx_pos){i, 0, 0}, acc)) {
-                st = sx_error_set(err, SX_ERR_NOMEM, run->path, "out of memory");
-                goto out;
-            }
-            from = (struct sx_pos){i, 0, 0};
-            acc = 0;
+            struct sx_pos to = {i, 0, 0};
+            SX_CHECK(add_block(doc, &cap, from, to, acc, acc_units), SX_ERR_NOMEM, err,
+                     run->path, "out of memory");
+            from = to;
+            acc = acc_units = 0;
         }
         for (unsigned seg = 0; seg < SX_NSEGS; seg++) {
             if (!row_has_seg(row, seg))
@@ -221,6 +224,7 @@ enum sx_status sx_doc_plan(struct sx_doc *doc, const struct sx_run *run,
                 if (take > units - ev)
                     take = units - ev;
                 acc += take * per;
+                acc_units += seg == SX_SEG_HEAD ? 1 : seg == SX_SEG_START ? take : 0;
                 ev += take;
                 if (acc >= block_bytes) {
                     struct sx_pos to = {i, seg, ev};
@@ -232,30 +236,18 @@ enum sx_status sx_doc_plan(struct sx_doc *doc, const struct sx_run *run,
                             to.seg = 0;
                         }
                     }
-                    if (doc->nblocks == cap) {
-                        cap *= 2;
-                        struct sx_block *nb = sx_realloc(doc->blocks, cap * sizeof *nb);
-                        SX_CHECK(nb != NULL, SX_ERR_NOMEM, err, run->path,
-                                 "out of memory");
-                        doc->blocks = nb;
-                    }
-                    doc->blocks[doc->nblocks++] = (struct sx_block){from, to, acc};
-                    doc->total_weight += acc;
+                    SX_CHECK(add_block(doc, &cap, from, to, acc, acc_units), SX_ERR_NOMEM,
+                             err, run->path, "out of memory");
                     from = to;
-                    acc = 0;
+                    acc = acc_units = 0;
                 }
             }
         }
     }
     if (acc > 0 || doc->nblocks == 0) {
-        if (doc->nblocks == cap) {
-            struct sx_block *nb = sx_realloc(doc->blocks, (cap + 1) * sizeof *nb);
-            SX_CHECK(nb != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
-            doc->blocks = nb;
-        }
         struct sx_pos end = {doc->nrows, 0, 0};
-        doc->blocks[doc->nblocks++] = (struct sx_block){from, end, acc};
-        doc->total_weight += acc;
+        SX_CHECK(add_block(doc, &cap, from, end, acc, acc_units), SX_ERR_NOMEM, err,
+                 run->path, "out of memory");
     }
 out:
     free(keep_name);

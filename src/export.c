@@ -47,6 +47,10 @@ static enum sx_status json_block(void *ctx, size_t b, struct sx_buf *out,
     return sx_doc_block(j->doc, j->src, b, out, err);
 }
 
+static uint64_t json_units(void *ctx, size_t b) {
+    return ((const struct json_doc *)ctx)->doc->blocks[b].units;
+}
+
 /*
  * Mark the GPU column of rows whose slice has no value >= 0 as absent. The
  * rows are split over the ranks, and the ranks' findings are or-ed.
@@ -202,8 +206,8 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
     /* Stage: the block stream (its own protocol and agreement). */
     struct sx_event_source src = {h5};
     struct json_doc jd = {&doc, &src};
-    struct sx_producer prod = {&jd,       doc.nblocks, doc.total_weight,
-                               json_head, json_tail,   json_block};
+    struct sx_producer prod = {&jd,       doc.nblocks, doc.total_units, json_head,
+                               json_tail, json_block,  json_units};
     struct sx_stream_opts so = {
         output, gz, opts->gzip_level, opts->deflate, opts->progress, opts->progress_user};
     st = sx_stream(c, &prod, &so, f, err);

@@ -503,6 +503,7 @@ struct sx_pos {
 struct sx_block {
     struct sx_pos from, to; /* [from, to) in (row, seg, ev) order */
     uint64_t weight;        /* estimated bytes */
+    uint64_t units; /* exact progress: its rows and the events of its start column */
 };
 
 /* The document: ordered rows (after filters) and their blocks. */
@@ -514,6 +515,7 @@ struct sx_doc {
     struct sx_block *blocks;
     size_t nblocks;
     uint64_t total_weight;
+    uint64_t total_units; /* rows and events of the document: the progress total */
     const struct sx_filter *filter;
 };
 

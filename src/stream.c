@@ -97,9 +97,18 @@ struct writer {
     struct sx_buf z; /* rank 0's own deflate output for head and tail */
 };
 
+/* The progress of writing 'raw': block 'b''s units (b < 0: head or tail), else its bytes.
+ */
+static uint64_t progress_of(const struct sx_producer *p, long b,
+                            const struct sx_buf *raw) {
+    if (p->block_units == NULL)
+        return raw->len;
+    return b < 0 ? 0 : p->block_units(p->ctx, (size_t)b);
+}
+
 static enum sx_status write_text(struct writer *w, const struct sx_buf *raw,
                                  const struct sx_buf *z, uint32_t crc, bool final,
-                                 struct sx_error *err) {
+                                 uint64_t units, struct sx_error *err) {
     enum sx_status st = SX_OK;
     if (sx_stop_requested())
         return sx_error_set(
@@ -122,7 +131,7 @@ static enum sx_status write_text(struct writer *w, const struct sx_buf *raw,
         w->crc = sx_crc32_combine(w->crc, crc, raw->len);
         w->isize += raw->len;
     }
-    w->done += raw->len;
+    w->done += units;
     if (st == SX_OK && w->so->progress != NULL)
         w->so->progress(w->done, w->total > w->done ? w->total : w->done,
                         w->so->progress_user);
@@ -173,7 +182,7 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
     if (st == SX_OK)
         st = p->head(p->ctx, &text, err);
     if (st == SX_OK)
-        st = write_text(w, &text, NULL, 0, false, err);
+        st = write_text(w, &text, NULL, 0, false, progress_of(p, -1, &text), err);
     if (st == SX_OK)
         st = sx_fault_at(0, SX_FAIL_WRITE, err);
     for (size_t b = 0; st == SX_OK && b < p->nblocks; b++) {
@@ -181,7 +190,8 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
         if (owner == 0) {
             st = make_block(p, so, b, 0, &mine, err);
             if (st == SX_OK)
-                st = write_text(w, &mine.raw, &mine.z, mine.crc, false, err);
+                st = write_text(w, &mine.raw, &mine.z, mine.crc, false,
+                                progress_of(p, (long)b, &mine.raw), err);
             continue;
         }
         if (MPI_Recv(&h, sizeof h, MPI_BYTE, owner, TAG_HDR, comm, MPI_STATUS_IGNORE) !=
@@ -201,7 +211,8 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
         if (st == SX_OK)
             st = zst;
         if (st == SX_OK)
-            st = write_text(w, &in, so->gz ? &zin : NULL, h.crc, false, err);
+            st = write_text(w, &in, so->gz ? &zin : NULL, h.crc, false,
+                            progress_of(p, (long)b, &in), err);
     }
     if (st == SX_OK && !remote_failed)
         st = sx_fault_rest(0, err);
@@ -246,7 +257,7 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
         sx_buf_reset(&text);
         st = p->tail(p->ctx, &text, err);
         if (st == SX_OK)
-            st = write_text(w, &text, NULL, 0, true, err);
+            st = write_text(w, &text, NULL, 0, true, progress_of(p, -1, &text), err);
         if (st == SX_OK && so->gz) {
             unsigned char gt[8];
             sx_gzip_trailer(gt, w->crc, w->isize);

@@ -14,13 +14,17 @@
 struct sx_producer {
     void *ctx;
     size_t nblocks;
-    uint64_t total_bytes; /* the whole text, for progress: exact when known */
+    uint64_t total_bytes; /* the progress total: bytes of the whole text (exact when
+                             known), or the sum of block_units */
     /* Text before block 0 and after the last block. Rank 0 only. */
     enum sx_status (*head)(void *ctx, struct sx_buf *out, struct sx_error *err);
     enum sx_status (*tail)(void *ctx, struct sx_buf *out, struct sx_error *err);
     /* Text of block 'b', appended to the empty 'out'. On the block's owner only. */
     enum sx_status (*block)(void *ctx, size_t b, struct sx_buf *out,
                             struct sx_error *err);
+    /* Optional, rank 0: block 'b''s share of the progress (exact, where bytes are only
+     * estimated before the text is made). NULL: the progress counts bytes. */
+    uint64_t (*block_units)(void *ctx, size_t b);
 };
 
 /* How the stream writes. */

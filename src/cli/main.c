@@ -272,8 +272,9 @@ static void show_progress(uint64_t done, uint64_t total, void *user) {
     double el = t - p->t0;
     double rate = el > 0 ? (double)done / el : 0;
     double left = rate > 0 && total > done ? (double)(total - done) / rate : 0;
-    fprintf(stderr, "\r%8.1f / %.1f MB  %7.1f MB/s  %4.0f s left ", (double)done / 1e6,
-            (double)total / 1e6, rate / 1e6, left);
+    /* the library counts the document's rows and events: exact, but not bytes */
+    fprintf(stderr, "\r%5.1f %%  %6.1f s  %4.0f s left ",
+            total > 0 ? 100.0 * (double)done / (double)total : 100.0, el, left);
     fflush(stderr);
 }
 

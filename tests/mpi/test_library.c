@@ -384,6 +384,54 @@ static void test_one_row(void) {
               "compat schema 3 (.json.gz, small blocks)");
 }
 
+/* Progress calls seen on rank 0. */
+struct progress_seen {
+    int calls;
+    bool monotone, same_total;
+    uint64_t done, total;
+};
+
+static void on_progress(uint64_t done, uint64_t total, void *user) {
+    struct progress_seen *p = user;
+    if (p->calls > 0) {
+        p->monotone &= done >= p->done;
+        p->same_total &= total == p->total;
+    }
+    p->calls++;
+    p->done = done;
+    p->total = total;
+}
+
+/* The progress counts up to its total, which it reaches exactly, at any rank count. */
+static void test_progress(void) {
+    char **cases = NULL;
+    size_t n = golden_cases(&cases);
+    for (size_t i = 0; i < n; i++) {
+        char in[2048], want[2048], out[2048], what[256];
+        snprintf(in, sizeof in, "%s/golden/%s/run.h5", SX_SHARED_DIR, cases[i]);
+        snprintf(want, sizeof want, "%s/golden/%s/run.json", SX_SHARED_DIR, cases[i]);
+        snprintf(out, sizeof out, "%s/%s.progress.json", tmpdir, cases[i]);
+        snprintf(what, sizeof what, "%s with progress", cases[i]);
+        struct progress_seen seen = {0, true, true, 0, 0};
+        struct sx_options o;
+        sx_options_init(&o);
+        o.block_bytes = 512;
+        o.progress = on_progress;
+        o.progress_user = &seen;
+        export_ok(MPI_COMM_WORLD, in, out, want, &o, what);
+        if (wrank == 0) {
+            CHECKF(seen.calls > 0 && seen.monotone && seen.same_total, "%s: %d calls, %s",
+                   what, seen.calls, seen.monotone ? "the total moved" : "went back");
+            CHECKF(seen.done == seen.total, "%s: ended at %llu of %llu", what,
+                   (unsigned long long)seen.done, (unsigned long long)seen.total);
+        } else {
+            CHECKF(seen.calls == 0, "%s: progress called on rank %d", what, wrank);
+        }
+        free(cases[i]);
+    }
+    free(cases);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
@@ -399,6 +447,7 @@ int main(int argc, char **argv) {
     test_injected();
     test_paths();
     test_one_row();
+    test_progress();
 
     MPI_Barrier(MPI_COMM_WORLD);
     if (wrank == 0)
