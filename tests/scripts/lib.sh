@@ -19,3 +19,11 @@ finish() {
     echo "$passes passed, $fails failed"
     [ "$fails" -eq 0 ]
 }
+# The Python with mpi4py: Debian's /usr/bin/python3 (python3-mpi4py) before any other
+# python3 on PATH (a virtualenv or pyenv one may lack it). Empty when there is none.
+sx_python() {
+    local p
+    for p in /usr/bin/python3 "$(command -v python3 2>/dev/null)"; do
+        [ -n "$p" ] && [ -x "$p" ] && "$p" -c 'import mpi4py' 2>/dev/null && { echo "$p"; return; }
+    done
+}
