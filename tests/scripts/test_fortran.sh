@@ -69,7 +69,7 @@ program use_mpi
     if (status /= SX_OK) stop 1
 end program use_mpi
 F90
-if mpif90 -o "$TMP/use_mpi" "$TMP/use_mpi.f90" -I"$BIN/fortran" -L"$BIN" \
+if mpif90 $SX_SAN_FLAGS -o "$TMP/use_mpi" "$TMP/use_mpi.f90" -I"$BIN/fortran" -L"$BIN" \
     -lscope_export_fortran -Wl,-rpath,"$BIN" 2>"$TMP/cc.err"; then
     run_np 2 "$TMP/use_mpi" "$G/mpi4_parallel/run.h5" "$TMP/u.json.gz" >"$TMP/u.out" 2>&1 &&
         "$X" export "$G/mpi4_parallel/run.h5" -o "$TMP/u1.json" -q --include compute \

@@ -68,7 +68,7 @@ int main(int argc, char **argv) {
     return st == SX_OK ? 0 : 1;
 }
 EOF
-if mpicc -o consumer consumer.c $(pkg-config --cflags --libs scope_export) 2>"$TMP/cc.err"; then
+if mpicc $SX_SAN_FLAGS -o consumer consumer.c $(pkg-config --cflags --libs scope_export) 2>"$TMP/cc.err"; then
     ok
     ldd ./consumer | grep -q "libscope_export.so.* => $P/lib/" && ok ||
         bad "the C program does not use the prefix's shared library: $(ldd ./consumer)"
@@ -81,7 +81,7 @@ else
 fi
 # --static: everything the archive needs
 static_libs=$(pkg-config --static --libs scope_export | sed 's/-lscope_export /-l:libscope_export.a /')
-if mpicc -o consumer_static consumer.c $(pkg-config --cflags scope_export) $static_libs \
+if mpicc $SX_SAN_FLAGS -o consumer_static consumer.c $(pkg-config --cflags scope_export) $static_libs \
     2>"$TMP/cc.err"; then
     ! ldd ./consumer_static | grep -q libscope_export && ok || bad "--static: still the .so"
     run_np 2 ./consumer_static "$G/basic_nested/run.h5" "$TMP/cs.json" &&
@@ -107,6 +107,7 @@ for kind in shared static; do
     w=OFF
     [ "$kind" = static ] && w=ON
     if cmake -S "$TMP/cm" -B "$TMP/cm/$kind" -DCMAKE_PREFIX_PATH="$P" -DWANT_STATIC=$w \
+        -DCMAKE_C_FLAGS="$SX_SAN_FLAGS" -DCMAKE_EXE_LINKER_FLAGS="$SX_SAN_FLAGS" \
         >"$TMP/cm.log" 2>&1 && cmake --build "$TMP/cm/$kind" >>"$TMP/cm.log" 2>&1; then
         n=$(ldd "$TMP/cm/$kind/consumer" | grep -c libscope_export)
         [ "$kind:$n" = shared:1 ] || [ "$kind:$n" = static:0 ] && ok ||
@@ -126,7 +127,7 @@ if [ ! -e "$P/lib/pkgconfig/scope_export_fortran.pc" ]; then
     else
         skip "no Fortran compiler (gfortran): the Fortran module is not built"
     fi
-elif mpif90 -o fortran_export "$ex/fortran_export.f90" \
+elif mpif90 $SX_SAN_FLAGS -o fortran_export "$ex/fortran_export.f90" \
     $(pkg-config --cflags --libs scope_export_fortran) 2>"$TMP/fc.err"; then
     run_np 2 ./fortran_export "$G/basic_nested/run.h5" "$TMP/f.json.gz" indent=2 \
         >"$TMP/f.out" 2>&1 && "$CMP" "$TMP/f.json.gz" "$G/basic_nested/run.indent2.json" &&
@@ -147,7 +148,7 @@ import scope_export
 assert scope_export._lib._name.startswith(sys.argv[3]), scope_export._lib._name
 scope_export.export(MPI.COMM_WORLD, sys.argv[1], sys.argv[2], gzip_level=9)
 EOF
-    PYTHONPATH="$P/lib/python3/dist-packages" run_np 2 "$PY" "$TMP/finalize.py" \
+    PYTHONPATH="$P/lib/python3/dist-packages" run_np 2 "${SX_SAN_ENV[@]}" "$PY" "$TMP/finalize.py" \
         "$G/mpi4_parallel/run.h5" "$TMP/py.json.gz" "$P/" >"$TMP/py.out" 2>&1 &&
         "$CMP" "$TMP/py.json.gz" "$G/mpi4_parallel/run.json" && ok ||
         bad "Python module, -n 2: $(cat "$TMP/py.out")"

@@ -29,7 +29,7 @@ sx.export(None, g + "/mpi4_parallel/run.h5", out + "/opts2.json.gz", ranks="0,2-
 assert "mpi4py" not in sys.modules, "comm=None imported mpi4py"
 print("ok")
 PYEOF
-if timeout 120 "$PY" "$TMP/alone.py" "$G" "$TMP" >"$TMP/alone.out" 2>&1; then
+if timeout 120 "${SX_SAN_ENV[@]}" "$PY" "$TMP/alone.py" "$G" "$TMP" >"$TMP/alone.out" 2>&1; then
     "$CMP" "$TMP/plain.json" "$G/basic_nested/run.json" && ok || bad "comm=None: default"
     "$CMP" "$TMP/i2.json.gz" "$G/basic_nested/run.indent2.json" && ok || bad "indent=2"
     "$CMP" "$TMP/s.json" "$G/basic_nested/run.summary.json" && ok || bad "summary=True"
@@ -83,7 +83,7 @@ except TypeError as e:
 assert not os.path.exists(out + "/never.json"), "a failed export wrote its output"
 print("ok")
 PYEOF
-timeout 120 "$PY" "$TMP/errors.py" "$G" "$TMP" >"$TMP/errors.out" 2>&1 && ok ||
+timeout 120 "${SX_SAN_ENV[@]}" "$PY" "$TMP/errors.py" "$G" "$TMP" >"$TMP/errors.out" 2>&1 && ok ||
     bad "errors: $(cat "$TMP/errors.out")"
 
 # Under mpirun -n 2: COMM_WORLD and a communicator of the profiler's own; a failure
@@ -103,7 +103,7 @@ try:
 except sx.ExportError as e:
     print("rank %d: status %d: %s" % (world.Get_rank(), e.status, e), flush=True)
 PYEOF
-if run_np 2 "$PY" "$TMP/mpi.py" "$G" "$TMP" >"$TMP/mpi.out" 2>&1; then
+if run_np 2 "${SX_SAN_ENV[@]}" "$PY" "$TMP/mpi.py" "$G" "$TMP" >"$TMP/mpi.out" 2>&1; then
     "$CMP" "$TMP/w.json.gz" "$G/mpi4_parallel/run.json" && ok || bad "-n 2 COMM_WORLD"
     run_np 1 "$X" export "$G/gen_schema3_allcols/run.h5" -o "$TMP/m1.json" -q --indent 2 &&
         cmp "$TMP/m.json" "$TMP/m1.json" && ok || bad "-n 2 own communicator differs"
