@@ -135,6 +135,27 @@ elif mpif90 $SX_SAN_FLAGS -o fortran_export "$ex/fortran_export.f90" \
 else
     bad "mpif90 with pkg-config scope_export_fortran: $(cat "$TMP/fc.err")"
 fi
+# and find_package(scope_export COMPONENTS fortran) in a project of Fortran alone
+if [ -e "$P/lib/pkgconfig/scope_export_fortran.pc" ]; then
+    mkdir -p "$TMP/fcm"
+    cat >"$TMP/fcm/CMakeLists.txt" <<EOF
+cmake_minimum_required(VERSION 3.18)
+project(fconsumer Fortran)
+find_package(scope_export REQUIRED COMPONENTS fortran)
+add_executable(fortran_export $ex/fortran_export.f90)
+target_link_libraries(fortran_export PRIVATE scope_export::scope_export_fortran)
+EOF
+    if cmake -S "$TMP/fcm" -B "$TMP/fcm/b" -DCMAKE_PREFIX_PATH="$P" \
+        -DCMAKE_Fortran_FLAGS="$SX_SAN_FLAGS" -DCMAKE_EXE_LINKER_FLAGS="$SX_SAN_FLAGS" \
+        >"$TMP/fcm.log" 2>&1 && cmake --build "$TMP/fcm/b" >>"$TMP/fcm.log" 2>&1; then
+        run_np 2 "$TMP/fcm/b/fortran_export" "$G/basic_nested/run.h5" "$TMP/fcm.json" \
+            summary >"$TMP/fcm.out" 2>&1 &&
+            "$CMP" "$TMP/fcm.json" "$G/basic_nested/run.summary.json" && ok ||
+            bad "find_package fortran program, -n 2: $(cat "$TMP/fcm.out")"
+    else
+        bad "find_package(scope_export COMPONENTS fortran): $(tail -20 "$TMP/fcm.log")"
+    fi
+fi
 
 # Python: the prefix's site directory on PYTHONPATH, mpi4py's COMM_WORLD
 PY=$(sx_python)
