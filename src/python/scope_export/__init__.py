@@ -10,6 +10,11 @@ an mpi4py job, right after ``ProfileManager.finalize()``::
 ``export`` is collective over the communicator: every rank calls it, every
 rank returns (or raises) the same. ``comm=None`` runs on this process alone
 without MPI (mpi4py is then not needed and MPI is not initialized).
+
+The communicator reaches the library as its Fortran handle (``comm.py2f()``,
+``MPI_Comm_f2c`` in C), so mpi4py must use the MPI the library was built
+with (Debian's python3-mpi4py and libopenmpi do). The library is the one
+``cmake --install`` put beside this package, or ``$SCOPE_EXPORT_LIBRARY``.
 """
 
 import ctypes
@@ -71,7 +76,14 @@ def _library_path():
 
 
 def _load():
-    lib = ctypes.CDLL(_library_path())
+    path = _library_path()
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        raise ImportError(
+            "scope_export: cannot load the library %s (%s); set SCOPE_EXPORT_LIBRARY "
+            "to the path of libscope_export.so" % (path, e)
+        ) from e
     err_p = ctypes.POINTER(_Error)
     lib.sx_args_new.restype = ctypes.c_void_p
     lib.sx_args_new.argtypes = []
