@@ -11,6 +11,7 @@ if [ -z "$PY" ]; then
     exit 77
 fi
 export PYTHONPATH="$(cd "$(dirname "$0")/../../src/python" && pwd)"
+export PYTHONDONTWRITEBYTECODE=1 # no __pycache__ in the source tree
 export SCOPE_EXPORT_LIBRARY="$BIN/libscope_export.so"
 G="$SHARED/golden"
 
