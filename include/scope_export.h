@@ -184,8 +184,7 @@ SX_API const char *sx_hdf5_file_in_use(void);
  */
 struct sx_args;
 
-/* A new, empty set of options, or NULL when out of memory. Free it with sx_args_free().
- */
+/* A new, empty set of options to free with sx_args_free(); NULL when out of memory. */
 SX_API struct sx_args *sx_args_new(void);
 
 /* Free 'a' and everything it holds; NULL is allowed. */
