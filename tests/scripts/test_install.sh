@@ -34,10 +34,11 @@ scope-export-synth --help | grep -q 'generator of test and benchmark input' && o
 soname=$(readelf -d "$P/lib/libscope_export.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
 [[ "$soname" =~ ^libscope_export\.so\.[0-9]+(\.[0-9]+)?$ ]] && [ -e "$P/lib/$soname" ] && ok ||
     bad "SONAME '$soname' is not versioned or not installed"
-# exactly the functions the header declares are exported
+# exactly the functions the header declares are exported (a declaration without SX_API
+# is hidden, and missing here)
 nm -D --defined-only "$P/lib/libscope_export.so" | awk '$2 ~ /^[TDBR]$/ {print $3}' |
     sort >"$TMP/exported"
-sed -n 's/^SX_API .*[ *]\(sx_[a-z0-9_]*\)(.*/\1/p' "$P/include/scope_export.h" |
+sed -nE 's/^(SX_API )?[a-z][^(]*[ *](sx_[a-z0-9_]+)\(.*/\2/p' "$P/include/scope_export.h" |
     sort >"$TMP/declared"
 [ -s "$TMP/declared" ] && cmp -s "$TMP/exported" "$TMP/declared" && ok ||
     bad "exported symbols differ from the header's: $(diff "$TMP/declared" "$TMP/exported" | tr '\n' ' ')"
