@@ -175,7 +175,7 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
     if (st != SX_OK)
         goto out;
 
-    /* Stage: NOTE: collective open; every rank reads and validates the index. */
+    /* Stage: NOTE: collective open; rank 0 reads the index, every rank gets it. */
     st = sx_h5_open_index(c, input, opts->summary != 0, &h5, &run, err);
     opened = true;
     if (st == SX_OK)
