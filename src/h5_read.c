@@ -3060,6 +3060,23 @@ static int cmp_span(const void *a, const void *b) {
 }
 
 /*
+ * The file range [lo, hi) covering the sorted spans i .. j-1 that lie less
+ * than 'gap' events apart; returns j, the first span after them.
+ */
+static size_t merge_spans(const struct span *sp, size_t n, size_t i, uint64_t gap,
+                          uint64_t *lo, uint64_t *hi) {
+    *lo = sp[i].start;
+    *hi = sp[i].start + sp[i].n;
+    size_t j = i + 1;
+    while (j < n && sp[j].start <= *hi + gap) {
+        if (sp[j].start + sp[j].n > *hi)
+            *hi = sp[j].start + sp[j].n;
+        j++;
+    }
+    return j;
+}
+
+/*
  * The direct path of read_col_spans: one pread per run of ranges less than a
  * page apart, converted from the file's little-endian integers.
  */
@@ -3071,13 +3088,8 @@ static enum sx_status read_col_spans_raw(struct sx_h5 *h5, const struct raw_col 
     const uint64_t gap = 4096 / rc->size;
     size_t i = 0;
     while (i < n) {
-        uint64_t lo = sp[i].start, hi = sp[i].start + sp[i].n;
-        size_t j = i + 1;
-        while (j < n && sp[j].start <= hi + gap) {
-            if (sp[j].start + sp[j].n > hi)
-                hi = sp[j].start + sp[j].n;
-            j++;
-        }
+        uint64_t lo, hi;
+        size_t j = merge_spans(sp, n, i, gap, &lo, &hi);
         size_t bytes = (size_t)(hi - lo) * rc->size;
         if (bytes > h5->rbuf_cap) {
             free(h5->rbuf);
@@ -3119,7 +3131,7 @@ static enum sx_status read_col_spans(struct sx_h5 *h5, hid_t d, struct span *sp,
                                      struct sx_slice *s, int c, const char *src,
                                      struct sx_error *err) {
     enum sx_status st = SX_OK;
-    enum { GAP = 512 };
+    enum { GAP = 4096 };
     hid_t fs = -1, ms = -1;
     int64_t *buf = NULL;
     qsort(sp, n, sizeof *sp, cmp_span);
@@ -3131,13 +3143,8 @@ static enum sx_status read_col_spans(struct sx_h5 *h5, hid_t d, struct span *sp,
     uint64_t total = 0;
     size_t i = 0;
     while (i < n) {
-        uint64_t lo = sp[i].start, hi = sp[i].start + sp[i].n;
-        size_t j = i + 1;
-        while (j < n && sp[j].start <= hi + GAP) {
-            if (sp[j].start + sp[j].n > hi)
-                hi = sp[j].start + sp[j].n;
-            j++;
-        }
+        uint64_t lo, hi;
+        size_t j = merge_spans(sp, n, i, GAP, &lo, &hi);
         hsize_t start = lo, count = hi - lo;
         if (count > 0)
             SX_CHECK(H5Sselect_hyperslab(fs, H5S_SELECT_OR, &start, NULL, &count, NULL) >=
@@ -3164,13 +3171,8 @@ static enum sx_status read_col_spans(struct sx_h5 *h5, hid_t d, struct span *sp,
     uint64_t pos = 0;
     i = 0;
     while (i < n) {
-        uint64_t lo = sp[i].start, hi = sp[i].start + sp[i].n;
-        size_t j = i + 1;
-        while (j < n && sp[j].start <= hi + GAP) {
-            if (sp[j].start + sp[j].n > hi)
-                hi = sp[j].start + sp[j].n;
-            j++;
-        }
+        uint64_t lo, hi;
+        size_t j = merge_spans(sp, n, i, GAP, &lo, &hi);
         for (size_t k = i; k < j; k++)
             memcpy(s[sp[k].slice].col[c], buf + pos + (sp[k].start - lo),
                    sp[k].n * sizeof *buf);
