@@ -20,6 +20,11 @@ enum sx_status sx_error_set(struct sx_error *err, enum sx_status code, const cha
     return code;
 }
 
+void sx_error_where(struct sx_error *err, const char *source) {
+    if (err != NULL && err->code != SX_OK && err->source[0] == '\0' && source != NULL)
+        snprintf(err->source, sizeof err->source, "%s", source);
+}
+
 void sx_error_clear(struct sx_error *err) {
     if (err == NULL)
         return;
@@ -28,16 +33,9 @@ void sx_error_clear(struct sx_error *err) {
     err->rank = -1;
 }
 
-/* Failure injection: the Nth allocation from now fails (tests only). */
-static long alloc_countdown;
+bool (*sx_fault_hook)(enum sx_fault_kind kind, int stage);
 
-void sx_alloc_fail_after(long n) { alloc_countdown = n; }
-
-static bool alloc_should_fail(void) {
-    if (alloc_countdown <= 0)
-        return false;
-    return --alloc_countdown == 0;
-}
+static bool alloc_should_fail(void) { return sx_fault(SX_FAULT_ALLOC, 0); }
 
 void *sx_malloc(size_t n) { return alloc_should_fail() ? NULL : malloc(n ? n : 1); }
 

@@ -16,6 +16,8 @@
 enum sx_status sx_error_set(struct sx_error *err, enum sx_status code, const char *source,
                             const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void sx_error_clear(struct sx_error *err);
+/* Name 'source' as the error's source when the error has none yet. */
+void sx_error_where(struct sx_error *err, const char *source);
 
 /* The one checking macro: on a false 'cond', record the error and goto out. */
 #define SX_CHECK(cond, code, err, source, ...)                                           \
@@ -26,13 +28,29 @@ void sx_error_clear(struct sx_error *err);
         }                                                                                \
     } while (0)
 
-/* Allocation hook for failure injection in tests: fail the Nth call (1-based). */
+/* Allocations: each may fail on purpose in the fault tests (SX_FAULT_ALLOC). */
 void *sx_malloc(size_t n);
 void *sx_calloc(size_t n, size_t size);
 void *sx_realloc(void *p, size_t n);
 char *sx_strdup(const char *s);
 char *sx_strndup(const char *s, size_t n);
-void sx_alloc_fail_after(long n); /* 0 = never fail */
+
+/*
+ * Fault injection. The hook is NULL in the library and the command; only the
+ * test programs set it (tests/sx_fault.c). The library asks before every call
+ * that may fail: true means "fail this one".
+ */
+enum sx_fault_kind {
+    SX_FAULT_ALLOC = 0, /* sx_malloc & co. */
+    SX_FAULT_READ,      /* an HDF5 read (H5Dread, H5Aread) */
+    SX_FAULT_WRITE,     /* a write, close or rename of an output */
+    SX_FAULT_STAGE,     /* a stage of the export ('stage': enum sx_fail_stage) */
+    SX_NFAULTS
+};
+extern bool (*sx_fault_hook)(enum sx_fault_kind kind, int stage);
+static inline bool sx_fault(enum sx_fault_kind kind, int stage) {
+    return sx_fault_hook != NULL && sx_fault_hook(kind, stage);
+}
 
 /* ------------------------------------------------------------------ */
 /* json_write.c: byte-exact JSON text as Python's json.dumps writes it */
@@ -539,6 +557,16 @@ void sx_gzip_trailer(unsigned char out[8], uint32_t crc, uint64_t isize);
 /* ------------------------------------------------------------------ */
 /* mpi_util.c                                                         */
 
+/* SX_OK for MPI_SUCCESS; otherwise an SX_ERR_MPI error naming 'call'. */
+enum sx_status sx_mpi_check(int rc, const char *call, struct sx_error *err);
+/*
+ * NOTE: collective. The library's own copy of 'comm' in '*out', whose MPI
+ * errors are returned (MPI_ERRORS_RETURN) instead of ending the process.
+ * MPI_COMM_NULL gives MPI_COMM_NULL (one process, no MPI call).
+ */
+enum sx_status sx_comm_dup(MPI_Comm comm, MPI_Comm *out, struct sx_error *err);
+/* NOTE: collective. Free a copy made by sx_comm_dup; accepts MPI_COMM_NULL. */
+void sx_comm_free(MPI_Comm *comm);
 /*
  * NOTE: collective. All ranks agree on the outcome of a local step: returns
  * SX_OK when every rank passed 'st' == SX_OK; otherwise the status of the

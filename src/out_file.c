@@ -40,6 +40,14 @@ static void set_pending(const char *tmp) {
     }
 }
 
+/* Whether a write, close or rename fails on purpose (fault tests), as EIO. */
+static bool faulty(void) {
+    if (!sx_fault(SX_FAULT_WRITE, 0))
+        return false;
+    errno = EIO;
+    return true;
+}
+
 /* mkdir -p of the directory part of 'path'. */
 static enum sx_status make_parents(const char *path, struct sx_error *err) {
     enum sx_status st = SX_OK;
@@ -140,6 +148,8 @@ enum sx_status sx_out_write(struct sx_out_file *f, const void *p, size_t n,
     const char *c = p;
     while (n > 0) {
         ssize_t w = write(f->fd, c, n > (1u << 30) ? (1u << 30) : n);
+        if (faulty())
+            w = -1;
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -157,9 +167,9 @@ enum sx_status sx_out_commit(struct sx_out_file *f, struct sx_error *err) {
     int fd = f->fd;
     f->fd = -1;
     /* a failed close is a failed write (NFS, quotas) */
-    SX_CHECK(close(fd) == 0, SX_ERR_IO, err, f->path, "cannot write %s: %s", f->path,
-             strerror(errno));
-    SX_CHECK(rename(f->tmp, f->path) == 0, SX_ERR_IO, err, f->path,
+    SX_CHECK(close(fd) == 0 && !faulty(), SX_ERR_IO, err, f->path, "cannot write %s: %s",
+             f->path, strerror(errno));
+    SX_CHECK(!faulty() && rename(f->tmp, f->path) == 0, SX_ERR_IO, err, f->path,
              "cannot rename the finished output to %s: %s", f->path, strerror(errno));
     set_pending(NULL);
     free(f->tmp);

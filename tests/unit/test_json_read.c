@@ -1,6 +1,7 @@
 /* test_json_read.c - JSON profiles and stored JSON snippets read back into the run model
  */
 #include "internal.h"
+#include "sx_fault.h"
 #include "sx_test.h"
 
 #include <math.h>
