@@ -1,0 +1,409 @@
+/* stream.c - the block stream: owners format blocks, rank 0 writes them in order */
+#include "stream.h"
+
+#include "fault.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * The protocol, on the stream's communicator:
+ *   worker -> 0  TAG_HDR   a block's header, then its bytes as TAG_DATA pieces;
+ *                          last, an 'end' header carrying the worker's status
+ *   0 -> worker  TAG_CTRL  one word: 1 = stop producing (sent as soon as rank 0
+ *                          fails or learns of a failure), 0 = all went well
+ * Rank 0 receives blocks in document order; after the loop it drains every
+ * worker up to its 'end' header, so no send is ever left unmatched and no
+ * rank waits for a message that will not come. Pieces are bounded, so rank 0
+ * can always consume a block, even one it has no memory to keep.
+ */
+enum { TAG_HDR = 11, TAG_DATA = 12, TAG_CTRL = 13 };
+
+/* Bytes of one TAG_DATA message: what rank 0 can always receive and drop. */
+#define PIECE ((uint64_t)1 << 20)
+
+struct block_hdr {
+    int32_t status; /* SX_OK, or the sender's error (then 'error' is valid) */
+    int32_t end;    /* 1: the sender has nothing more to send */
+    uint64_t raw_len;
+    uint64_t data_len; /* deflated bytes (gz only) */
+    uint32_t crc;
+    uint32_t pad;
+    struct sx_error error;
+};
+
+int sx_stream_owner(size_t b, int size, bool gz) {
+    /*
+     * For .gz every rank deflates its share, rank 0 included: compression is
+     * the cost. For plain text rank 0's job is writing every byte, so with two
+     * or more ranks the others format and rank 0 only receives and writes.
+     */
+    if (gz || size == 1)
+        return (int)(b % (size_t)size);
+    return 1 + (int)(b % (size_t)(size - 1));
+}
+
+static enum sx_status mpi_failed(const char *what, struct sx_error *err) {
+    return sx_error_set(err, SX_ERR_MPI, "", "%s failed in the block stream", what);
+}
+
+/* A block's text and, for .gz, its deflate segment and CRC. */
+struct block_out {
+    struct sx_buf raw;
+    struct sx_buf z;
+    uint32_t crc;
+};
+
+static enum sx_status make_block(const struct sx_producer *p,
+                                 const struct sx_stream_opts *so, size_t b, int rank,
+                                 struct block_out *bo, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    sx_buf_reset(&bo->raw);
+    sx_buf_reset(&bo->z);
+    if (sx_stop_requested())
+        return sx_error_set(err, SX_ERR_INTERRUPTED, so->path,
+                            "%s: export interrupted by a signal; no output was written",
+                            so->path);
+    st = sx_fault_at(rank, SX_FAIL_READ, err);
+    if (st == SX_OK)
+        st = p->block(p->ctx, b, &bo->raw, err);
+    if (st == SX_OK && bo->raw.failed)
+        st =
+            sx_error_set(err, SX_ERR_NOMEM, so->path, "out of memory formatting a block");
+    if (st == SX_OK)
+        st = sx_fault_at(rank, SX_FAIL_FORMAT, err);
+    if (st == SX_OK && so->gz) {
+        bo->crc = sx_crc32(0, bo->raw.data, bo->raw.len);
+        st = sx_fault_at(rank, SX_FAIL_COMPRESS, err);
+        if (st == SX_OK)
+            st = sx_deflate_segment(bo->raw.data, bo->raw.len, so->level, so->eng, false,
+                                    &bo->z, err);
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Rank 0                                                             */
+
+struct writer {
+    const struct sx_stream_opts *so;
+    struct sx_out_file *f;
+    uint32_t crc;
+    uint64_t isize;
+    uint64_t done, total;
+    struct sx_buf z; /* rank 0's own deflate output for head and tail */
+};
+
+static enum sx_status write_text(struct writer *w, const struct sx_buf *raw,
+                                 const struct sx_buf *z, uint32_t crc, bool final,
+                                 struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    if (sx_stop_requested())
+        return sx_error_set(
+            err, SX_ERR_INTERRUPTED, w->so->path,
+            "%s: export interrupted by a signal; the output was not written "
+            "(an existing file is left as it was)",
+            w->so->path);
+    if (!w->so->gz) {
+        st = sx_out_write(w->f, raw->data, raw->len, err);
+    } else {
+        if (z == NULL) { /* head and tail: compressed here */
+            sx_buf_reset(&w->z);
+            crc = sx_crc32(0, raw->data, raw->len);
+            st = sx_deflate_segment(raw->data, raw->len, w->so->level, w->so->eng, final,
+                                    &w->z, err);
+            z = &w->z;
+        }
+        if (st == SX_OK)
+            st = sx_out_write(w->f, z->data, z->len, err);
+        w->crc = sx_crc32_combine(w->crc, crc, raw->len);
+        w->isize += raw->len;
+    }
+    w->done += raw->len;
+    if (st == SX_OK && w->so->progress != NULL)
+        w->so->progress(w->done, w->total > w->done ? w->total : w->done,
+                        w->so->progress_user);
+    return st;
+}
+
+/*
+ * Receive 'n' bytes from 'from' as pieces into 'b'. When 'b' cannot hold
+ * them, the pieces still are received (into 'scratch') so that the sender's
+ * sends complete, and the result is SX_ERR_NOMEM.
+ */
+static enum sx_status recv_text(struct sx_buf *b, uint64_t n, int from, MPI_Comm comm,
+                                char *scratch, const char *path, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    sx_buf_reset(b);
+    bool keep = sx_buf_reserve(b, n + 1);
+    if (!keep)
+        st = sx_error_set(err, SX_ERR_NOMEM, path, "%s: out of memory receiving a block",
+                          path);
+    for (uint64_t at = 0; at < n; at += PIECE) {
+        int k = (int)(n - at < PIECE ? n - at : PIECE);
+        char *dst = keep ? b->data + at : scratch;
+        if (MPI_Recv(dst, k, MPI_BYTE, from, TAG_DATA, comm, MPI_STATUS_IGNORE) !=
+            MPI_SUCCESS)
+            return mpi_failed("MPI_Recv", err);
+    }
+    if (keep)
+        b->len = n;
+    return st;
+}
+
+/* NOTE: collective (the protocol's rank 0 side). */
+static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_producer *p,
+                                  const struct sx_stream_opts *so, struct writer *w,
+                                  char *scratch, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct block_out mine = {0};
+    struct sx_buf text = {0}, in = {0}, zin = {0};
+    bool remote_failed = false;
+    int ended = -1; /* the one worker whose 'end' came inside the loop */
+    struct block_hdr h;
+
+    if (so->gz) {
+        unsigned char gh[10];
+        sx_gzip_header(gh, so->level);
+        st = sx_out_write(w->f, gh, sizeof gh, err);
+    }
+    if (st == SX_OK)
+        st = p->head(p->ctx, &text, err);
+    if (st == SX_OK)
+        st = write_text(w, &text, NULL, 0, false, err);
+    if (st == SX_OK)
+        st = sx_fault_at(0, SX_FAIL_WRITE, err);
+    for (size_t b = 0; st == SX_OK && b < p->nblocks; b++) {
+        int owner = sx_stream_owner(b, size, so->gz);
+        if (owner == 0) {
+            st = make_block(p, so, b, 0, &mine, err);
+            if (st == SX_OK)
+                st = write_text(w, &mine.raw, &mine.z, mine.crc, false, err);
+            continue;
+        }
+        if (MPI_Recv(&h, sizeof h, MPI_BYTE, owner, TAG_HDR, comm, MPI_STATUS_IGNORE) !=
+            MPI_SUCCESS) {
+            st = mpi_failed("MPI_Recv", err);
+            break;
+        }
+        if (h.end || h.status != SX_OK) { /* the sender reports its error itself */
+            ended = owner;
+            remote_failed = true;
+            break;
+        }
+        st = recv_text(&in, h.raw_len, owner, comm, scratch, so->path, err);
+        enum sx_status zst = SX_OK;
+        if (so->gz)
+            zst = recv_text(&zin, h.data_len, owner, comm, scratch, so->path, err);
+        if (st == SX_OK)
+            st = zst;
+        if (st == SX_OK)
+            st = write_text(w, &in, so->gz ? &zin : NULL, h.crc, false, err);
+    }
+    if (st == SX_OK && !remote_failed)
+        st = sx_fault_rest(0, err);
+    bool failed = st != SX_OK || remote_failed;
+    int ctrl = failed ? 1 : 0;
+    if (failed) /* stop the others producing: only an abort is urgent */
+        for (int r = 1; r < size; r++)
+            if (MPI_Send(&ctrl, 1, MPI_INT, r, TAG_CTRL, comm) != MPI_SUCCESS &&
+                st == SX_OK)
+                st = mpi_failed("MPI_Send", err);
+    /* Drain: every worker ends with an 'end' header; what comes before it is dropped. */
+    for (int r = 1; r < size; r++) {
+        while (r != ended) {
+            if (MPI_Recv(&h, sizeof h, MPI_BYTE, r, TAG_HDR, comm, MPI_STATUS_IGNORE) !=
+                MPI_SUCCESS) {
+                st = st != SX_OK ? st : mpi_failed("MPI_Recv", err);
+                break;
+            }
+            if (h.end)
+                break;
+            struct sx_error ignored;
+            sx_error_clear(&ignored);
+            uint64_t n = h.raw_len + (so->gz ? h.data_len : 0);
+            for (uint64_t at = 0; at < n;) { /* raw then deflated pieces */
+                uint64_t left = at < h.raw_len ? h.raw_len - at : n - at;
+                int k = (int)(left < PIECE ? left : PIECE);
+                if (MPI_Recv(scratch, k, MPI_BYTE, r, TAG_DATA, comm,
+                             MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+                    st = st != SX_OK ? st : mpi_failed("MPI_Recv", &ignored);
+                    break;
+                }
+                at += (uint64_t)k;
+            }
+        }
+    }
+    if (!failed)
+        for (int r = 1; r < size; r++)
+            if (MPI_Send(&ctrl, 1, MPI_INT, r, TAG_CTRL, comm) != MPI_SUCCESS &&
+                st == SX_OK)
+                st = mpi_failed("MPI_Send", err);
+    if (st == SX_OK && !remote_failed) {
+        sx_buf_reset(&text);
+        st = p->tail(p->ctx, &text, err);
+        if (st == SX_OK)
+            st = write_text(w, &text, NULL, 0, true, err);
+        if (st == SX_OK && so->gz) {
+            unsigned char gt[8];
+            sx_gzip_trailer(gt, w->crc, w->isize);
+            st = sx_out_write(w->f, gt, sizeof gt, err);
+        }
+    }
+    sx_buf_free(&mine.raw);
+    sx_buf_free(&mine.z);
+    sx_buf_free(&text);
+    sx_buf_free(&in);
+    sx_buf_free(&zin);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Workers                                                            */
+
+/* One block in flight: its text, header and the requests of its sends. */
+struct sendset {
+    struct block_out bo;
+    struct block_hdr hdr;
+    MPI_Request *reqs;
+    int nreq, cap;
+};
+
+static int pieces(uint64_t n) { return (int)((n + PIECE - 1) / PIECE); }
+
+static enum sx_status post_sends(struct sendset *s, bool gz, MPI_Comm comm,
+                                 struct sx_error *err) {
+    int need = 1 + pieces(s->bo.raw.len) + (gz ? pieces(s->bo.z.len) : 0);
+    if (need > s->cap) {
+        MPI_Request *r = sx_realloc(s->reqs, (size_t)need * sizeof *r);
+        if (r == NULL)
+            return sx_error_set(err, SX_ERR_NOMEM, "", "out of memory sending a block");
+        s->reqs = r;
+        s->cap = need;
+    }
+    memset(&s->hdr, 0, sizeof s->hdr);
+    s->hdr.raw_len = s->bo.raw.len;
+    s->hdr.data_len = gz ? s->bo.z.len : 0;
+    s->hdr.crc = s->bo.crc;
+    if (MPI_Isend(&s->hdr, sizeof s->hdr, MPI_BYTE, 0, TAG_HDR, comm,
+                  &s->reqs[s->nreq++]) != MPI_SUCCESS)
+        return mpi_failed("MPI_Isend", err);
+    const struct sx_buf *parts[2] = {&s->bo.raw, gz ? &s->bo.z : NULL};
+    for (int i = 0; i < 2 && parts[i] != NULL; i++)
+        for (uint64_t at = 0; at < parts[i]->len; at += PIECE) {
+            uint64_t left = parts[i]->len - at;
+            int k = (int)(left < PIECE ? left : PIECE);
+            if (MPI_Isend(parts[i]->data + at, k, MPI_BYTE, 0, TAG_DATA, comm,
+                          &s->reqs[s->nreq++]) != MPI_SUCCESS)
+                return mpi_failed("MPI_Isend", err);
+        }
+    return SX_OK;
+}
+
+/* NOTE: collective (the protocol's worker side). */
+static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
+                                    const struct sx_producer *p,
+                                    const struct sx_stream_opts *so,
+                                    struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    enum { NSETS = 2 };
+    struct sendset set[NSETS];
+    int got_ctrl = 0, ctrl = 0;
+    size_t k = 0;
+    memset(set, 0, sizeof set);
+    for (size_t b = 0; b < p->nblocks; b++) {
+        if (sx_stream_owner(b, size, so->gz) != rank)
+            continue;
+        int flag = 0;
+        if (MPI_Iprobe(0, TAG_CTRL, comm, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+            st = mpi_failed("MPI_Iprobe", err);
+            break;
+        }
+        if (flag) { /* rank 0 gave up: stop producing */
+            if (MPI_Recv(&ctrl, 1, MPI_INT, 0, TAG_CTRL, comm, MPI_STATUS_IGNORE) !=
+                MPI_SUCCESS)
+                st = mpi_failed("MPI_Recv", err);
+            got_ctrl = 1;
+            break;
+        }
+        struct sendset *s = &set[k % NSETS];
+        if (MPI_Waitall(s->nreq, s->reqs, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
+            st = mpi_failed("MPI_Waitall", err);
+            break;
+        }
+        s->nreq = 0;
+        st = make_block(p, so, b, rank, &s->bo, err);
+        if (st == SX_OK)
+            st = sx_fault_at(rank, SX_FAIL_SEND, err);
+        if (st == SX_OK)
+            st = post_sends(s, so->gz, comm, err);
+        if (st != SX_OK)
+            break;
+        k++;
+    }
+    if (st == SX_OK && !got_ctrl)
+        st = sx_fault_rest(rank, err);
+    for (int j = 0; j < NSETS; j++)
+        if (MPI_Waitall(set[j].nreq, set[j].reqs, MPI_STATUSES_IGNORE) != MPI_SUCCESS &&
+            st == SX_OK)
+            st = mpi_failed("MPI_Waitall", err);
+    struct block_hdr end;
+    memset(&end, 0, sizeof end);
+    end.end = 1;
+    end.status = st;
+    if (err != NULL)
+        end.error = *err;
+    if (MPI_Send(&end, sizeof end, MPI_BYTE, 0, TAG_HDR, comm) != MPI_SUCCESS &&
+        st == SX_OK)
+        st = mpi_failed("MPI_Send", err);
+    if (!got_ctrl &&
+        MPI_Recv(&ctrl, 1, MPI_INT, 0, TAG_CTRL, comm, MPI_STATUS_IGNORE) !=
+            MPI_SUCCESS &&
+        st == SX_OK)
+        st = mpi_failed("MPI_Recv", err);
+    for (int j = 0; j < NSETS; j++) {
+        sx_buf_free(&set[j].bo.raw);
+        sx_buf_free(&set[j].bo.z);
+        free(set[j].reqs);
+    }
+    return st;
+}
+
+/* NOTE: collective */
+enum sx_status sx_stream(MPI_Comm comm, const struct sx_producer *p,
+                         const struct sx_stream_opts *so, struct sx_out_file *f,
+                         struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    int rank = 0, size = 1;
+    char *scratch = NULL;
+    struct writer w;
+    memset(&w, 0, sizeof w);
+    if (comm != MPI_COMM_NULL && (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS ||
+                                  MPI_Comm_size(comm, &size) != MPI_SUCCESS))
+        st = mpi_failed("MPI_Comm_rank", err);
+
+    /* Stage: what rank 0 needs to take part in the protocol whatever happens. */
+    if (st == SX_OK && rank == 0 && size > 1) {
+        scratch = sx_malloc(PIECE);
+        if (scratch == NULL)
+            st = sx_error_set(err, SX_ERR_NOMEM, so->path, "out of memory");
+    }
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* Stage: the protocol; a failure anywhere in it is carried to its end. */
+    if (rank == 0) {
+        w.so = so;
+        w.f = f;
+        w.total = p->total_bytes;
+        st = stream_root(comm, size, p, so, &w, scratch, err);
+    } else {
+        st = stream_worker(comm, rank, size, p, so, err);
+    }
+    st = sx_all_ok(comm, st, err);
+out:
+    sx_buf_free(&w.z);
+    free(scratch);
+    return st;
+}

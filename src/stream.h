@@ -1,0 +1,49 @@
+/* stream.h - the block stream: owners format blocks, rank 0 writes them in order */
+#ifndef SX_STREAM_H
+#define SX_STREAM_H
+
+#include "internal.h"
+
+/*
+ * A document cut into blocks. Rank 0 writes 'head', then blocks 0 ..
+ * nblocks-1 in order, then 'tail'; each block's text is made by the rank
+ * that owns it (sx_stream_owner). The callbacks are local: they must make no
+ * collective call. A failing callback sets 'err' and returns its status; the
+ * stream's protocol then stops every rank and agrees on that error.
+ */
+struct sx_producer {
+    void *ctx;
+    size_t nblocks;
+    uint64_t total_bytes; /* the whole text, for progress: exact when known */
+    /* Text before block 0 and after the last block. Rank 0 only. */
+    enum sx_status (*head)(void *ctx, struct sx_buf *out, struct sx_error *err);
+    enum sx_status (*tail)(void *ctx, struct sx_buf *out, struct sx_error *err);
+    /* Text of block 'b', appended to the empty 'out'. On the block's owner only. */
+    enum sx_status (*block)(void *ctx, size_t b, struct sx_buf *out,
+                            struct sx_error *err);
+};
+
+/* How the stream writes. */
+struct sx_stream_opts {
+    const char *path; /* the output, for messages */
+    bool gz;          /* one gzip member of independently deflated segments */
+    int level;
+    enum sx_deflate eng;
+    void (*progress)(uint64_t done, uint64_t total, void *user);
+    void *progress_user;
+};
+
+/* Which rank formats block 'b' of a stream over 'size' ranks. */
+int sx_stream_owner(size_t b, int size, bool gz);
+
+/*
+ * NOTE: collective over 'comm' (MPI_COMM_NULL: this process alone). Rank 0
+ * passes the open output 'f' (NULL elsewhere) and writes the whole text into
+ * it; it does not commit it. Returns the status every rank agreed on, with
+ * the failing rank's error in 'err' on every rank.
+ */
+enum sx_status sx_stream(MPI_Comm comm, const struct sx_producer *p,
+                         const struct sx_stream_opts *so, struct sx_out_file *f,
+                         struct sx_error *err);
+
+#endif /* SX_STREAM_H */
