@@ -33,8 +33,6 @@ void sx_error_clear(struct sx_error *err) {
     err->rank = -1;
 }
 
-bool (*sx_fault_hook)(enum sx_fault_kind kind, int stage);
-
 static bool alloc_should_fail(void) { return sx_fault(SX_FAULT_ALLOC, 0); }
 
 void *sx_malloc(size_t n) { return alloc_should_fail() ? NULL : malloc(n ? n : 1); }

@@ -13,7 +13,6 @@ void sx_options_init(struct sx_options *o) {
     o->indent = -1;
     o->gzip_level = 6;
     o->deflate = SX_DEFLATE_ZLIB;
-    o->fail_rank = -1;
 }
 
 static bool ends_with_gz(const char *path) {
@@ -146,7 +145,7 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
         MPI_Comm_size(c, &size);
     }
     const bool gz = output != NULL && ends_with_gz(output);
-    sx_fault_begin(opts, input);
+    sx_fault_begin(input);
 
     /* Stage: options and paths; every rank checks the same things. */
     st = check_paths(input, output, err);
@@ -166,7 +165,7 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
     st = sx_h5_open(c, input, opts->summary != 0, &h5, &run, err);
     opened = true;
     if (st == SX_OK)
-        st = sx_fault_at(rank, SX_FAIL_OPEN, err);
+        st = sx_fault_at(SX_FAIL_OPEN, err);
     st = sx_all_ok(c, st, err);
     if (st != SX_OK)
         goto out;

@@ -37,14 +37,14 @@ char *sx_strndup(const char *s, size_t n);
 
 /*
  * Fault injection. The hook is NULL in the library and the command; only the
- * test programs set it (tests/sx_fault.c). The library asks before every call
- * that may fail: true means "fail this one".
+ * test programs set it (tests/support/sx_fault.c). The library asks before
+ * every call that may fail: true means "fail this one".
  */
 enum sx_fault_kind {
     SX_FAULT_ALLOC = 0, /* sx_malloc & co. */
     SX_FAULT_READ,      /* an HDF5 read (H5Dread, H5Aread) */
     SX_FAULT_WRITE,     /* a write, close or rename of an output */
-    SX_FAULT_STAGE,     /* a stage of the export ('stage': enum sx_fail_stage) */
+    SX_FAULT_STAGE,     /* a stage of the export ('stage': fault.h) */
     SX_NFAULTS
 };
 extern bool (*sx_fault_hook)(enum sx_fault_kind kind, int stage);

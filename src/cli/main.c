@@ -424,25 +424,6 @@ static int cmd_export(int argc, char **argv, int first) {
                 goto parsed;
             }
             o.block_bytes = (size_t)v;
-        } else if (IS("--fail-rank")) { /* fault tests */
-            NEED_VALUE();
-            if (parse_int(val, 0, 1 << 30, &v) != 0) {
-                rc = usage_error("--fail-rank takes a rank", val);
-                goto parsed;
-            }
-            o.fail_rank = (int)v;
-        } else if (IS("--fail-stage")) {
-            NEED_VALUE();
-            static const char *const st[] = {"open",     "read", "format",
-                                             "compress", "send", "write"};
-            o.fail_stage = 0;
-            for (int k = 0; k < 6; k++)
-                if (strcmp(val, st[k]) == 0)
-                    o.fail_stage = k + 1;
-            if (o.fail_stage == 0) {
-                rc = usage_error("unknown --fail-stage", val);
-                goto parsed;
-            }
         } else if (strcmp(a, "--progress") == 0) {
             progress = 1;
         } else if (strcmp(a, "--stats") == 0) {

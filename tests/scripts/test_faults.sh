@@ -6,7 +6,8 @@
 
 SYNTH="$BIN/scope-export-synth"
 DAMAGE="$BIN/scope-export-damage"
-for t in "$SYNTH" "$DAMAGE"; do
+XF="$BIN/tests/scope-export-faults" # the command with the test-only fault hooks (SX_FAULT)
+for t in "$SYNTH" "$DAMAGE" "$XF"; do
     [ -x "$t" ] || { echo "FAIL: $t is not built" >&2; exit 1; }
 done
 
@@ -351,12 +352,18 @@ for np in 2 4; do
     for r in 0 $((np - 1)); do
         for stage in open read format compress send write; do
             rm -f "$TMP/out/inj.json.gz"
-            LIMIT=30 fails "injected $stage fault on rank $r" "$np" "$TMP/out/inj.json.gz" \
-                "rank $r|$stage" -- "$base" --block-size 1024 --fail-rank "$r" \
-                --fail-stage "$stage"
+            SX_FAULT="stage:$stage:$r" X="$XF" LIMIT=30 fails \
+                "injected $stage fault on rank $r" "$np" "$TMP/out/inj.json.gz" \
+                "rank $r|$stage" -- "$base" --block-size 1024
         done
     done
 done
+
+# The installed command has no fault hooks: the flags of old are unknown options.
+rc=0
+mpi 0 "$X" export "$base" -o "$TMP/out/flags.json" --fail-rank 0 2>"$TMP/err.txt" || rc=$?
+[ "$rc" = 2 ] && grep -q 'unknown option: --fail-rank' "$TMP/err.txt" &&
+    [ ! -e "$TMP/out/flags.json" ] && ok || bad "--fail-rank: status $rc, $(head -c 300 "$TMP/err.txt")"
 
 # The bare command (no mpiexec, no MPI): the same failures, the same one line naming the
 # file and rank 0, the same untouched output.
@@ -366,8 +373,8 @@ fails "bare: missing file" 0 "$TMP/out/bare.json.gz" "$TMP/in/nope.h5|HDF5 file 
 fails "bare: not HDF5" 0 "$TMP/out/bare.json.gz" "$TMP/in/text.h5|$NOT_READABLE" -- \
     "$TMP/in/text.h5"
 for stage in open read format compress write; do
-    fails "bare: injected $stage fault" 0 "$TMP/out/bare.json.gz" "rank 0|$stage" -- "$base" \
-        --block-size 1024 --fail-rank 0 --fail-stage "$stage"
+    SX_FAULT="stage:$stage:0" X="$XF" fails "bare: injected $stage fault" 0 \
+        "$TMP/out/bare.json.gz" "rank 0|$stage" -- "$base" --block-size 1024
 done
 
 # Files on which libhdf5 1.10 itself crashes or loops (tests/fuzz/hdf5_known): a crash
@@ -418,8 +425,8 @@ if [ -f "$compat" ]; then
             "$CMP" "$TMP/out/c4.$ext" "$TMP/out/c1.json" && ok ||
             bad "more ranks than rows: -n 4 on $(basename "$compat") ($ext)"
     done
-    LIMIT=30 fails "more ranks than rows, fault on rank 3" 4 "$TMP/out/c.json" "rank 3" -- \
-        "$compat" --fail-rank 3 --fail-stage read
+    SX_FAULT=stage:read:3 X="$XF" LIMIT=30 fails "more ranks than rows, fault on rank 3" 4 \
+        "$TMP/out/c.json" "rank 3" -- "$compat"
 else
     echo "SKIP: more ranks than rows: no $compat"
 fi

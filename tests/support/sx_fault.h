@@ -1,8 +1,8 @@
 /* sx_fault.h - fault injection for the tests: the Nth call of a kind fails */
-#ifndef SX_FAULT_H
-#define SX_FAULT_H
+#ifndef SX_TEST_FAULT_H
+#define SX_TEST_FAULT_H
 
-#include "internal.h"
+#include "fault.h"
 
 /*
  * Fail the 'nth' call (1-based) of 'kind' made from now on, once; counting of
