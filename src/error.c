@@ -1,7 +1,6 @@
 /* error.c - struct sx_error setters, allocation hooks, sx_strerror() */
 #include "internal.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,12 +86,3 @@ const char *sx_strerror(enum sx_status status) {
 }
 
 const char *sx_version(void) { return SX_VERSION_STRING; }
-
-static volatile sig_atomic_t stop_flag;
-
-void sx_request_stop(void) {
-    stop_flag = 1;
-    sx_out_forget_tmp(); /* in case SIGKILL follows before the export unwinds */
-}
-
-bool sx_stop_requested(void) { return stop_flag != 0; }

@@ -541,8 +541,23 @@ enum sx_status sx_out_write(struct sx_out_file *f, const void *p, size_t n,
 enum sx_status sx_out_commit(struct sx_out_file *f, struct sx_error *err);
 /* Remove the temporary file. Accepts NULL. */
 void sx_out_abort(struct sx_out_file *f);
-/* Unlink the temporary file being written, from a signal handler. */
-void sx_out_forget_tmp(void);
+/* The temporary name 'f' is written under (shorter than SX_TMP_NAME bytes). */
+#define SX_TMP_NAME 4096
+const char *sx_out_tmp_path(const struct sx_out_file *f);
+
+/*
+ * The one temporary-file scheme: a new empty file ".NAME.XXXXXX" beside
+ * 'path' (mode as open(2) with 0666 under the umask), tracked for
+ * sx_tmp_remove_all. New name in '*tmp'; its descriptor in '*fd', or closed
+ * when 'fd' is NULL. The caller renames or removes it, then sx_tmp_forget.
+ */
+enum sx_status sx_tmp_create(const char *path, char **tmp, int *fd, struct sx_error *err);
+/* Track a temporary file another rank writes, so that a signal here removes it. */
+void sx_tmp_track(const char *tmp);
+/* 'tmp' was renamed or removed: no longer tracked. */
+void sx_tmp_forget(const char *tmp);
+/* Unlink every tracked temporary file (async-signal-safe: signal handlers). */
+void sx_tmp_remove_all(void);
 
 /* Compress 'n' bytes into a raw deflate segment ending on a byte boundary
  * ('final': the segment ends the stream). Appends to 'out'. */
@@ -574,7 +589,9 @@ void sx_comm_free(MPI_Comm *comm);
  */
 enum sx_status sx_all_ok(MPI_Comm comm, enum sx_status st, struct sx_error *err);
 
-/* Async stop request (signals). */
+/* stop.c: whether sx_request_stop() was called since the last sx_stop_clear(). */
 bool sx_stop_requested(void);
+/* The end of an export: a stop asked for during it does not outlive it. */
+void sx_stop_clear(void);
 
 #endif /* SX_INTERNAL_H */
