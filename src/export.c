@@ -169,10 +169,10 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
     if (st == SX_OK)
         st = check_paths(input, output, err);
     if (st == SX_OK && (opts->gzip_level < 0 || opts->gzip_level > 9))
-        st = sx_error_set(err, SX_ERR_USAGE, "", "gzip level %d is not in 0..9",
+        st = sx_error_set(err, SX_ERR_USAGE, output, "gzip level %d is not in 0..9",
                           opts->gzip_level);
     if (st == SX_OK && gz && opts->deflate == SX_DEFLATE_ISAL && !sx_has_isal())
-        st = sx_error_set(err, SX_ERR_USAGE, "",
+        st = sx_error_set(err, SX_ERR_USAGE, output,
                           "this build has no ISA-L deflate engine; use the zlib engine");
     if (st == SX_OK)
         st = sx_filter_new(opts, &filter, err);
