@@ -594,4 +594,10 @@ bool sx_stop_requested(void);
 /* The end of an export: a stop asked for during it does not outlive it. */
 void sx_stop_clear(void);
 
+/* ------------------------------------------------------------------ */
+/* args.c: options by name                                            */
+
+/* 'o' filled from 'a' (NULL: the defaults); 'o' borrows the strings and ranks of 'a'. */
+void sx_args_options(const struct sx_args *a, struct sx_options *o);
+
 #endif /* SX_INTERNAL_H */
