@@ -51,6 +51,8 @@ extern bool (*sx_fault_hook)(enum sx_fault_kind kind, int stage);
 static inline bool sx_fault(enum sx_fault_kind kind, int stage) {
     return sx_fault_hook != NULL && sx_fault_hook(kind, stage);
 }
+/* Tests only (tests/support/sx_fault.c): fail the Nth allocation from now; 0 = none. */
+void sx_alloc_fail_after(long n);
 
 /* ------------------------------------------------------------------ */
 /* json_write.c: byte-exact JSON text as Python's json.dumps writes it */
