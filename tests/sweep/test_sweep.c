@@ -7,7 +7,8 @@
  * kind fails on that rank alone. Every run must end (an alarm turns a hang
  * into a failure naming the case), give the same status and error on every
  * rank, name the failing rank and a file, call out of memory out of memory,
- * leave no output and no temporary file, and leave no HDF5 id open.
+ * leave no output and no temporary file, and leave no HDF5 id open. The
+ * import (JSON -> HDF5) is swept the same way on one process.
  */
 #include "sx_fault.h"
 #include "sx_test.h"
@@ -178,6 +179,53 @@ static void sweep(const char *in, const char *want, const char *out,
     }
 }
 
+/*
+ * Local. The import (JSON -> HDF5, on one process): every allocation failing
+ * in turn is out of memory, leaves no output and no temporary file, and no
+ * HDF5 id open.
+ */
+static void sweep_import(const char *in, long stride) {
+    char out[1200], dir[1100];
+    snprintf(dir, sizeof dir, "%s/import", tmpdir);
+    snprintf(out, sizeof out, "%s/run.h5", dir);
+    ASSERT(mkdir(dir, 0777) == 0);
+    struct sx_error e;
+    sx_fault_arm(SX_FAULT_ALLOC, 0);
+    CHECKF(sx_import(in, out, &e) == SX_OK, "the import failed: %s", e.text);
+    long count = sx_fault_count(SX_FAULT_ALLOC), fails = 0, before = runs;
+    sx_fault_off();
+    unlink(out);
+    for (long nth = 1; nth <= count + 1; nth += stride) {
+        snprintf(case_text, sizeof case_text, "import %.1000s: alloc %ld of %ld", in, nth,
+                 count);
+        sx_fault_arm(SX_FAULT_ALLOC, nth);
+        alarm(run_limit_s);
+        enum sx_status st = sx_import(in, out, &e);
+        alarm(0);
+        bool fired = sx_fault_fired();
+        sx_fault_off();
+        runs++;
+        ssize_t ids = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
+        CHECKF(ids == 0, "%zd HDF5 objects left open", ids);
+        if (!fired || st == SX_OK) {
+            CHECKF(st == SX_OK, "no fault happened, yet: %s", e.text);
+            absorbed += fired;
+            unlink(out);
+            continue;
+        }
+        fails++;
+        agreed++;
+        CHECKF(st == SX_ERR_NOMEM, "status %s, not out of memory: %s", sx_strerror(st),
+               e.text);
+        CHECKF(e.rank == -1 && e.source[0] != '\0', "rank %d, source [%s]", e.rank,
+               e.source);
+        check_empty(dir);
+    }
+    printf("import %s: alloc: %ld calls, %ld runs, %ld failed\n", in, count,
+           runs - before, fails);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
@@ -212,6 +260,11 @@ int main(int argc, char **argv) {
         }
     }
 
+    if (wrank == 0) { /* the import is not collective: one process is enough */
+        char in[2048];
+        snprintf(in, sizeof in, "%s/golden/gen_likwid_lineprof/run.json", SX_SHARED_DIR);
+        sweep_import(in, stride);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     if (wrank == 0)
         rmdir(tmpdir);
