@@ -113,6 +113,17 @@ static void quiet_off(const struct quiet *q) {
     H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
 }
 
+/* Each write may fail on purpose in the fault tests (SX_FAULT_WRITE). */
+static herr_t dwrite(hid_t d, hid_t mt, hid_t ms, hid_t fs, hid_t x, const void *buf) {
+    return sx_fault(SX_FAULT_WRITE, 0) ? -1 : H5Dwrite(d, mt, ms, fs, x, buf);
+}
+
+static herr_t awrite(hid_t a, hid_t mt, const void *buf) {
+    return sx_fault(SX_FAULT_WRITE, 0) ? -1 : H5Awrite(a, mt, buf);
+}
+#define H5Dwrite dwrite
+#define H5Awrite awrite
+
 static herr_t walk_cb(unsigned n, const H5E_error2_t *e, void *data) {
     char *out = data;
     (void)n;

@@ -189,40 +189,42 @@ static void sweep_import(const char *in, long stride) {
     snprintf(dir, sizeof dir, "%s/import", tmpdir);
     snprintf(out, sizeof out, "%s/run.h5", dir);
     ASSERT(mkdir(dir, 0777) == 0);
-    struct sx_error e;
-    sx_fault_arm(SX_FAULT_ALLOC, 0);
-    CHECKF(sx_import(in, out, &e) == SX_OK, "the import failed: %s", e.text);
-    long count = sx_fault_count(SX_FAULT_ALLOC), fails = 0, before = runs;
-    sx_fault_off();
-    unlink(out);
-    for (long nth = 1; nth <= count + 1; nth += stride) {
-        snprintf(case_text, sizeof case_text, "import %.1000s: alloc %ld of %ld", in, nth,
-                 count);
-        sx_fault_arm(SX_FAULT_ALLOC, nth);
-        alarm(run_limit_s);
-        enum sx_status st = sx_import(in, out, &e);
-        alarm(0);
-        bool fired = sx_fault_fired();
+    for (int k = SX_FAULT_ALLOC; k <= SX_FAULT_WRITE; k++) {
+        struct sx_error e;
+        sx_fault_arm((enum sx_fault_kind)k, 0);
+        CHECKF(sx_import(in, out, &e) == SX_OK, "the import failed: %s", e.text);
+        long count = sx_fault_count((enum sx_fault_kind)k), fails = 0, before = runs;
         sx_fault_off();
-        runs++;
-        ssize_t ids = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
-        CHECKF(ids == 0, "%zd HDF5 objects left open", ids);
-        if (!fired || st == SX_OK) {
-            CHECKF(st == SX_OK, "no fault happened, yet: %s", e.text);
-            absorbed += fired;
-            unlink(out);
-            continue;
+        unlink(out);
+        for (long nth = 1 + k % stride; nth <= count + 1; nth += stride) {
+            snprintf(case_text, sizeof case_text, "import %.1000s: %s %ld of %ld", in,
+                     kind_names[k], nth, count);
+            sx_fault_arm((enum sx_fault_kind)k, nth);
+            alarm(run_limit_s);
+            enum sx_status st = sx_import(in, out, &e);
+            alarm(0);
+            bool fired = sx_fault_fired();
+            sx_fault_off();
+            runs++;
+            ssize_t ids = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
+            CHECKF(ids == 0, "%zd HDF5 objects left open", ids);
+            if (!fired || st == SX_OK) {
+                CHECKF(st == SX_OK, "no fault happened, yet: %s", e.text);
+                absorbed += fired;
+                unlink(out);
+                continue;
+            }
+            fails++;
+            agreed++;
+            CHECKF(st == (k == SX_FAULT_ALLOC ? SX_ERR_NOMEM : SX_ERR_IO),
+                   "status %s: %s", sx_strerror(st), e.text);
+            CHECKF(e.rank == -1 && e.source[0] != '\0', "rank %d, source [%s]", e.rank,
+                   e.source);
+            check_empty(dir);
         }
-        fails++;
-        agreed++;
-        CHECKF(st == SX_ERR_NOMEM, "status %s, not out of memory: %s", sx_strerror(st),
-               e.text);
-        CHECKF(e.rank == -1 && e.source[0] != '\0', "rank %d, source [%s]", e.rank,
-               e.source);
-        check_empty(dir);
+        printf("import %s: %s: %ld calls, %ld runs, %ld failed\n", in, kind_names[k],
+               count, runs - before, fails);
     }
-    printf("import %s: alloc: %ld calls, %ld runs, %ld failed\n", in, count,
-           runs - before, fails);
     rmdir(dir);
 }
 
