@@ -63,3 +63,31 @@ leftovers() {
     base=$(basename "$1")
     find "$dir" -maxdepth 1 -name ".$base.*" 2>/dev/null | head -3 | tr '\n' ' '
 }
+
+# mid_export TPID OUT [RANK]: wait (up to 20 s) for the export run by 'timeout' TPID to
+# write its temporary file beside OUT, then 0.3 s more; print the pid of its mpiexec, or
+# with RANK of that rank's process. Status 1 when it never started writing.
+mid_export() {
+    local tpid=$1 out=$2 rank=${3:-} pid="" m p
+    for _ in $(seq 400); do
+        if [ -z "$pid" ]; then
+            pid=$(pgrep -P "$tpid" | head -1)
+            if [ -n "$rank" ] && [ -n "$pid" ]; then # a child of mpiexec, by its rank
+                m=$pid pid=""
+                for p in $(pgrep -P "$m"); do
+                    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null |
+                        grep -qx "OMPI_COMM_WORLD_RANK=$rank" && pid=$p
+                done
+            fi
+        fi
+        if [ -n "$pid" ] && [ -n "$(leftovers "$out")" ]; then
+            sleep 0.3
+            echo "$pid"
+            return 0
+        fi
+        kill -0 "$tpid" 2>/dev/null || break
+        sleep 0.05
+    done
+    echo "$pid"
+    return 1
+}

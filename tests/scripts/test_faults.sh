@@ -251,18 +251,8 @@ for sig in TERM INT; do
     timeout -k 5 120 "$MPIEXEC" --quiet --oversubscribe -n 2 "$X" export "$big" -o "$out" \
         -q 2>"$d.err" </dev/null &
     tpid=$!
-    mpid=""
     started=no
-    for _ in $(seq 400); do # up to 20 s for the temporary output to appear
-        [ -n "$mpid" ] || mpid=$(pgrep -P "$tpid" | head -1)
-        if [ -n "$mpid" ] && [ -n "$(leftovers "$out")" ]; then
-            started=yes
-            break
-        fi
-        kill -0 "$tpid" 2>/dev/null || break
-        sleep 0.05
-    done
-    sleep 0.3
+    mpid=$(mid_export "$tpid" "$out") && started=yes
     [ -n "$mpid" ] && kill -"$sig" "$mpid" 2>/dev/null
     wait "$tpid"
     rc=$?

@@ -3,7 +3,7 @@
 # of an export: mpiexec stops the others with SIGTERM, and whichever rank died, no temporary
 # output is left beside the output and an existing output is untouched
 . "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/mpi_lib.sh" # state, leftovers
+. "$(dirname "$0")/mpi_lib.sh" # state, leftovers, mid_export
 
 SYNTH="$BIN/scope-export-synth"
 [ -x "$SYNTH" ] || { echo "FAIL: $SYNTH is not built" >&2; exit 1; }
@@ -22,22 +22,8 @@ for np in 2 3; do
         timeout -k 5 120 "$MPIEXEC" --quiet --oversubscribe -n "$np" \
             "$X" export "$big" -o "$out" -q 2>"$d.err" </dev/null &
         tpid=$!
-        started=no vpid=""
-        for _ in $(seq 400); do # up to 20 s for the temporary output to appear
-            if [ -z "$vpid" ]; then # the rank's process: a child of mpiexec, by its rank
-                for p in $(pgrep -P "$(pgrep -P "$tpid" | head -1)" 2>/dev/null); do
-                    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null |
-                        grep -qx "OMPI_COMM_WORLD_RANK=$victim" && vpid=$p
-                done
-            fi
-            if [ -n "$vpid" ] && [ -n "$(leftovers "$out")" ]; then
-                started=yes
-                break
-            fi
-            kill -0 "$tpid" 2>/dev/null || break
-            sleep 0.05
-        done
-        sleep 0.3
+        started=no
+        vpid=$(mid_export "$tpid" "$out" "$victim") && started=yes
         [ -n "$vpid" ] && kill -KILL "$vpid"
         wait "$tpid"
         rc=$?

@@ -68,6 +68,26 @@ static void check_empty(const char *dir) {
         closedir(d);
 }
 
+/* Before a call: the 'nth' call of 'kind' fails here when 'here'; the alarm is set. */
+static void arm(bool here, enum sx_fault_kind kind, long nth) {
+    if (here)
+        sx_fault_arm(kind, nth);
+    else
+        sx_fault_off();
+    alarm(run_limit_s);
+}
+
+/* After it: whether the fault happened; no HDF5 id may be left open. */
+static bool disarm(void) {
+    alarm(0);
+    bool fired = sx_fault_fired();
+    sx_fault_off();
+    runs++;
+    ssize_t ids = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
+    CHECKF(ids == 0, "%zd HDF5 objects left open", ids);
+    return fired;
+}
+
 /* What a rank got back from a call, as numbers that can be gathered. */
 enum { O_STATUS, O_CODE, O_RANK, O_TEXT, O_SOURCE, O_FIRED, O_N };
 
@@ -81,18 +101,9 @@ static bool run_one(const char *in, const char *out, const char *want,
                     int frank) {
     struct sx_error e;
     memset(&e, 0x5a, sizeof e); /* the library must clear it */
-    if (wrank == frank)
-        sx_fault_arm(kind, nth);
-    else
-        sx_fault_off();
-    alarm(run_limit_s);
+    arm(wrank == frank, kind, nth);
     enum sx_status st = sx_export(MPI_COMM_WORLD, in, out, o, &e);
-    alarm(0);
-    bool fired = sx_fault_fired();
-    sx_fault_off();
-    runs++;
-    ssize_t ids = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
-    CHECKF(ids == 0, "%zd HDF5 objects left open", ids);
+    bool fired = disarm();
     e.text[sizeof e.text - 1] = '\0';
     e.source[sizeof e.source - 1] = '\0';
     long mine[O_N] = {st,
@@ -199,15 +210,9 @@ static void sweep_import(const char *in, long stride) {
         for (long nth = 1 + k % stride; nth <= count + 1; nth += stride) {
             snprintf(case_text, sizeof case_text, "import %.1000s: %s %ld of %ld", in,
                      kind_names[k], nth, count);
-            sx_fault_arm((enum sx_fault_kind)k, nth);
-            alarm(run_limit_s);
+            arm(true, (enum sx_fault_kind)k, nth);
             enum sx_status st = sx_import(in, out, &e);
-            alarm(0);
-            bool fired = sx_fault_fired();
-            sx_fault_off();
-            runs++;
-            ssize_t ids = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
-            CHECKF(ids == 0, "%zd HDF5 objects left open", ids);
+            bool fired = disarm();
             if (!fired || st == SX_OK) {
                 CHECKF(st == SX_OK, "no fault happened, yet: %s", e.text);
                 absorbed += fired;
