@@ -546,6 +546,13 @@ void sx_gzip_trailer(unsigned char out[8], uint32_t crc, uint64_t isize);
  */
 enum sx_status sx_all_ok(MPI_Comm comm, enum sx_status st, struct sx_error *err);
 
+/*
+ * export.c: NOTE: collective. Drop the GPU column of every row whose slice
+ * has no value >= 0 (the rows are shared out over the ranks).
+ */
+enum sx_status sx_resolve_gpu(MPI_Comm comm, int rank, int size, struct sx_h5 *h5,
+                              struct sx_run *run, struct sx_error *err);
+
 /* Async stop request (signals). */
 bool sx_stop_requested(void);
 

@@ -30,21 +30,41 @@ struct sx_trace {
 };
 
 /*
+ * The smallest start_ns of the rows r with r % size == rank that have calls
+ * (INT64_MAX elsewhere), for the region order: min-reduce them over the
+ * ranks. New array of run->nrows in '*mins'. Local.
+ */
+enum sx_status sx_trace_row_mins(const struct sx_run *run, struct sx_h5 *h5, int rank,
+                                 int size, int64_t **mins, struct sx_error *err);
+
+/*
  * Plan the trace of 'run' (rows' GPU columns already resolved): region order,
- * selection, labels, origin. Reads every row's start column (through 'h5'
- * when not NULL) for the region order. 'label' overrides the run's label
- * (NULL: the run's own). Local.
+ * selection, labels, origin. 'row_min' (every row's, from sx_trace_row_mins)
+ * is taken over. 'o->label' overrides the run's label. Local.
  */
 enum sx_status sx_trace_plan(struct sx_trace *t, struct sx_run *run, struct sx_h5 *h5,
                              const struct sx_filter *filter, const struct sx_options *o,
-                             struct sx_error *err);
+                             int64_t *row_min, struct sx_error *err);
 void sx_trace_free(struct sx_trace *t);
 
 /* The row of region position 'g' on 'rank', or NULL. */
 const struct sx_row *sx_trace_row(const struct sx_trace *t, size_t g, int64_t rank);
+/* Calls of 'rank' in the selected regions. */
+uint64_t sx_trace_rank_calls(const struct sx_trace *t, int64_t rank);
 
-/* Load (read) the event columns of the selected regions' rows of 'rank'. Local. */
-enum sx_status sx_trace_load_rank(struct sx_trace *t, int64_t rank, struct sx_error *err);
+/*
+ * Events [first, first + n) of 'row' for the columns in 'cols': 'out[c]'
+ * points into the loaded columns, or into 'room[c]' (n values each, the
+ * caller's) where they are read. Local.
+ */
+enum sx_status sx_trace_slice(const struct sx_trace *t, const struct sx_row *row,
+                              uint64_t first, uint64_t n, unsigned cols,
+                              int64_t *const room[SX_NCOLS], const int64_t *out[SX_NCOLS],
+                              struct sx_error *err);
+
+/* Load (read) columns 'cols' of the selected regions' rows of 'rank'. Local. */
+enum sx_status sx_trace_load_rank(struct sx_trace *t, int64_t rank, unsigned cols,
+                                  struct sx_error *err);
 /* Free what sx_trace_load_rank read (nothing for a loaded run). */
 void sx_trace_unload_rank(struct sx_trace *t, int64_t rank);
 
@@ -56,27 +76,28 @@ void sx_trace_lane_label(const struct sx_run *run, int64_t lane, int64_t rank,
 enum sx_status sx_trace_value_error(const struct sx_trace *t, enum sx_status code,
                                     const char *msg, struct sx_error *err);
 
-/* Where a long text goes when its buffer has grown past a block: may empty 'out'. */
-struct sx_trace_sink {
-    enum sx_status (*flush)(void *ctx, struct sx_buf *out, struct sx_error *err);
-    void *ctx;
-    size_t block_bytes;
-};
-
-/* Chrome Trace Event document: head, one selected rank's items, tail. */
+/* Chrome Trace Event document: head, blocks of one selected rank's items, tail. */
 void sx_chrome_head(const struct sx_trace *t, struct sx_buf *out);
-/* Selected rank 'k''s items (its events loaded), each after a ','
- * unless it is the document's first. */
-enum sx_status sx_chrome_rank(const struct sx_trace *t, size_t k, struct sx_buf *out,
-                              const struct sx_trace_sink *sink, struct sx_error *err);
 void sx_chrome_tail(struct sx_buf *out);
+/* What a rank's blocks share (its lanes), worked out by the first of them. */
+struct sx_chrome_cache;
+struct sx_chrome_cache *sx_chrome_cache_new(const struct sx_trace *t);
+void sx_chrome_cache_free(struct sx_chrome_cache *cc);
+/*
+ * The items of selected rank 'k' from its call 'from' to 'to' (calls in
+ * region order): the process and lane names first when 'from' is 0, each
+ * item after a ',' unless it is the document's first.
+ */
+enum sx_status sx_chrome_block(const struct sx_trace *t, struct sx_chrome_cache *cc,
+                               size_t k, uint64_t from, uint64_t to, struct sx_buf *out,
+                               struct sx_error *err);
 
 /*
  * speedscope: the calls of one selected rank, sorted and nested, split into
  * lanes (profiles).
  */
 struct sx_ss_rank;
-/* Build selected rank 'k''s profiles (its events loaded). New in '*out'. */
+/* Build selected rank 'k''s profiles (start, end, thread, task loaded). New in '*out'. */
 enum sx_status sx_ss_build(const struct sx_trace *t, size_t k, struct sx_ss_rank **out,
                            struct sx_error *err);
 void sx_ss_free(struct sx_ss_rank *r);
@@ -93,13 +114,14 @@ size_t sx_ss_frames(const struct sx_ss_rank *r, bool *seen, uint32_t *order, siz
 void sx_ss_head(const struct sx_trace *t, const uint32_t *frames, size_t nframes,
                 struct sx_buf *out);
 /*
- * The rank's profiles, each preceded by ", " unless it is the document's
- * first ('*first' tracks that). 'frame_of[g]' is region position g's frame.
+ * The text of the rank's sorted calls [i0, i1): profile heads, open and
+ * close events, profile tails. 'doc_first': the rank's first profile is the
+ * document's first. 'frame_of[g]' is region position g's frame.
  */
-enum sx_status sx_ss_profiles(const struct sx_trace *t, const struct sx_ss_rank *r,
-                              const uint32_t *frame_of, double origin, bool *first,
-                              struct sx_buf *out, const struct sx_trace_sink *sink,
-                              struct sx_error *err);
+enum sx_status sx_ss_block(const struct sx_trace *t, const struct sx_ss_rank *r,
+                           const uint32_t *frame_of, double origin, bool doc_first,
+                           size_t i0, size_t i1, struct sx_buf *out,
+                           struct sx_error *err);
 void sx_ss_tail(struct sx_buf *out);
 
 /* The whole export of a trace document (sx_export with a trace format). */

@@ -21,47 +21,81 @@ static int cmp_lane(const void *a, const void *b) {
     return (x->index > y->index) - (x->index < y->index);
 }
 
-static struct lane lane_of(const struct sx_row *row, uint64_t i) {
-    if ((row->cols & SX_COLBIT(SX_COL_TASK)) && row->col[SX_COL_TASK][i] >= 0)
-        return (struct lane){LANE_TASK, row->col[SX_COL_TASK][i]};
-    if ((row->cols & SX_COLBIT(SX_COL_THREAD)) && row->col[SX_COL_THREAD][i] >= 0)
-        return (struct lane){LANE_THREAD, row->col[SX_COL_THREAD][i]};
+static struct lane lane_of(const int64_t *task, const int64_t *thread, uint64_t i) {
+    if (task != NULL && task[i] >= 0)
+        return (struct lane){LANE_TASK, task[i]};
+    if (thread != NULL && thread[i] >= 0)
+        return (struct lane){LANE_THREAD, thread[i]};
     return (struct lane){LANE_RANK, 0};
 }
 
-/* The sorted set of lanes 'rank' has calls on. New array in '*out'. */
+enum { LANE_CHUNK = 1 << 16 };
+
+static enum sx_status add_lane(const struct sx_trace *t, struct lane **v, size_t *n,
+                               size_t *cap, struct lane l, struct sx_error *err) {
+    for (size_t j = 0; j < *n; j++)
+        if ((*v)[j].kind == l.kind && (*v)[j].index == l.index)
+            return SX_OK;
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 8;
+        struct lane *nv = sx_realloc(*v, nc * sizeof *nv);
+        if (nv == NULL)
+            return sx_error_set(err, SX_ERR_NOMEM, t->run->path, "out of memory");
+        *v = nv;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = l;
+    return SX_OK;
+}
+
+/* The sorted set of lanes 'rank' has calls on: one pass over its lane columns. */
 static enum sx_status rank_lanes(const struct sx_trace *t, int64_t rank,
                                  struct lane **out, size_t *nout, struct sx_error *err) {
     enum sx_status st = SX_OK;
-    size_t n = 0, cap = 8;
-    struct lane *v = sx_malloc(cap * sizeof *v);
-    SX_CHECK(v != NULL, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+    size_t n = 0, cap = 0;
+    struct lane *v = NULL;
+    int64_t *room[SX_NCOLS] = {0};
+    const unsigned want = SX_COLBIT(SX_COL_TASK) | SX_COLBIT(SX_COL_THREAD);
     for (size_t g = 0; g < t->nregions; g++) {
         const struct sx_row *row = sx_trace_row(t, g, rank);
         if (row == NULL || row->is_aggregate || row->count == 0)
             continue;
-        struct lane prev = {-1, 0};
-        for (uint64_t i = 0; i < row->count; i++) {
-            struct lane l = lane_of(row, i);
-            if (l.kind == prev.kind && l.index == prev.index)
-                continue;
-            prev = l;
-            bool seen = false;
-            for (size_t j = 0; j < n && !seen; j++)
-                seen = v[j].kind == l.kind && v[j].index == l.index;
-            if (seen)
-                continue;
-            if (n == cap) {
-                cap *= 2;
-                struct lane *nv = sx_realloc(v, cap * sizeof *nv);
-                SX_CHECK(nv != NULL, SX_ERR_NOMEM, err, t->run->path, "out of memory");
-                v = nv;
+        if (!(row->cols & want)) {
+            st = add_lane(t, &v, &n, &cap, (struct lane){LANE_RANK, 0}, err);
+            if (st != SX_OK)
+                goto out;
+            continue;
+        }
+        if (room[SX_COL_TASK] == NULL) {
+            room[SX_COL_TASK] = sx_malloc(LANE_CHUNK * sizeof(int64_t));
+            room[SX_COL_THREAD] = sx_malloc(LANE_CHUNK * sizeof(int64_t));
+            SX_CHECK(room[SX_COL_TASK] != NULL && room[SX_COL_THREAD] != NULL,
+                     SX_ERR_NOMEM, err, t->run->path, "out of memory");
+        }
+        for (uint64_t at = 0; at < row->count; at += LANE_CHUNK) {
+            const uint64_t m =
+                row->count - at < LANE_CHUNK ? row->count - at : LANE_CHUNK;
+            const int64_t *col[SX_NCOLS];
+            st = sx_trace_slice(t, row, at, m, want, room, col, err);
+            if (st != SX_OK)
+                goto out;
+            struct lane prev = {-1, 0};
+            for (uint64_t i = 0; i < m; i++) {
+                struct lane l = lane_of(col[SX_COL_TASK], col[SX_COL_THREAD], i);
+                if (l.kind == prev.kind && l.index == prev.index)
+                    continue;
+                prev = l;
+                st = add_lane(t, &v, &n, &cap, l, err);
+                if (st != SX_OK)
+                    goto out;
             }
-            v[n++] = l;
         }
     }
-    qsort(v, n, sizeof *v, cmp_lane);
+    if (n > 1)
+        qsort(v, n, sizeof *v, cmp_lane);
 out:
+    free(room[SX_COL_TASK]);
+    free(room[SX_COL_THREAD]);
     if (st != SX_OK) {
         free(v);
         v = NULL;
@@ -70,6 +104,45 @@ out:
     *out = v;
     *nout = n;
     return st;
+}
+
+/* Per selected rank: its lanes, once worked out on this process. */
+struct rank_lanes {
+    bool ready;
+    struct lane *lanes;
+    size_t n;
+};
+
+struct sx_chrome_cache {
+    struct rank_lanes *r; /* per selected rank */
+    size_t n;
+    /* reused room for the columns of a block's slices */
+    int64_t *room[SX_NCOLS];
+    size_t room_n;
+};
+
+struct sx_chrome_cache *sx_chrome_cache_new(const struct sx_trace *t) {
+    struct sx_chrome_cache *cc = sx_calloc(1, sizeof *cc);
+    if (cc == NULL)
+        return NULL;
+    cc->r = sx_calloc(t->nranks + 1, sizeof *cc->r);
+    if (cc->r == NULL) {
+        free(cc);
+        return NULL;
+    }
+    cc->n = t->nranks;
+    return cc;
+}
+
+void sx_chrome_cache_free(struct sx_chrome_cache *cc) {
+    if (cc == NULL)
+        return;
+    for (size_t k = 0; k < cc->n; k++)
+        free(cc->r[k].lanes);
+    for (int c = 0; c < SX_NCOLS; c++)
+        free(cc->room[c]);
+    free(cc->r);
+    free(cc);
 }
 
 static size_t lane_tid(const struct lane *v, size_t n, struct lane l) {
@@ -144,37 +217,62 @@ static void thread_name_item(const struct sx_trace *t, int64_t rank, size_t tid,
         (p) += sizeof(lit) - 1;                                                          \
     } while (0)
 
-enum sx_status sx_chrome_rank(const struct sx_trace *t, size_t k, struct sx_buf *out,
-                              const struct sx_trace_sink *sink, struct sx_error *err) {
+enum sx_status sx_chrome_block(const struct sx_trace *t, struct sx_chrome_cache *cc,
+                               size_t k, uint64_t from, uint64_t to, struct sx_buf *out,
+                               struct sx_error *err) {
     enum sx_status st = SX_OK;
     const int64_t rank = t->ranks[k];
-    struct lane *lanes = NULL;
-    size_t nl = 0;
     struct sx_buf tmp = {0}, pre = {0}, post = {0};
+    struct rank_lanes *rl = &cc->r[k];
 
-    if (k > 0)
-        sx_buf_putc(out, ',');
-    sx_buf_puts(out, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":");
-    put_i64(out, rank);
-    sx_buf_puts(out, ",\"tid\":0,\"args\":{\"name\":\"rank ");
-    put_i64(out, rank);
-    sx_buf_puts(out, "\"}}");
-
-    st = rank_lanes(t, rank, &lanes, &nl, err);
-    if (st != SX_OK)
-        goto out;
-    for (size_t i = 0; i < nl; i++)
-        thread_name_item(t, rank, i, lanes[i], out, &tmp);
+    if (!rl->ready) {
+        st = rank_lanes(t, rank, &rl->lanes, &rl->n, err);
+        if (st != SX_OK)
+            goto out;
+        rl->ready = true;
+    }
+    const struct lane *lanes = rl->lanes;
+    const size_t nl = rl->n;
+    if (from == 0) {
+        if (k > 0)
+            sx_buf_putc(out, ',');
+        sx_buf_puts(out, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":");
+        put_i64(out, rank);
+        sx_buf_puts(out, ",\"tid\":0,\"args\":{\"name\":\"rank ");
+        put_i64(out, rank);
+        sx_buf_puts(out, "\"}}");
+        for (size_t i = 0; i < nl; i++)
+            thread_name_item(t, rank, i, lanes[i], out, &tmp);
+    }
 
     const double origin = t->chrome_origin;
-    double max_end = 0.0;
-    bool any = false;
     char rank_text[24];
     size_t rank_len = sx_fmt_i64(rank_text, rank);
-    for (size_t g = 0; g < t->nregions; g++) {
+    uint64_t at = 0; /* the rank's calls before this row */
+    for (size_t g = 0; g < t->nregions && at < to; g++) {
         const struct sx_row *row = sx_trace_row(t, g, rank);
         if (row == NULL || row->is_aggregate || row->count == 0)
             continue;
+        const uint64_t row_at = at;
+        at += row->count;
+        if (at <= from)
+            continue;
+        const uint64_t a = from > row_at ? from - row_at : 0;
+        const uint64_t z = (to < at ? to : at) - row_at;
+        /* room for the slice's columns */
+        if (z - a > cc->room_n) {
+            for (int c = 0; c < SX_NCOLS; c++) {
+                free(cc->room[c]);
+                cc->room[c] = sx_malloc((z - a) * sizeof(int64_t));
+                SX_CHECK(cc->room[c] != NULL, SX_ERR_NOMEM, err, t->run->path,
+                         "out of memory");
+            }
+            cc->room_n = z - a;
+        }
+        const int64_t *col[SX_NCOLS];
+        st = sx_trace_slice(t, row, a, z - a, row->cols, cc->room, col, err);
+        if (st != SX_OK)
+            goto out;
         /* The fixed text around the varying numbers of this row's calls. */
         sx_buf_reset(&pre);
         sx_buf_puts(&pre, ",{\"name\":");
@@ -192,32 +290,21 @@ enum sx_status sx_chrome_rank(const struct sx_trace *t, size_t k, struct sx_buf 
         sx_buf_puts(&post, "}}");
         SX_CHECK(!pre.failed && !post.failed, SX_ERR_NOMEM, err, t->run->path,
                  "out of memory");
-        const bool ids = (row->cols & SX_COLBIT(SX_COL_CALL)) &&
-                         (row->cols & SX_COLBIT(SX_COL_PARENT));
-        const bool gpu = row->cols & SX_COLBIT(SX_COL_GPU);
-        const bool task = row->cols & SX_COLBIT(SX_COL_TASK);
-        const bool awt = task && (row->cols & SX_COLBIT(SX_COL_AWAIT));
-        const int64_t *s = row->col[SX_COL_START], *e = row->col[SX_COL_END];
+        const bool ids = col[SX_COL_CALL] != NULL && col[SX_COL_PARENT] != NULL;
+        const int64_t *gpu = col[SX_COL_GPU];
+        const int64_t *awt = col[SX_COL_TASK] != NULL ? col[SX_COL_AWAIT] : NULL;
+        const int64_t *s = col[SX_COL_START], *e = col[SX_COL_END];
         struct lane cur = {-1, 0};
         size_t tid = 0;
         const size_t per = pre.len + post.len + 320;
-        for (uint64_t i = 0; i < row->count; i++) {
-            if ((i & 4095) == 0) {
-                if (sink != NULL && out->len >= sink->block_bytes) {
-                    st = sink->flush(sink->ctx, out, err);
-                    if (st != SX_OK)
-                        goto out;
-                }
-                if (!sx_buf_reserve(out, per * 4096))
-                    break;
-            }
+        const uint64_t n = z - a;
+        for (uint64_t i = 0; i < n; i++) {
+            if ((i & 1023) == 0 && !sx_buf_reserve(out, per * 1024))
+                break;
             const double start = (double)s[i] / 1e9 - origin;
             const double end = (double)e[i] / 1e9 - origin;
             const double dur = end - start;
-            if (!any || end > max_end)
-                max_end = end;
-            any = true;
-            struct lane l = lane_of(row, i);
+            struct lane l = lane_of(col[SX_COL_TASK], col[SX_COL_THREAD], i);
             if (l.kind != cur.kind || l.index != cur.index) {
                 cur = l;
                 tid = lane_tid(lanes, nl, l);
@@ -237,22 +324,22 @@ enum sx_status sx_chrome_rank(const struct sx_trace *t, size_t k, struct sx_buf 
             memcpy(p, rank_text, rank_len);
             p += rank_len;
             PUT(p, ",\"call_index\":");
-            p += sx_fmt_u64(p, i);
+            p += sx_fmt_u64(p, a + i);
             PUT(p, ",\"duration_s\":");
             p += sx_fmt_double(p, dur);
             if (ids) {
                 PUT(p, ",\"call_id\":");
-                p += sx_fmt_i64(p, row->col[SX_COL_CALL][i]);
+                p += sx_fmt_i64(p, col[SX_COL_CALL][i]);
                 PUT(p, ",\"parent_id\":");
-                p += sx_fmt_i64(p, row->col[SX_COL_PARENT][i]);
+                p += sx_fmt_i64(p, col[SX_COL_PARENT][i]);
             }
-            if (gpu) {
+            if (gpu != NULL) {
                 PUT(p, ",\"gpu_duration\":");
-                p += sx_fmt_double(p, (double)row->col[SX_COL_GPU][i] / 1e9);
+                p += sx_fmt_double(p, (double)gpu[i] / 1e9);
             }
-            if (awt) {
+            if (awt != NULL) {
                 PUT(p, ",\"await_duration\":");
-                p += sx_fmt_double(p, (double)row->col[SX_COL_AWAIT][i] / 1e9);
+                p += sx_fmt_double(p, (double)awt[i] / 1e9);
             }
             memcpy(p, post.data, post.len);
             p += post.len;
@@ -261,12 +348,11 @@ enum sx_status sx_chrome_rank(const struct sx_trace *t, size_t k, struct sx_buf 
         if (out->data != NULL)
             out->data[out->len] = '\0';
     }
-    (void)max_end; /* the end of the rank's timeline, for its counter events */
 out:
-    SX_CHECK(st != SX_OK || !out->failed, SX_ERR_NOMEM, err, t->run->path,
-             "%s: out of memory formatting the trace of rank %" PRId64, t->run->path,
-             rank);
-    free(lanes);
+    if (st == SX_OK && out->failed)
+        st = sx_error_set(err, SX_ERR_NOMEM, t->run->path,
+                          "%s: out of memory formatting the trace of rank %" PRId64,
+                          t->run->path, rank);
     sx_buf_free(&tmp);
     sx_buf_free(&pre);
     sx_buf_free(&post);

@@ -24,47 +24,51 @@ static double row_first(const struct sx_trace *t, size_t r) {
     return row->count > 0 ? s_of(t->row_min[r]) : 0.0;
 }
 
-/* The smallest start of every row with calls, read in bounded pieces. */
-static enum sx_status read_row_mins(struct sx_trace *t, struct sx_error *err) {
+enum sx_status sx_trace_row_mins(const struct sx_run *run, struct sx_h5 *h5, int rank,
+                                 int size, int64_t **mins, struct sx_error *err) {
     enum sx_status st = SX_OK;
-    const struct sx_run *run = t->run;
     int64_t *buf = NULL;
-    t->row_min = sx_calloc(run->nrows + 1, sizeof *t->row_min);
-    SX_CHECK(t->row_min != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
-    for (size_t r = 0; r < run->nrows; r++) {
+    int64_t *m = sx_malloc((run->nrows + 1) * sizeof *m);
+    *mins = NULL;
+    SX_CHECK(m != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+    for (size_t r = 0; r < run->nrows; r++)
+        m[r] = INT64_MAX;
+    for (size_t r = (size_t)rank; r < run->nrows; r += (size_t)size) {
         const struct sx_row *row = &run->rows[r];
         if (row->is_aggregate || row->count == 0)
             continue;
-        int64_t m = INT64_MAX;
         if (row->col[SX_COL_START] != NULL) {
             for (uint64_t i = 0; i < row->count; i++)
-                if (row->col[SX_COL_START][i] < m)
-                    m = row->col[SX_COL_START][i];
-        } else {
-            SX_CHECK(t->h5 != NULL, SX_ERR_INTERNAL, err, run->path,
-                     "%s: events of a row are neither loaded nor readable", run->path);
-            if (buf == NULL) {
-                buf = sx_malloc(CHUNK_EVENTS * sizeof *buf);
-                SX_CHECK(buf != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
-            }
-            for (uint64_t at = 0; at < row->count; at += CHUNK_EVENTS) {
-                uint64_t n =
-                    row->count - at < CHUNK_EVENTS ? row->count - at : CHUNK_EVENTS;
-                int64_t *out[SX_NCOLS] = {0};
-                out[SX_COL_START] = buf;
-                st = sx_h5_read_events(t->h5, run, row, at, n, SX_COLBIT(SX_COL_START),
-                                       out, err);
-                if (st != SX_OK)
-                    goto out;
-                for (uint64_t i = 0; i < n; i++)
-                    if (buf[i] < m)
-                        m = buf[i];
-            }
+                if (row->col[SX_COL_START][i] < m[r])
+                    m[r] = row->col[SX_COL_START][i];
+            continue;
         }
-        t->row_min[r] = m;
+        SX_CHECK(h5 != NULL, SX_ERR_INTERNAL, err, run->path,
+                 "%s: events of a row are neither loaded nor readable", run->path);
+        if (buf == NULL) {
+            buf = sx_malloc(CHUNK_EVENTS * sizeof *buf);
+            SX_CHECK(buf != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+        }
+        for (uint64_t at = 0; at < row->count; at += CHUNK_EVENTS) {
+            uint64_t n = row->count - at < CHUNK_EVENTS ? row->count - at : CHUNK_EVENTS;
+            int64_t *out[SX_NCOLS] = {0};
+            out[SX_COL_START] = buf;
+            st =
+                sx_h5_read_events(h5, run, row, at, n, SX_COLBIT(SX_COL_START), out, err);
+            if (st != SX_OK)
+                goto out;
+            for (uint64_t i = 0; i < n; i++)
+                if (buf[i] < m[r])
+                    m[r] = buf[i];
+        }
     }
 out:
     free(buf);
+    if (st != SX_OK) {
+        free(m);
+        m = NULL;
+    }
+    *mins = m;
     return st;
 }
 
@@ -160,7 +164,7 @@ static int cmp_regions(const void *a, const void *b) {
 
 enum sx_status sx_trace_plan(struct sx_trace *t, struct sx_run *run, struct sx_h5 *h5,
                              const struct sx_filter *filter, const struct sx_options *o,
-                             struct sx_error *err) {
+                             int64_t *row_min, struct sx_error *err) {
     enum sx_status st = SX_OK;
     double *key = NULL;
     bool *has = NULL;
@@ -170,6 +174,7 @@ enum sx_status sx_trace_plan(struct sx_trace *t, struct sx_run *run, struct sx_h
     t->run = run;
     t->h5 = h5;
     t->filter = filter;
+    t->row_min = row_min;
     const size_t nn = run->nnames;
     const int64_t nr = run->num_ranks > 0 ? run->num_ranks : 0;
 
@@ -186,10 +191,6 @@ enum sx_status sx_trace_plan(struct sx_trace *t, struct sx_run *run, struct sx_h
         t->ranks[0] = 0;
         t->nranks = 1;
     }
-
-    st = read_row_mins(t, err);
-    if (st != SX_OK)
-        goto out;
 
     /* Each region's rows by rank (the later row wins), its sort key and origin. */
     key = sx_calloc(nn + 1, sizeof *key);
@@ -304,7 +305,39 @@ const struct sx_row *sx_trace_row(const struct sx_trace *t, size_t g, int64_t ra
     return r < 0 ? NULL : &t->run->rows[r];
 }
 
-enum sx_status sx_trace_load_rank(struct sx_trace *t, int64_t rank,
+uint64_t sx_trace_rank_calls(const struct sx_trace *t, int64_t rank) {
+    uint64_t n = 0;
+    for (size_t g = 0; g < t->nregions; g++) {
+        const struct sx_row *row = sx_trace_row(t, g, rank);
+        if (row != NULL && !row->is_aggregate)
+            n += row->count;
+    }
+    return n;
+}
+
+enum sx_status sx_trace_slice(const struct sx_trace *t, const struct sx_row *row,
+                              uint64_t first, uint64_t n, unsigned cols,
+                              int64_t *const room[SX_NCOLS], const int64_t *out[SX_NCOLS],
+                              struct sx_error *err) {
+    cols &= row->cols;
+    if (row->col[SX_COL_START] != NULL || t->h5 == NULL) {
+        for (int c = 0; c < SX_NCOLS; c++)
+            out[c] =
+                (cols & SX_COLBIT(c)) && row->col[c] != NULL ? row->col[c] + first : NULL;
+        if (row->col[SX_COL_START] == NULL && n > 0)
+            return sx_error_set(err, SX_ERR_INTERNAL, t->run->path,
+                                "%s: events of a row are neither loaded nor readable",
+                                t->run->path);
+        return SX_OK;
+    }
+    for (int c = 0; c < SX_NCOLS; c++)
+        out[c] = (cols & SX_COLBIT(c)) ? room[c] : NULL;
+    if (n == 0)
+        return SX_OK;
+    return sx_h5_read_events(t->h5, t->run, row, first, n, cols, room, err);
+}
+
+enum sx_status sx_trace_load_rank(struct sx_trace *t, int64_t rank, unsigned cols,
                                   struct sx_error *err) {
     enum sx_status st = SX_OK;
     for (size_t g = 0; g < t->nregions; g++) {
@@ -314,16 +347,16 @@ enum sx_status sx_trace_load_rank(struct sx_trace *t, int64_t rank,
             continue;
         SX_CHECK(t->h5 != NULL, SX_ERR_INTERNAL, err, t->run->path,
                  "%s: events of a row are neither loaded nor readable", t->run->path);
+        const unsigned want = (cols | SX_COLBIT(SX_COL_START)) & row->cols;
         for (int c = 0; c < SX_NCOLS; c++) {
-            if (!(row->cols & SX_COLBIT(c)))
+            if (!(want & SX_COLBIT(c)))
                 continue;
             row->col[c] = sx_malloc((row->count + 1) * sizeof(int64_t));
             SX_CHECK(row->col[c] != NULL, SX_ERR_NOMEM, err, t->run->path,
                      "%s: out of memory reading the events of rank %" PRId64,
                      t->run->path, rank);
         }
-        st = sx_h5_read_events(t->h5, t->run, row, 0, row->count, row->cols, row->col,
-                               err);
+        st = sx_h5_read_events(t->h5, t->run, row, 0, row->count, want, row->col, err);
         if (st != SX_OK)
             goto out;
     }

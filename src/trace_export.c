@@ -1,4 +1,5 @@
 /* trace_export.c - sx_export() of the Chrome trace and speedscope documents */
+#include "stream.h"
 #include "trace.h"
 
 #include <inttypes.h>
@@ -26,240 +27,323 @@ static bool ends_with_gz(const char *path) {
            (path[n - 1] | 0x20) == 'z';
 }
 
-/* The output: plain text, or one gzip member of deflate segments with a running CRC. */
-struct writer {
-    struct sx_out_file *f;
-    bool gz;
-    int level;
-    enum sx_deflate eng;
-    uint32_t crc;
-    uint64_t isize;
-    uint64_t done;
-    const struct sx_options *o;
-    struct sx_buf z;
+/* MPI counts are int: reduce long arrays in pieces. */
+#define MAX_MSG (1u << 28)
+
+/* A block of the document: calls [from, to) of selected rank k. */
+struct tblock {
+    size_t k;
+    uint64_t from, to;
 };
 
-static enum sx_status writer_put(struct writer *w, const struct sx_buf *text, bool final,
-                                 struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    if (sx_stop_requested())
-        return sx_error_set(err, SX_ERR_INTERRUPTED, "",
-                            "export interrupted by a signal");
-    if (!w->gz) {
-        st = sx_out_write(w->f, text->data, text->len, err);
-    } else {
-        sx_buf_reset(&w->z);
-        uint32_t crc = sx_crc32(0, text->data, text->len);
-        st = sx_deflate_segment(text->data, text->len, w->level, w->eng, final, &w->z,
-                                err);
-        if (st == SX_OK)
-            st = sx_out_write(w->f, w->z.data, w->z.len, err);
-        w->crc = sx_crc32_combine(w->crc, crc, text->len);
-        w->isize += text->len;
-    }
-    w->done += text->len;
-    if (st == SX_OK && w->o->progress != NULL)
-        w->o->progress(w->done, w->done, w->o->progress_user);
-    return st;
+/* Both documents as stream producers. */
+struct trace_doc {
+    struct sx_trace *t;
+    enum sx_format format;
+    struct tblock *blocks;
+    size_t nblocks;
+    /* Chrome */
+    struct sx_chrome_cache *cc;
+    /* speedscope */
+    uint32_t *frames, *frame_of;
+    size_t nframes;
+    double origin;
+    size_t first_k;           /* the selected rank whose first profile opens the list */
+    struct sx_ss_rank *built; /* the rank this process built last */
+    size_t built_k;
+};
+
+static enum sx_status doc_head(void *ctx, struct sx_buf *out, struct sx_error *err) {
+    struct trace_doc *d = ctx;
+    (void)err;
+    if (d->format == SX_FORMAT_CHROME_TRACE)
+        sx_chrome_head(d->t, out);
+    else
+        sx_ss_head(d->t, d->frames, d->nframes, out);
+    return SX_OK;
 }
 
-static enum sx_status flush_to_writer(void *ctx, struct sx_buf *out,
-                                      struct sx_error *err) {
-    enum sx_status st = writer_put(ctx, out, false, err);
-    sx_buf_reset(out);
-    return st;
-}
-
-/* Rank 0's text of a Chrome trace, written block by block. */
-static enum sx_status write_chrome(struct sx_trace *t, struct writer *w,
-                                   const struct sx_trace_sink *sink, struct sx_buf *out,
-                                   struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    for (size_t k = 0; k < t->nranks; k++)
-        if (t->ranks[k] < 0 || t->ranks[k] >= t->run->num_ranks) {
-            char msg[64];
-            snprintf(msg, sizeof msg, "Invalid rank requested: %" PRId64, t->ranks[k]);
-            return sx_trace_value_error(t, SX_ERR_VALUE, msg, err);
-        }
-    sx_chrome_head(t, out);
-    for (size_t k = 0; st == SX_OK && k < t->nranks; k++) {
-        st = sx_trace_load_rank(t, t->ranks[k], err);
-        if (st == SX_OK)
-            st = sx_chrome_rank(t, k, out, sink, err);
-        sx_trace_unload_rank(t, t->ranks[k]);
-        if (st == SX_OK && out->len >= sink->block_bytes)
-            st = flush_to_writer(w, out, err);
-    }
-    if (st == SX_OK)
+static enum sx_status doc_tail(void *ctx, struct sx_buf *out, struct sx_error *err) {
+    struct trace_doc *d = ctx;
+    (void)err;
+    if (d->format == SX_FORMAT_CHROME_TRACE)
         sx_chrome_tail(out);
+    else
+        sx_ss_tail(out);
+    return SX_OK;
+}
+
+/* speedscope's columns: the times and the lanes. */
+#define SS_COLS                                                                          \
+    (SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END) | SX_COLBIT(SX_COL_THREAD) |        \
+     SX_COLBIT(SX_COL_TASK))
+
+/* Selected rank k's sorted, nested calls: read and built once per process. */
+static enum sx_status ss_rank(struct trace_doc *d, size_t k, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    if (d->built != NULL && d->built_k == k)
+        return SX_OK;
+    sx_ss_free(d->built);
+    d->built = NULL;
+    st = sx_trace_load_rank(d->t, d->t->ranks[k], SS_COLS, err);
+    if (st == SX_OK)
+        st = sx_ss_build(d->t, k, &d->built, err);
+    sx_trace_unload_rank(d->t, d->t->ranks[k]);
+    d->built_k = k;
     return st;
 }
 
-static enum sx_status write_speedscope(struct sx_trace *t, struct writer *w,
-                                       const struct sx_trace_sink *sink,
-                                       struct sx_buf *out, struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    struct sx_ss_rank *r = NULL;
-    bool *seen = NULL;
-    uint32_t *frames = NULL, *frame_of = NULL;
-    size_t nframes = 0, ncalls = 0;
-    int64_t first = INT64_MAX;
+static enum sx_status doc_block(void *ctx, size_t b, struct sx_buf *out,
+                                struct sx_error *err) {
+    struct trace_doc *d = ctx;
+    const struct tblock *tb = &d->blocks[b];
+    if (d->format == SX_FORMAT_CHROME_TRACE)
+        return sx_chrome_block(d->t, d->cc, tb->k, tb->from, tb->to, out, err);
+    enum sx_status st = ss_rank(d, tb->k, err);
+    if (st == SX_OK)
+        st = sx_ss_block(d->t, d->built, d->frame_of, d->origin, tb->k == d->first_k,
+                         (size_t)tb->from, (size_t)tb->to, out, err);
+    return st;
+}
 
-    if (t->nregions == 0)
-        return sx_trace_value_error(t, SX_ERR_VALUE,
-                                    "No regions matched the selected filters.", err);
-    seen = sx_calloc(t->nregions + 1, sizeof *seen);
-    frames = sx_calloc(t->nregions + 1, sizeof *frames);
-    frame_of = sx_calloc(t->nregions + 1, sizeof *frame_of);
-    SX_CHECK(seen != NULL && frames != NULL && frame_of != NULL, SX_ERR_NOMEM, err,
-             t->run->path, "out of memory");
-    /* First pass: the checks, the shared frame table and the origin. */
-    for (size_t k = 0; k < t->nranks; k++) {
-        if (t->ranks[k] < 0 || t->ranks[k] >= t->run->num_ranks) {
-            char msg[64];
-            snprintf(msg, sizeof msg, "Invalid rank requested: %" PRId64, t->ranks[k]);
-            st = sx_trace_value_error(t, SX_ERR_VALUE, msg, err);
-            goto out;
-        }
-        st = sx_trace_load_rank(t, t->ranks[k], err);
-        if (st == SX_OK)
-            st = sx_ss_build(t, k, &r, err);
-        sx_trace_unload_rank(t, t->ranks[k]);
+/* Cut every selected rank's calls into blocks of about 'block_bytes' of text. */
+static enum sx_status plan_blocks(struct trace_doc *d, size_t block_bytes,
+                                  struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const bool chrome = d->format == SX_FORMAT_CHROME_TRACE;
+    /* bytes per call: one "X" item, or an open and a close event */
+    const uint64_t per = chrome ? 230 : 110;
+    uint64_t calls = block_bytes / per > 0 ? block_bytes / per : 1;
+    size_t cap = 16, n = 0;
+    d->blocks = sx_malloc(cap * sizeof *d->blocks);
+    SX_CHECK(d->blocks != NULL, SX_ERR_NOMEM, err, d->t->run->path, "out of memory");
+    for (size_t k = 0; k < d->t->nranks; k++) {
+        uint64_t nk = sx_trace_rank_calls(d->t, d->t->ranks[k]);
+        if (!chrome && nk == 0)
+            continue; /* no profile */
+        uint64_t at = 0;
+        do {
+            uint64_t to = nk - at > calls ? at + calls : nk;
+            if (n == cap) {
+                cap *= 2;
+                struct tblock *nb = sx_realloc(d->blocks, cap * sizeof *nb);
+                SX_CHECK(nb != NULL, SX_ERR_NOMEM, err, d->t->run->path, "out of memory");
+                d->blocks = nb;
+            }
+            d->blocks[n++] = (struct tblock){k, at, to};
+            at = to;
+        } while (at < nk);
+    }
+    d->nblocks = n;
+out:
+    return st;
+}
+
+/*
+ * speedscope's first pass over this process's share of the selected ranks
+ * (k % size == rank): the nesting checks, and per rank its calls, first
+ * start and the frames its profiles open, as int64 records
+ * [k, ncalls, first_start, nframes, frames...] appended to 'rec'.
+ */
+static enum sx_status ss_survey(struct trace_doc *d, int rank, int size, int64_t **rec,
+                                size_t *nrec, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_trace *t = d->t;
+    bool *seen = sx_calloc(t->nregions + 1, sizeof *seen);
+    uint32_t *order = sx_calloc(t->nregions + 1, sizeof *order);
+    size_t cap = 64, n = 0;
+    int64_t *v = sx_malloc(cap * sizeof *v);
+    SX_CHECK(seen != NULL && order != NULL && v != NULL, SX_ERR_NOMEM, err, t->run->path,
+             "out of memory");
+    for (size_t k = (size_t)rank; k < t->nranks; k += (size_t)size) {
+        st = ss_rank(d, k, err);
         if (st != SX_OK)
             goto out;
-        if (sx_ss_ncalls(r) > 0) {
-            ncalls += sx_ss_ncalls(r);
-            int64_t f = sx_ss_first_start(r);
-            if (f < first)
-                first = f;
-            nframes = sx_ss_frames(r, seen, frames, nframes);
+        memset(seen, 0, (t->nregions + 1) * sizeof *seen);
+        size_t nf = sx_ss_frames(d->built, seen, order, 0);
+        size_t nc = sx_ss_ncalls(d->built);
+        if (n + 4 + nf > cap) {
+            cap = (n + 4 + nf) * 2;
+            int64_t *nv = sx_realloc(v, cap * sizeof *nv);
+            SX_CHECK(nv != NULL, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+            v = nv;
         }
-        sx_ss_free(r);
-        r = NULL;
+        v[n++] = (int64_t)k;
+        v[n++] = (int64_t)nc;
+        v[n++] = nc > 0 ? sx_ss_first_start(d->built) : INT64_MAX;
+        v[n++] = (int64_t)nf;
+        for (size_t i = 0; i < nf; i++)
+            v[n++] = order[i];
+    }
+out:
+    free(seen);
+    free(order);
+    if (st != SX_OK) {
+        free(v);
+        v = NULL;
+        n = 0;
+    }
+    *rec = v;
+    *nrec = n;
+    return st;
+}
+
+/* NOTE: collective. Every process gets every process's survey records. */
+static enum sx_status gather_records(MPI_Comm comm, int size, const int64_t *mine,
+                                     size_t n, int64_t **all, size_t *nall,
+                                     struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    int *counts = NULL, *displs = NULL;
+    int64_t *v = NULL;
+    *all = NULL;
+    *nall = 0;
+    if (comm == MPI_COMM_NULL) {
+        v = sx_malloc((n + 1) * sizeof *v);
+        SX_CHECK(v != NULL, SX_ERR_NOMEM, err, "", "out of memory");
+        memcpy(v, mine, n * sizeof *v);
+        *all = v;
+        *nall = n;
+        return SX_OK;
+    }
+    counts = sx_calloc((size_t)size, sizeof *counts);
+    displs = sx_calloc((size_t)size, sizeof *displs);
+    SX_CHECK(counts != NULL && displs != NULL && n < MAX_MSG, SX_ERR_NOMEM, err, "",
+             "out of memory");
+    int c = (int)n;
+    SX_CHECK(MPI_Allgather(&c, 1, MPI_INT, counts, 1, MPI_INT, comm) == MPI_SUCCESS,
+             SX_ERR_MPI, err, "", "MPI_Allgather failed");
+    size_t total = 0;
+    for (int r = 0; r < size; r++) {
+        displs[r] = (int)total;
+        total += (size_t)counts[r];
+    }
+    SX_CHECK(total < MAX_MSG, SX_ERR_NOMEM, err, "", "too many ranks to survey");
+    v = sx_malloc((total + 1) * sizeof *v);
+    SX_CHECK(v != NULL, SX_ERR_NOMEM, err, "", "out of memory");
+    SX_CHECK(MPI_Allgatherv(mine, c, MPI_INT64_T, v, counts, displs, MPI_INT64_T, comm) ==
+                 MPI_SUCCESS,
+             SX_ERR_MPI, err, "", "MPI_Allgatherv failed");
+    *all = v;
+    v = NULL;
+    *nall = total;
+out:
+    free(v);
+    free(counts);
+    free(displs);
+    return st;
+}
+
+/* The shared frame table, the origin and the first profile, from every record. */
+static enum sx_status ss_frames(struct trace_doc *d, const int64_t *rec, size_t n,
+                                struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_trace *t = d->t;
+    const int64_t **by_k = sx_calloc(t->nranks + 1, sizeof *by_k);
+    bool *seen = sx_calloc(t->nregions + 1, sizeof *seen);
+    d->frames = sx_calloc(t->nregions + 1, sizeof *d->frames);
+    d->frame_of = sx_calloc(t->nregions + 1, sizeof *d->frame_of);
+    SX_CHECK(by_k != NULL && seen != NULL && d->frames != NULL && d->frame_of != NULL,
+             SX_ERR_NOMEM, err, t->run->path, "out of memory");
+    for (size_t i = 0; i + 4 <= n; i += 4 + (size_t)rec[i + 3])
+        if (rec[i] >= 0 && (size_t)rec[i] < t->nranks)
+            by_k[rec[i]] = rec + i;
+    int64_t first = INT64_MAX;
+    uint64_t ncalls = 0;
+    d->first_k = t->nranks;
+    for (size_t k = 0; k < t->nranks; k++) {
+        const int64_t *r = by_k[k];
+        SX_CHECK(r != NULL, SX_ERR_INTERNAL, err, t->run->path,
+                 "%s: no survey of selected rank %zu", t->run->path, k);
+        if (r[1] == 0)
+            continue;
+        if (d->first_k == t->nranks)
+            d->first_k = k;
+        ncalls += (uint64_t)r[1];
+        if (r[2] < first)
+            first = r[2];
+        for (int64_t i = 0; i < r[3]; i++) {
+            uint32_t g = (uint32_t)r[4 + i];
+            if (g < t->nregions && !seen[g]) {
+                seen[g] = true;
+                d->frame_of[g] = (uint32_t)d->nframes;
+                d->frames[d->nframes++] = g;
+            }
+        }
     }
     if (ncalls == 0) {
         st = sx_trace_value_error(t, SX_ERR_VALUE,
                                   "No calls recorded for the requested ranks.", err);
         goto out;
     }
-    for (size_t i = 0; i < nframes; i++)
-        frame_of[frames[i]] = (uint32_t)i;
-    const double origin = (double)first / 1e9;
-    sx_ss_head(t, frames, nframes, out);
-    bool first_profile = true;
-    for (size_t k = 0; k < t->nranks; k++) {
-        st = sx_trace_load_rank(t, t->ranks[k], err);
-        if (st == SX_OK)
-            st = sx_ss_build(t, k, &r, err);
-        sx_trace_unload_rank(t, t->ranks[k]);
-        if (st == SX_OK)
-            st = sx_ss_profiles(t, r, frame_of, origin, &first_profile, out, sink, err);
-        sx_ss_free(r);
-        r = NULL;
-        if (st == SX_OK && out->len >= sink->block_bytes)
-            st = flush_to_writer(w, out, err);
-        if (st != SX_OK)
-            goto out;
-    }
-    sx_ss_tail(out);
+    d->origin = (double)first / 1e9;
 out:
-    sx_ss_free(r);
+    free(by_k);
     free(seen);
-    free(frames);
-    free(frame_of);
     return st;
 }
 
-/* Rank 0's part: read the run, plan, write the document to 'output'. */
-static enum sx_status export_root(const char *input, const char *output,
-                                  const struct sx_options *o,
-                                  const struct sx_filter *filter,
-                                  struct sx_out_file **fout, struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    struct sx_h5 *h5 = NULL;
-    struct sx_run *run = NULL;
-    struct sx_trace t;
-    struct writer w;
-    struct sx_buf out = {0};
-    memset(&t, 0, sizeof t);
-    memset(&w, 0, sizeof w);
-
-    if (is_hdf5(input)) {
-        st = sx_h5_open(MPI_COMM_NULL, input, false, &h5, &run, err);
-        if (st == SX_OK)
-            st = sx_h5_read_extras(h5, run, err);
-        for (size_t r = 0; st == SX_OK && run->layout == SX_LAYOUT_COLUMNAR &&
-                           (run->file_cols & SX_COLBIT(SX_COL_GPU)) && r < run->nrows;
-             r++) {
-            struct sx_row *row = &run->rows[r];
-            if (row->is_aggregate || !(row->cols & SX_COLBIT(SX_COL_GPU)))
-                continue;
-            bool present = false;
-            st = sx_h5_gpu_present(h5, run, row, &present, err);
-            if (st == SX_OK && !present)
-                row->cols &= ~SX_COLBIT(SX_COL_GPU);
+/* The reference's checks of the selection, before any event is read. */
+static enum sx_status check_selection(const struct sx_trace *t, enum sx_format f,
+                                      struct sx_error *err) {
+    if (f == SX_FORMAT_SPEEDSCOPE && t->nregions == 0)
+        return sx_trace_value_error(t, SX_ERR_VALUE,
+                                    "No regions matched the selected filters.", err);
+    for (size_t k = 0; k < t->nranks; k++)
+        if (t->ranks[k] < 0 || t->ranks[k] >= t->run->num_ranks) {
+            char msg[64];
+            snprintf(msg, sizeof msg, "Invalid rank requested: %" PRId64, t->ranks[k]);
+            return sx_trace_value_error(t, SX_ERR_VALUE, msg, err);
         }
-    } else {
-        st = sx_json_load(input, &run, err);
-    }
-    if (st != SX_OK)
-        goto out;
-    st = sx_trace_plan(&t, run, h5, filter, o, err);
-    if (st != SX_OK)
-        goto out;
-    st = sx_out_open(output, fout, err);
-    if (st != SX_OK)
-        goto out;
-    w.f = *fout;
-    w.gz = ends_with_gz(output);
-    w.level = o->gzip_level;
-    w.eng = o->deflate;
-    w.o = o;
-    if (w.gz) {
-        unsigned char gh[10];
-        sx_gzip_header(gh, w.level);
-        st = sx_out_write(w.f, gh, sizeof gh, err);
-        if (st != SX_OK)
-            goto out;
-    }
-    struct sx_trace_sink sink = {flush_to_writer, &w,
-                                 o->block_bytes ? o->block_bytes : (size_t)4 << 20};
-    if (o->format == SX_FORMAT_CHROME_TRACE)
-        st = write_chrome(&t, &w, &sink, &out, err);
-    else
-        st = write_speedscope(&t, &w, &sink, &out, err);
-    if (st == SX_OK)
-        st = writer_put(&w, &out, true, err);
-    if (st == SX_OK && w.gz) {
-        unsigned char gt[8];
-        sx_gzip_trailer(gt, w.crc, w.isize);
-        st = sx_out_write(w.f, gt, sizeof gt, err);
-    }
-out:
-    sx_buf_free(&out);
-    sx_buf_free(&w.z);
-    sx_trace_free(&t);
-    sx_run_free(run);
-    sx_h5_close(h5);
-    return st;
+    return SX_OK;
 }
 
-/* NOTE: collective over 'comm' (MPI_COMM_NULL: this process alone). */
+/* NOTE: collective: min-reduce every row's first start in pieces. */
+static enum sx_status reduce_mins(MPI_Comm comm, int64_t *m, size_t n, const char *path,
+                                  struct sx_error *err) {
+    for (size_t at = 0; comm != MPI_COMM_NULL && at < n; at += MAX_MSG) {
+        size_t k = n - at < MAX_MSG ? n - at : MAX_MSG;
+        if (MPI_Allreduce(MPI_IN_PLACE, m + at, (int)k, MPI_INT64_T, MPI_MIN, comm) !=
+            MPI_SUCCESS)
+            return sx_error_set(err, SX_ERR_MPI, path, "%s: MPI_Allreduce failed", path);
+    }
+    return SX_OK;
+}
+
+/*
+ * NOTE: collective over 'comm' (MPI_COMM_NULL: this process alone). Stages
+ * with the ranks' agreement between them, as sx_export's: open, lanes, GPU
+ * columns, the region order, the plan, (speedscope: the survey), the
+ * stream, the commit.
+ */
 enum sx_status sx_trace_export(MPI_Comm comm, const char *input, const char *output,
                                const struct sx_options *o, struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_filter *filter = NULL;
     struct sx_out_file *f = NULL;
-    int rank = 0;
-    if (comm != MPI_COMM_NULL)
+    struct sx_h5 *h5 = NULL;
+    struct sx_run *run = NULL;
+    int64_t *mins = NULL, *rec = NULL, *all = NULL;
+    size_t nrec = 0, nall = 0;
+    struct sx_trace t;
+    struct trace_doc d;
+    bool opened = false;
+    int rank = 0, size = 1;
+    memset(&t, 0, sizeof t);
+    memset(&d, 0, sizeof d);
+    if (comm != MPI_COMM_NULL) {
         MPI_Comm_rank(comm, &rank);
+        MPI_Comm_size(comm, &size);
+    }
+    const bool gz = ends_with_gz(output);
 
+    /* Stage: options. */
     if (o->summary)
         st = sx_error_set(err, SX_ERR_USAGE, "",
                           "--summary has no per-call events, which the %s document needs",
                           o->format == SX_FORMAT_SPEEDSCOPE ? "speedscope"
                                                             : "Chrome trace");
-    if (st == SX_OK && (o->format < SX_FORMAT_JSON || o->format > SX_FORMAT_SPEEDSCOPE))
+    if (st == SX_OK && o->format != SX_FORMAT_CHROME_TRACE &&
+        o->format != SX_FORMAT_SPEEDSCOPE)
         st = sx_error_set(err, SX_ERR_USAGE, "", "unknown document format %d",
                           (int)o->format);
     if (st == SX_OK)
@@ -267,18 +351,105 @@ enum sx_status sx_trace_export(MPI_Comm comm, const char *input, const char *out
     st = sx_all_ok(comm, st, err);
     if (st != SX_OK)
         goto out;
-    if (rank == 0)
-        st = export_root(input, output, o, filter, &f, err);
+
+    /* Stage: NOTE: collective open of an HDF5 run; a JSON profile is read by each. */
+    const bool hdf5 = is_hdf5(input);
+    if (hdf5) {
+        st = sx_h5_open(comm, input, false, &h5, &run, err);
+        opened = true;
+    } else {
+        st = sx_json_load(input, &run, err);
+    }
     st = sx_all_ok(comm, st, err);
-    if (st == SX_OK && rank == 0) {
-        struct sx_out_file *g = f;
+    if (st != SX_OK)
+        goto out;
+    /* Stage: the lane tables, for the lanes' names. */
+    if (hdf5)
+        st = sx_h5_read_extras(h5, run, err);
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+    if (hdf5) {
+        st = sx_resolve_gpu(comm, rank, size, h5, run, err); /* NOTE: collective */
+        if (st != SX_OK)
+            goto out;
+    }
+
+    /* Stage: the rows' first starts (this rank's share), then the region order. */
+    st = sx_trace_row_mins(run, h5, rank, size, &mins, err);
+    st = sx_all_ok(comm, st, err);
+    if (st == SX_OK)
+        st = reduce_mins(comm, mins, run->nrows, input, err);
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+    st = sx_trace_plan(&t, run, h5, filter, o, mins, err);
+    mins = NULL;
+    d.t = &t;
+    d.format = o->format;
+    if (st == SX_OK)
+        st = check_selection(&t, o->format, err);
+    if (st == SX_OK)
+        st = plan_blocks(&d, o->block_bytes ? o->block_bytes : (size_t)4 << 20, err);
+    if (st == SX_OK && o->format == SX_FORMAT_CHROME_TRACE) {
+        d.cc = sx_chrome_cache_new(&t);
+        if (d.cc == NULL)
+            st = sx_error_set(err, SX_ERR_NOMEM, input, "out of memory");
+    }
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+
+    if (o->format == SX_FORMAT_SPEEDSCOPE) {
+        /* Stage: every rank sorts and checks its share of the selected ranks. */
+        st = ss_survey(&d, rank, size, &rec, &nrec, err);
+        st = sx_all_ok(comm, st, err);
+        if (st == SX_OK)
+            st = gather_records(comm, size, rec, nrec, &all, &nall, err);
+        st = sx_all_ok(comm, st, err);
+        if (st == SX_OK)
+            st = ss_frames(&d, all, nall, err); /* the same on every rank */
+        st = sx_all_ok(comm, st, err);
+        if (st != SX_OK)
+            goto out;
+    }
+
+    /* Stage: rank 0 opens the output. */
+    if (rank == 0)
+        st = sx_out_open(output, &f, err);
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* Stage: the block stream (its own protocol and agreement). */
+    struct sx_producer prod = {&d, d.nblocks, 0, doc_head, doc_tail, doc_block};
+    struct sx_stream_opts so = {output,     gz,          o->gzip_level,
+                                o->deflate, o->progress, o->progress_user};
+    st = sx_stream(comm, &prod, &so, f, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* Stage: rank 0 commits the file. */
+    if (rank == 0) {
+        struct sx_out_file *done = f;
         f = NULL;
-        st = sx_out_commit(g, err);
+        st = sx_out_commit(done, err);
     }
     st = sx_all_ok(comm, st, err);
 out:
-    if (rank == 0)
-        sx_out_abort(f);
+    sx_out_abort(f);
+    free(mins);
+    free(rec);
+    free(all);
+    sx_ss_free(d.built);
+    sx_chrome_cache_free(d.cc);
+    free(d.blocks);
+    free(d.frames);
+    free(d.frame_of);
+    sx_trace_free(&t);
     sx_filter_free(filter);
+    sx_run_free(run);
+    if (opened)
+        sx_h5_close(h5); /* NOTE: collective */
     return st;
 }

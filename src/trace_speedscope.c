@@ -18,12 +18,14 @@ struct call {
 
 struct profile {
     int64_t lane;
-    size_t first, n; /* calls [first, first + n) */
+    size_t first, n;  /* calls [first, first + n) */
+    size_t last_root; /* its last top-level call: the profile's last event closes it */
 };
 
 struct sx_ss_rank {
     int64_t rank;
     struct call *calls; /* sorted by lane, start, -end, seq */
+    int64_t *parent;    /* per call: its parent's position, or -1 */
     size_t n;
     struct profile *profiles;
     size_t nprofiles;
@@ -137,7 +139,7 @@ enum sx_status sx_ss_build(const struct sx_trace *t, size_t k, struct sx_ss_rank
     enum sx_status st = SX_OK;
     const int64_t rank = t->ranks[k];
     struct sx_ss_rank *r = sx_calloc(1, sizeof *r);
-    int64_t *scratch = NULL, *parent = NULL;
+    int64_t *scratch = NULL;
     *out = NULL;
     SX_CHECK(r != NULL, SX_ERR_NOMEM, err, t->run->path, "out of memory");
     r->rank = rank;
@@ -153,8 +155,8 @@ enum sx_status sx_ss_build(const struct sx_trace *t, size_t k, struct sx_ss_rank
     }
     r->calls = sx_malloc((n + 1) * sizeof *r->calls);
     scratch = sx_malloc((n + 1) * sizeof *scratch);
-    parent = sx_malloc((n + 1) * sizeof *parent);
-    SX_CHECK(r->calls != NULL && scratch != NULL && parent != NULL, SX_ERR_NOMEM, err,
+    r->parent = sx_malloc((n + 1) * sizeof *r->parent);
+    SX_CHECK(r->calls != NULL && scratch != NULL && r->parent != NULL, SX_ERR_NOMEM, err,
              t->run->path, "%s: out of memory sorting the %zu calls of rank %" PRId64,
              t->run->path, n, rank);
     size_t at = 0;
@@ -199,15 +201,22 @@ enum sx_status sx_ss_build(const struct sx_trace *t, size_t k, struct sx_ss_rank
         size_t j = i;
         while (j < n && r->calls[j].lane == r->calls[i].lane)
             j++;
-        st = nest_lane(t, r->calls + i, j - i, scratch, parent, err);
+        st = nest_lane(t, r->calls + i, j - i, scratch, r->parent + i, err);
         if (st != SX_OK)
             goto out;
-        r->profiles[r->nprofiles++] = (struct profile){r->calls[i].lane, i, j - i};
+        size_t last_root = i;
+        for (size_t q = i; q < j; q++) {
+            if (r->parent[q] >= 0)
+                r->parent[q] += (int64_t)i; /* positions in the rank's array */
+            else
+                last_root = q;
+        }
+        r->profiles[r->nprofiles++] =
+            (struct profile){r->calls[i].lane, i, j - i, last_root};
         i = j;
     }
 out:
     free(scratch);
-    free(parent);
     if (st != SX_OK) {
         sx_ss_free(r);
         r = NULL;
@@ -220,6 +229,7 @@ void sx_ss_free(struct sx_ss_rank *r) {
     if (r == NULL)
         return;
     free(r->calls);
+    free(r->parent);
     free(r->profiles);
     free(r);
 }
@@ -282,84 +292,101 @@ static char *put_event(char *p, bool open, uint32_t frame, double at, bool first
     return p;
 }
 
-enum sx_status sx_ss_profiles(const struct sx_trace *t, const struct sx_ss_rank *r,
-                              const uint32_t *frame_of, double origin, bool *first,
-                              struct sx_buf *out, const struct sx_trace_sink *sink,
-                              struct sx_error *err) {
+static void profile_head(const struct sx_trace *t, const struct sx_ss_rank *r,
+                         const struct profile *pf, double origin, bool first,
+                         struct sx_buf *out, struct sx_buf *tmp) {
+    if (!first)
+        sx_buf_puts(out, ", ");
+    sx_buf_puts(out, "{\"type\": \"evented\", \"name\": ");
+    sx_buf_reset(tmp);
+    sx_buf_puts(tmp, "rank ");
+    sx_buf_i64(tmp, r->rank);
+    if (pf->lane != -1) {
+        sx_buf_puts(tmp, " - ");
+        sx_trace_lane_label(t->run, pf->lane, r->rank, tmp);
+    }
+    sx_buf_str(out, tmp->data ? tmp->data : "", tmp->len);
+    sx_buf_puts(out, ", \"unit\": \"seconds\", \"startValue\": ");
+    sx_buf_double(out, (double)r->calls[pf->first].start / 1e9 - origin);
+    sx_buf_puts(out, ", \"endValue\": ");
+    sx_buf_double(out, (double)r->calls[pf->last_root].end / 1e9 - origin);
+    sx_buf_puts(out, ", \"events\": [");
+}
+
+/* Close the open calls of 'stack' down to 'depth' entries. */
+static bool close_to(const struct sx_ss_rank *r, const uint32_t *frame_of, double origin,
+                     size_t *stack, size_t *depth, size_t keep, struct sx_buf *out) {
+    while (*depth > keep) {
+        const struct call *o = &r->calls[stack[--*depth]];
+        if (!sx_buf_reserve(out, 96))
+            return false;
+        char *p = out->data + out->len;
+        p = put_event(p, false, frame_of[o->region], (double)o->end / 1e9 - origin,
+                      false);
+        out->len = (size_t)(p - out->data);
+    }
+    return true;
+}
+
+enum sx_status sx_ss_block(const struct sx_trace *t, const struct sx_ss_rank *r,
+                           const uint32_t *frame_of, double origin, bool doc_first,
+                           size_t i0, size_t i1, struct sx_buf *out,
+                           struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_buf tmp = {0};
-    size_t *stack = NULL;
-    size_t stack_cap = 0;
-    for (size_t q = 0; q < r->nprofiles; q++) {
+    size_t *stack = NULL, depth = 0, cap = 0;
+    size_t q = 0; /* the profile of call i */
+    while (q + 1 < r->nprofiles && r->profiles[q].first + r->profiles[q].n <= i0)
+        q++;
+    for (size_t i = i0; i < i1 && i < r->n; i++) {
         const struct profile *pf = &r->profiles[q];
-        const struct call *c = r->calls + pf->first;
-        const size_t n = pf->n;
-        /* the last event is the close of the last root: the latest root end */
-        size_t last_root = 0;
-        for (size_t i = 0; i < n; i++)
-            if (c[i].depth == 0)
-                last_root = i;
-        if (!*first)
-            sx_buf_puts(out, ", ");
-        *first = false;
-        sx_buf_puts(out, "{\"type\": \"evented\", \"name\": ");
-        sx_buf_reset(&tmp);
-        sx_buf_puts(&tmp, "rank ");
-        sx_buf_i64(&tmp, r->rank);
-        if (pf->lane != -1) {
-            sx_buf_puts(&tmp, " - ");
-            sx_trace_lane_label(t->run, pf->lane, r->rank, &tmp);
-        }
-        sx_buf_str(out, tmp.data ? tmp.data : "", tmp.len);
-        sx_buf_puts(out, ", \"unit\": \"seconds\", \"startValue\": ");
-        sx_buf_double(out, (double)c[0].start / 1e9 - origin);
-        sx_buf_puts(out, ", \"endValue\": ");
-        sx_buf_double(out, (double)c[last_root].end / 1e9 - origin);
-        sx_buf_puts(out, ", \"events\": [");
-        if (stack_cap < n + 1) {
-            free(stack);
-            stack_cap = n + 1;
-            stack = sx_malloc(stack_cap * sizeof *stack);
-            if (stack == NULL) {
-                out->failed = true;
-                break;
+        const struct call *c = &r->calls[i];
+        bool ev_first = false;
+        if (i == pf->first) {
+            profile_head(t, r, pf, origin, doc_first && q == 0, out, &tmp);
+            depth = 0;
+            ev_first = true;
+        } else if (i == i0) {
+            /* a block that starts inside a profile: the calls still open */
+            size_t d = 0;
+            for (int64_t j = (int64_t)i - 1; j >= 0; j = r->parent[j])
+                d++;
+            if (d > cap) {
+                free(stack);
+                cap = d + 16;
+                stack = sx_malloc(cap * sizeof *stack);
+                SX_CHECK(stack != NULL, SX_ERR_NOMEM, err, t->run->path, "out of memory");
             }
+            depth = d;
+            for (int64_t j = (int64_t)i - 1; j >= 0; j = r->parent[j])
+                stack[--d] = (size_t)j;
         }
-        size_t depth = 0;
-        bool ev_first = true;
-        for (size_t i = 0; i <= n; i++) {
-            /* close every open call that is not an ancestor of call i */
-            const size_t d = i < n ? c[i].depth : 0;
-            while (depth > d) {
-                const struct call *o = &c[stack[--depth]];
-                if (!sx_buf_reserve(out, 96))
-                    break;
-                char *p = out->data + out->len;
-                p = put_event(p, false, frame_of[o->region],
-                              (double)o->end / 1e9 - origin, ev_first);
-                ev_first = false;
-                out->len = (size_t)(p - out->data);
-            }
-            if (i == n)
-                break;
-            if ((i & 4095) == 0 && sink != NULL && out->len >= sink->block_bytes) {
-                st = sink->flush(sink->ctx, out, err);
-                if (st != SX_OK)
-                    goto out;
-            }
-            if (!sx_buf_reserve(out, 96))
-                break;
-            char *p = out->data + out->len;
-            p = put_event(p, true, frame_of[c[i].region],
-                          (double)c[i].start / 1e9 - origin, ev_first);
-            ev_first = false;
-            out->len = (size_t)(p - out->data);
-            stack[depth++] = i;
+        if (!close_to(r, frame_of, origin, stack, &depth, c->depth, out))
+            break;
+        if (depth + 1 > cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            size_t *ns = sx_realloc(stack, nc * sizeof *ns);
+            SX_CHECK(ns != NULL, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+            stack = ns;
+            cap = nc;
         }
-        if (out->data != NULL)
-            out->data[out->len] = '\0';
-        sx_buf_puts(out, "]}");
+        if (!sx_buf_reserve(out, 96))
+            break;
+        char *p = out->data + out->len;
+        p = put_event(p, true, frame_of[c->region], (double)c->start / 1e9 - origin,
+                      ev_first);
+        out->len = (size_t)(p - out->data);
+        stack[depth++] = i;
+        if (i + 1 == pf->first + pf->n) { /* the profile's end */
+            if (!close_to(r, frame_of, origin, stack, &depth, 0, out))
+                break;
+            sx_buf_puts(out, "]}");
+            if (q + 1 < r->nprofiles)
+                q++;
+        }
     }
+    if (out->data != NULL)
+        out->data[out->len] = '\0';
 out:
     free(stack);
     sx_buf_free(&tmp);
