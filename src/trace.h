@@ -11,6 +11,30 @@
  * read per file rank (sx_trace_load_rank), so one rank's events are in
  * memory at a time.
  */
+/* rank<N>/perf_events/<region>/: Linux perf counter totals of one region. */
+struct sx_perf_region {
+    char *name;
+    uint64_t calls;
+    char **event_names;
+    uint64_t *values;
+    size_t nevents;
+};
+
+struct sx_perf_rank {
+    int64_t rank;
+    struct sx_perf_region *regions; /* HDF5 name order */
+    size_t n;
+};
+
+/* h5_perf.c: every rank's perf_events groups of the HDF5 run 'path' (POSIX driver). */
+enum sx_status sx_h5_perf_read(const char *path, int64_t num_ranks,
+                               struct sx_perf_rank **out, size_t *nout,
+                               struct sx_error *err);
+/* Add perf_events groups to the closed HDF5 file 'path' (the generator's). */
+enum sx_status sx_h5_perf_write(const char *path, const struct sx_perf_rank *p, size_t n,
+                                struct sx_error *err);
+void sx_perf_free(struct sx_perf_rank *p, size_t n);
+
 struct sx_trace {
     struct sx_run *run;
     struct sx_h5 *h5; /* NULL: the run's columns are loaded (a JSON profile) */
@@ -25,8 +49,10 @@ struct sx_trace {
     const int64_t **src_line;
     char **jname; /* per region pos: the name as JSON string text */
     size_t *jname_len;
-    double chrome_origin; /* seconds */
-    int64_t *row_min;     /* per row: min start_ns (rows with calls) */
+    double chrome_origin;      /* seconds */
+    int64_t *row_min;          /* per row: min start_ns (rows with calls) */
+    struct sx_perf_rank *perf; /* borrowed: perf counter totals, or NULL */
+    size_t nperf;
 };
 
 /*

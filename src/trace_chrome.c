@@ -49,18 +49,22 @@ static enum sx_status add_lane(const struct sx_trace *t, struct lane **v, size_t
 }
 
 /* The sorted set of lanes 'rank' has calls on: one pass over its lane columns. */
-static enum sx_status rank_lanes(const struct sx_trace *t, int64_t rank,
-                                 struct lane **out, size_t *nout, struct sx_error *err) {
+static enum sx_status rank_lanes(const struct sx_trace *t, int64_t rank, bool ends,
+                                 struct lane **out, size_t *nout, int64_t *max_end,
+                                 struct sx_error *err) {
     enum sx_status st = SX_OK;
     size_t n = 0, cap = 0;
     struct lane *v = NULL;
     int64_t *room[SX_NCOLS] = {0};
-    const unsigned want = SX_COLBIT(SX_COL_TASK) | SX_COLBIT(SX_COL_THREAD);
+    /* (an end is read with its start: a delta-encoded run stores durations) */
+    const unsigned want = SX_COLBIT(SX_COL_TASK) | SX_COLBIT(SX_COL_THREAD) |
+                          (ends ? SX_COLBIT(SX_COL_END) | SX_COLBIT(SX_COL_START) : 0);
+    *max_end = INT64_MIN;
     for (size_t g = 0; g < t->nregions; g++) {
         const struct sx_row *row = sx_trace_row(t, g, rank);
         if (row == NULL || row->is_aggregate || row->count == 0)
             continue;
-        if (!(row->cols & want)) {
+        if (!ends && !(row->cols & want)) {
             st = add_lane(t, &v, &n, &cap, (struct lane){LANE_RANK, 0}, err);
             if (st != SX_OK)
                 goto out;
@@ -69,7 +73,10 @@ static enum sx_status rank_lanes(const struct sx_trace *t, int64_t rank,
         if (room[SX_COL_TASK] == NULL) {
             room[SX_COL_TASK] = sx_malloc(LANE_CHUNK * sizeof(int64_t));
             room[SX_COL_THREAD] = sx_malloc(LANE_CHUNK * sizeof(int64_t));
-            SX_CHECK(room[SX_COL_TASK] != NULL && room[SX_COL_THREAD] != NULL,
+            room[SX_COL_END] = sx_malloc(LANE_CHUNK * sizeof(int64_t));
+            room[SX_COL_START] = sx_malloc(LANE_CHUNK * sizeof(int64_t));
+            SX_CHECK(room[SX_COL_TASK] != NULL && room[SX_COL_THREAD] != NULL &&
+                         room[SX_COL_END] != NULL && room[SX_COL_START] != NULL,
                      SX_ERR_NOMEM, err, t->run->path, "out of memory");
         }
         for (uint64_t at = 0; at < row->count; at += LANE_CHUNK) {
@@ -79,6 +86,9 @@ static enum sx_status rank_lanes(const struct sx_trace *t, int64_t rank,
             st = sx_trace_slice(t, row, at, m, want, room, col, err);
             if (st != SX_OK)
                 goto out;
+            for (uint64_t i = 0; ends && i < m; i++)
+                if (col[SX_COL_END][i] > *max_end)
+                    *max_end = col[SX_COL_END][i];
             struct lane prev = {-1, 0};
             for (uint64_t i = 0; i < m; i++) {
                 struct lane l = lane_of(col[SX_COL_TASK], col[SX_COL_THREAD], i);
@@ -96,6 +106,8 @@ static enum sx_status rank_lanes(const struct sx_trace *t, int64_t rank,
 out:
     free(room[SX_COL_TASK]);
     free(room[SX_COL_THREAD]);
+    free(room[SX_COL_END]);
+    free(room[SX_COL_START]);
     if (st != SX_OK) {
         free(v);
         v = NULL;
@@ -111,6 +123,7 @@ struct rank_lanes {
     bool ready;
     struct lane *lanes;
     size_t n;
+    int64_t max_end; /* the latest end_ns of the rank's calls, INT64_MIN for none */
 };
 
 struct sx_chrome_cache {
@@ -225,8 +238,12 @@ enum sx_status sx_chrome_block(const struct sx_trace *t, struct sx_chrome_cache 
     struct sx_buf tmp = {0}, pre = {0}, post = {0};
     struct rank_lanes *rl = &cc->r[k];
 
+    const struct sx_perf_rank *perf = NULL;
+    for (size_t i = 0; i < t->nperf && perf == NULL; i++)
+        if (t->perf[i].rank == rank && t->perf[i].n > 0)
+            perf = &t->perf[i];
     if (!rl->ready) {
-        st = rank_lanes(t, rank, &rl->lanes, &rl->n, err);
+        st = rank_lanes(t, rank, perf != NULL, &rl->lanes, &rl->n, &rl->max_end, err);
         if (st != SX_OK)
             goto out;
         rl->ready = true;
@@ -347,6 +364,52 @@ enum sx_status sx_chrome_block(const struct sx_trace *t, struct sx_chrome_cache 
         }
         if (out->data != NULL)
             out->data[out->len] = '\0';
+    }
+    /* After the rank's last call: its perf counter totals, at the end of its timeline. */
+    if (perf != NULL && to >= sx_trace_rank_calls(t, rank)) {
+        const double end = rl->max_end == INT64_MIN
+                               ? 0.0
+                               : ((double)rl->max_end / 1e9 - origin) * 1000000;
+        for (size_t j = 0; j < perf->n; j++) {
+            const struct sx_perf_region *pr = &perf->regions[j];
+            sx_buf_reset(&tmp);
+            sx_buf_puts(&tmp, "perf events: ");
+            sx_buf_puts(&tmp, pr->name);
+            sx_buf_puts(out, ",{\"name\":");
+            sx_buf_str(out, tmp.data ? tmp.data : "", tmp.len);
+            sx_buf_puts(out, ",\"cat\":\"perf_events\",\"ph\":\"C\",\"ts\":");
+            sx_buf_double(out, end);
+            sx_buf_puts(out, ",\"pid\":");
+            put_i64(out, rank);
+            sx_buf_puts(out, ",\"tid\":0,\"args\":{");
+            /* a dict: a repeated name keeps its first place and its last value */
+            bool calls_seen = false;
+            for (size_t e = 0; e < pr->nevents; e++) {
+                bool dup = false;
+                for (size_t f = 0; f < e && !dup; f++)
+                    dup = strcmp(pr->event_names[f], pr->event_names[e]) == 0;
+                if (dup)
+                    continue;
+                uint64_t val = pr->values[e];
+                for (size_t f = e + 1; f < pr->nevents; f++)
+                    if (strcmp(pr->event_names[f], pr->event_names[e]) == 0)
+                        val = pr->values[f];
+                if (e > 0)
+                    sx_buf_putc(out, ',');
+                sx_buf_cstr(out, pr->event_names[e]);
+                sx_buf_putc(out, ':');
+                if (strcmp(pr->event_names[e], "calls") == 0) {
+                    val = pr->calls;
+                    calls_seen = true;
+                }
+                sx_buf_u64(out, val);
+            }
+            if (!calls_seen) {
+                sx_buf_puts(out, pr->nevents > 0 ? ",\"calls\":" : "\"calls\":");
+                sx_buf_u64(out, pr->calls);
+            }
+            sx_buf_puts(out, "}}");
+        }
     }
 out:
     if (st == SX_OK && out->failed)

@@ -323,7 +323,8 @@ enum sx_status sx_trace_export(MPI_Comm comm, const char *input, const char *out
     struct sx_h5 *h5 = NULL;
     struct sx_run *run = NULL;
     int64_t *mins = NULL, *rec = NULL, *all = NULL;
-    size_t nrec = 0, nall = 0;
+    size_t nrec = 0, nall = 0, nperf = 0;
+    struct sx_perf_rank *perf = NULL;
     struct sx_trace t;
     struct trace_doc d;
     bool opened = false;
@@ -363,9 +364,11 @@ enum sx_status sx_trace_export(MPI_Comm comm, const char *input, const char *out
     st = sx_all_ok(comm, st, err);
     if (st != SX_OK)
         goto out;
-    /* Stage: the lane tables, for the lanes' names. */
+    /* Stage: the lane tables, for the lanes' names, and the perf counter totals. */
     if (hdf5)
         st = sx_h5_read_extras(h5, run, err);
+    if (hdf5 && st == SX_OK && o->format == SX_FORMAT_CHROME_TRACE)
+        st = sx_h5_perf_read(input, run->num_ranks, &perf, &nperf, err);
     st = sx_all_ok(comm, st, err);
     if (st != SX_OK)
         goto out;
@@ -385,6 +388,8 @@ enum sx_status sx_trace_export(MPI_Comm comm, const char *input, const char *out
         goto out;
     st = sx_trace_plan(&t, run, h5, filter, o, mins, err);
     mins = NULL;
+    t.perf = perf;
+    t.nperf = nperf;
     d.t = &t;
     d.format = o->format;
     if (st == SX_OK)
@@ -447,6 +452,7 @@ out:
     free(d.frames);
     free(d.frame_of);
     sx_trace_free(&t);
+    sx_perf_free(perf, nperf);
     sx_filter_free(filter);
     sx_run_free(run);
     if (opened)
