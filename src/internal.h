@@ -556,4 +556,10 @@ enum sx_status sx_resolve_gpu(MPI_Comm comm, int rank, int size, struct sx_h5 *h
 /* Async stop request (signals). */
 bool sx_stop_requested(void);
 
+/* ------------------------------------------------------------------ */
+/* args.c: options by name                                            */
+
+/* 'o' filled from 'a' (NULL: the defaults); 'o' borrows the strings and ranks of 'a'. */
+void sx_args_options(const struct sx_args *a, struct sx_options *o);
+
 #endif /* SX_INTERNAL_H */
