@@ -195,7 +195,11 @@ enum sx_status sx_ss_build(const struct sx_trace *t, size_t k, struct sx_ss_rank
         }
     qsort(r->calls, n, sizeof *r->calls, cmp_call);
     /* Profiles: runs of one lane, in ascending lane order. */
-    r->profiles = sx_malloc((n + 1) * sizeof *r->profiles);
+    /* one profile per lane: the sorted calls change lane that many times */
+    size_t nlanes = n > 0 ? 1 : 0;
+    for (size_t i = 1; i < n; i++)
+        nlanes += r->calls[i].lane != r->calls[i - 1].lane;
+    r->profiles = sx_malloc((nlanes + 1) * sizeof *r->profiles);
     SX_CHECK(r->profiles != NULL, SX_ERR_NOMEM, err, t->run->path, "out of memory");
     for (size_t i = 0; i < n;) {
         size_t j = i;
