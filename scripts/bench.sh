@@ -147,6 +147,12 @@ cases=(
 )
 [ "$have_isal" = 1 ] && cases+=("isal.1|sx|1|pigz.1|--deflate isal" "isal.2|sx|2|pigz.2|--deflate isal")
 cases+=("cat|y|1||" "gzip|y|1||" "pigz.1|y|1||" "pigz.2|y|2||")
+# The Chrome trace of every rank, against cat and pigz of the same text (doc.trace.json).
+# (No speedscope rows: the generator's calls overlap without nesting, which speedscope
+# rejects as scope-profiler does.)
+tr="--format chrome-trace --ranks 0-7"
+cases+=("trace.1|sx|1|cat.t|$tr" "trace.2|sx|2|cat.t|$tr" "tracegz.1|sx|1|pigz.t1|$tr"
+        "tracegz.2|sx|2|pigz.t2|$tr" "cat.t|y|1||" "pigz.t1|y|1||" "pigz.t2|y|2||")
 
 case_cmd() {   # the command line shown in the table
     case $1 in
@@ -156,16 +162,21 @@ case_cmd() {   # the command line shown in the table
         gz.*)   echo "mpiexec -n ${1#gz.} scope-export export run.h5 -o out.json.gz" ;;
         isal.*) echo "mpiexec -n ${1#isal.} scope-export export run.h5 -o out.json.gz --deflate isal" ;;
         cat)    echo "cat doc.json > out" ;;
+        trace.*) echo "mpiexec -n ${1#trace.} scope-export export run.h5 -o out.json $tr" ;;
+        tracegz.*) echo "mpiexec -n ${1#tracegz.} scope-export export run.h5 -o out.json.gz $tr" ;;
+        cat.t)  echo "cat doc.trace.json > out" ;;
+        pigz.t*) echo "pigz -p ${1#pigz.t} -6 < doc.trace.json > out.gz" ;;
         gzip)   echo "gzip -6 < doc.json > out.gz" ;;
         pigz.*) echo "pigz -p ${1#pigz.} -6 < doc.json > out.gz" ;;
     esac
 }
 case_out() {
-    case $1 in start.*) echo "$W/tiny.json" ;; json.*|cat) echo "$W/out.json" ;;
+    case $1 in start.*) echo "$W/tiny.json" ;; json.*|cat|cat.t) echo "$W/out.json" ;;
+        trace.*) echo "$W/out.trace.json" ;; tracegz.*) echo "$W/out.trace.json.gz" ;;
         *) echo "$W/out.json.gz" ;; esac
 }
 
-declare -A WALL R0WALL RSS SIZE JSONB H5B EVENTS ERR EXP ALLRSS RANKRSS ROWS
+declare -A WALL R0WALL RSS SIZE JSONB TRACEB H5B EVENTS ERR EXP ALLRSS RANKRSS ROWS
 # The few-row runs (8 file ranks x 20 regions), and the shapes of real jobs: many rows (one
 # per file rank and region), and event columns in gzip-4 + shuffle chunks of 4096 (the relay
 # writer's layout). The large many-row runs time only what their targets need.
@@ -195,7 +206,12 @@ RUN_LABEL[gz6m]="$(human "$zev")-gzip4"
 # cases a run times (all when unset)
 declare -A RUN_CASES=([gz6m]="start.1 start.2 json.1 json.2 cat"
                       [rows4k]="start.2 json.1 json.2" [rows16k]="start.2 json.1 json.2")
-runs_case() { [ -z "${RUN_CASES[$1]:-}" ] || [[ " ${RUN_CASES[$1]} " == *" $2 "* ]]; }
+runs_case() {
+    case $2 in # the trace formats are timed on the few-row runs
+        trace.*|tracegz.*|cat.t|pigz.t*) [[ " ${base_runs[*]} " == *" $1 "* ]] || return 1 ;;
+    esac
+    [ -z "${RUN_CASES[$1]:-}" ] || [[ " ${RUN_CASES[$1]} " == *" $2 "* ]]
+}
 verified=0
 verify_fail=0
 vnote=()
@@ -221,13 +237,15 @@ timed() {
             "$X" export "$W/run.$run.h5" -o "$out" --quiet --stats $opts 2>"$W/err"
         rc=$?
     else
+        local doc=$W/doc.$run.json
+        case $c in cat.t|pigz.t*) doc=$W/doc.$run.trace.json ;; esac
         case $c in
-            cat)    timeout "$TO" /usr/bin/time -f "%e %M" -o "$W/time.outer" \
-                        cat "$W/doc.$run.json" >"$out" 2>"$W/err" ;;
+            cat|cat.t) timeout "$TO" /usr/bin/time -f "%e %M" -o "$W/time.outer" \
+                        cat "$doc" >"$out" 2>"$W/err" ;;
             gzip)   timeout "$TO" /usr/bin/time -f "%e %M" -o "$W/time.outer" \
-                        gzip -6 <"$W/doc.$run.json" >"$out" 2>"$W/err" ;;
+                        gzip -6 <"$doc" >"$out" 2>"$W/err" ;;
             pigz.*) timeout "$TO" /usr/bin/time -f "%e %M" -o "$W/time.outer" \
-                        pigz -p "$n" -6 <"$W/doc.$run.json" >"$out" 2>"$W/err" ;;
+                        pigz -p "$n" -6 <"$doc" >"$out" 2>"$W/err" ;;
         esac
         rc=$?
     fi
@@ -266,7 +284,21 @@ check_output() {
     local run=$1 c=$2 out what
     out=$(case_out "$c")
     case $c in
-        json.1|start.*) return 0 ;;   # it is doc.json; a launch exports the tiny run
+        json.1|start.*|trace.1) return 0 ;;   # it is doc.json; a launch exports the tiny run
+        trace.*)
+            what="${RUN_LABEL[$run]} $c"
+            if cmp -s "$out" "$W/doc.$run.trace.json"; then
+                verified=$((verified + 1))
+            else
+                verify_fail=$((verify_fail + 1)); vnote+=("$what: text differs from 1 rank")
+            fi ;;
+        tracegz.*)
+            what="${RUN_LABEL[$run]} $c"
+            if ! gzip -dc "$out" 2>/dev/null | cmp -s - "$W/doc.$run.trace.json"; then
+                verify_fail=$((verify_fail + 1)); vnote+=("$what: decompressed text differs from trace.1")
+            else
+                verified=$((verified + 1))
+            fi ;;
         json.*)
             what="${RUN_LABEL[$run]} $c"
             if cmp -s "$out" "$W/doc.$run.json"; then
@@ -315,7 +347,9 @@ for ((rep = 1; rep <= reps; rep++)); do
         for run in "${live[@]}"; do
             runs_case "$run" "$c" || continue
             [ -n "${ERR[$run:$c]:-}" ] && continue
-            if [ "$kind" = y ] && [ ! -s "$W/doc.$run.json" ]; then
+            ydoc=$W/doc.$run.json
+            case $c in cat.t|pigz.t*) ydoc=$W/doc.$run.trace.json ;; esac
+            if [ "$kind" = y ] && [ ! -s "$ydoc" ]; then
                 ERR[$run:$c]="no doc.json"; continue   # json.1 failed: no yardstick input
             fi
             echo "bench: rep $rep/$reps ${RUN_LABEL[$run]} $c" >&2
@@ -333,6 +367,7 @@ for ((rep = 1; rep <= reps; rep++)); do
             SIZE[$run:$c]=$sz
             if [ "$rep" = 1 ]; then
                 [ "$c" = json.1 ] && mv "$W/out.json" "$W/doc.$run.json"
+                [ "$c" = trace.1 ] && mv "$W/out.trace.json" "$W/doc.$run.trace.json"
                 check_output "$run" "$c"
             fi
         done
@@ -340,6 +375,7 @@ for ((rep = 1; rep <= reps; rep++)); do
 done
 for run in "${live[@]}"; do
     JSONB[$run]=$(fsize "$W/doc.$run.json")
+    TRACEB[$run]=$(fsize "$W/doc.$run.trace.json")
     for spec in "${cases[@]}"; do
         IFS='|' read -r c kind _ <<<"$spec"
         runs_case "$run" "$c" || continue
@@ -365,7 +401,7 @@ ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; e
 net() {
     local c=$2 n
     case $c in
-        json.[0-9]*|gz.*|isal.*)
+        json.[0-9]*|gz.*|isal.*|trace.*|tracegz.*)
             n=${c#*.}
             if have "$1:start.$n"; then
                 awk -v a="${WALL[$1:$c]}" -v b="${WALL[$1:start.$n]}" \
@@ -400,29 +436,32 @@ report() {
     for run in "${runs[@]}"; do
         [ -n "${EVENTS[$run]:-}" ] || continue
         echo
-        printf '== %s: %s events, %s rows (scope-export-synth %s); HDF5 %.1f MB, JSON %.1f MB\n' \
+        printf '== %s: %s events, %s rows (scope-export-synth %s); HDF5 %.1f MB, JSON %.1f MB, Chrome trace %.1f MB\n' \
             "${RUN_LABEL[$run]}" "${EVENTS[$run]}" "${ROWS[$run]:-?}" "${RUN_SYNTH[$run]}" \
-            "$(calc 1 "${H5B[$run]} / 1e6")" "$(calc 1 "${JSONB[$run]:-0} / 1e6")"
-        printf '%-7s %-70s %7s %6s %13s %8s %7s %11s %6s %6s %6s\n' case command "wall s" \
+            "$(calc 1 "${H5B[$run]} / 1e6")" "$(calc 1 "${JSONB[$run]:-0} / 1e6")" \
+            "$(calc 1 "${TRACEB[$run]:-0} / 1e6")"
+        printf '%-9s %-70s %7s %6s %13s %8s %7s %11s %6s %6s %6s\n' case command "wall s" \
             "MB/s" ratio "size MB" "r0 MiB" "ranks MiB" "r0 s" "exp s" "net s"
         for spec in "${cases[@]}"; do
             IFS='|' read -r c kind _ yard _ <<<"$spec"
             runs_case "$run" "$c" || continue
             if ! have "$run:$c"; then
-                printf '%-7s %-70s %s\n' "$c" "$(case_cmd "$c")" "ERROR (${ERR[$run:$c]:-})"
+                printf '%-9s %-70s %s\n' "$c" "$(case_cmd "$c")" "ERROR (${ERR[$run:$c]:-})"
                 continue
             fi
             w=${WALL[$run:$c]}
-            mbs=$(awk -v b="${JSONB[$run]}" -v w="$w" 'BEGIN { printf "%.0f", (w > 0 ? b / 1e6 / w : 0) }')
+            local tb=${JSONB[$run]}
+            case $c in trace*|cat.t|pigz.t*) tb=${TRACEB[$run]:-0} ;; esac
+            mbs=$(awk -v b="$tb" -v w="$w" 'BEGIN { printf "%.0f", (w > 0 ? b / 1e6 / w : 0) }')
             ratio=-
             [ -n "$yard" ] && have "$run:$yard" && ratio="$(ratio_of "$w" "${WALL[$run:$yard]}")x $yard"
             sz=-
-            case $c in gz.*|isal.*|gzip|pigz.*) sz=$(calc 1 "${SIZE[$run:$c]} / 1e6") ;; esac
+            case $c in gz.*|isal.*|gzip|pigz.*|tracegz.*) sz=$(calc 1 "${SIZE[$run:$c]} / 1e6") ;; esac
             r0=$(calc 1 "${RSS[$run:$c]:-0} / 1024")
             local nt=-
-            case $c in start.*|cat|gzip|pigz.*) ;; *) nt=$(net "$run" "$c") ;; esac
+            case $c in start.*|cat|cat.t|gzip|pigz.*) ;; *) nt=$(net "$run" "$c") ;; esac
             [ "${c%%.*}" = start ] && mbs=-
-            printf '%-7s %-70s %7.3f %6s %13s %8s %7s %11s %6s %6s %6s\n' "$c" \
+            printf '%-9s %-70s %7.3f %6s %13s %8s %7s %11s %6s %6s %6s\n' "$c" \
                 "$(case_cmd "$c")" "$w" "$mbs" "$ratio" "$sz" "$r0" "${RANKRSS[$run:$c]:--}" \
                 "$(calc 2 "${R0WALL[$run:$c]}")" "${EXP[$run:$c]:--}" "$nt"
         done
@@ -505,6 +544,25 @@ targets() {
             r=$(ratio_of "$a" "$b")
             $vj "$(le 1.7 "$r")" "$L: .json.gz 1 -> 2 ranks net $a s -> $b s = ${r}x faster; target >= 1.7x [whole command ${WALL[$run:gz.1]} s -> ${WALL[$run:gz.2]} s = $(ratio_of "${WALL[$run:gz.1]}" "${WALL[$run:gz.2]}")x]"
         else verdict SKIP "$L: .json.gz 1 -> 2 ranks: missing measurement"; fi
+        # the Chrome trace: the same targets against cat and pigz of its own text
+        if have "$run:trace.2" && have "$run:cat.t" && have "$run:start.2"; then
+            a=$(net "$run" trace.2)
+            r=$(ratio_of "$a" "${WALL[$run:cat.t]}")
+            $vj "$(le "$r" 3)" "$L: chrome-trace .json 2 ranks net $a s = ${r}x cat (${WALL[$run:cat.t]} s); target <= 3x [whole command ${WALL[$run:trace.2]} s]"
+            # scope-profiler: ~20 s per 1M events; 100x faster per event
+            r=$(awk -v e="${EVENTS[$run]}" -v a="$a" 'BEGIN { printf "%.0f", 20 * e / 1e6 / a }')
+            $vj "$(le 100 "$r")" "$L: chrome-trace 2 ranks net $a s = ${r}x faster per event than Python's ~20 s per 1M events; target >= 100x"
+        else verdict SKIP "$L: chrome-trace 2 ranks vs cat: missing measurement"; fi
+        if have "$run:tracegz.1" && have "$run:tracegz.2" && have "$run:start.1" && have "$run:start.2"; then
+            a=$(net "$run" tracegz.1) b=$(net "$run" tracegz.2)
+            r=$(ratio_of "$a" "$b")
+            $vj "$(le 1.7 "$r")" "$L: chrome-trace .json.gz 1 -> 2 ranks net $a s -> $b s = ${r}x faster; target >= 1.7x"
+        else verdict SKIP "$L: chrome-trace .json.gz 1 -> 2 ranks: missing measurement"; fi
+        if have "$run:tracegz.2" && have "$run:pigz.t2" && have "$run:start.2"; then
+            a=$(net "$run" tracegz.2)
+            r=$(ratio_of "$a" "${WALL[$run:pigz.t2]}")
+            $vj "$(le "$r" 1.25)" "$L: chrome-trace .json.gz 2 ranks net $a s = ${r}x pigz -p 2 -6 (${WALL[$run:pigz.t2]} s); target <= 1.25x"
+        else verdict SKIP "$L: chrome-trace .json.gz 2 ranks vs pigz: missing measurement"; fi
         if have "$run:json.2" && have "$run:cat" && have "$run:start.2"; then
             a=$(net "$run" json.2)
             r=$(ratio_of "$a" "${WALL[$run:cat]}")

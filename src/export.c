@@ -1,6 +1,7 @@
 /* export.c - sx_export(): the export's stages, with the ranks' agreement between them */
 #include "fault.h"
 #include "stream.h"
+#include "trace.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -54,8 +55,8 @@ static uint64_t json_units(void *ctx, size_t b) {
  * Mark the GPU column of rows whose slice has no value >= 0 as absent. The
  * rows are split over the ranks, and the ranks' findings are or-ed.
  */
-static enum sx_status resolve_gpu(MPI_Comm comm, int rank, int size, struct sx_h5 *h5,
-                                  struct sx_run *run, struct sx_error *err) {
+enum sx_status sx_resolve_gpu(MPI_Comm comm, int rank, int size, struct sx_h5 *h5,
+                              struct sx_run *run, struct sx_error *err) {
     enum sx_status st = SX_OK;
     unsigned char *present = NULL;
     if (run->layout != SX_LAYOUT_COLUMNAR || !(run->file_cols & SX_COLBIT(SX_COL_GPU)))
@@ -140,7 +141,7 @@ out:
  * The export is a sequence of stages. No collective call happens inside a
  * stage; between two stages every rank calls sx_all_ok, so a stage's failure
  * (a 'goto' to its end, never past the agreement) is known to all ranks
- * before the next collective. sx_h5_open, resolve_gpu and sx_stream are
+ * before the next collective. sx_h5_open, sx_resolve_gpu and sx_stream are
  * collective and agree inside themselves in the same way.
  */
 enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
@@ -192,6 +193,10 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
     st = sx_all_ok(c, st, err);
     if (st != SX_OK)
         goto out;
+    if (opts->format != SX_FORMAT_JSON) { /* the trace documents have their own stages */
+        st = sx_trace_export(c, input, output, opts, err);
+        goto out;
+    }
 
     /* Stage: NOTE: collective open; rank 0 reads the index, every rank gets it. */
     st = sx_h5_open_index(c, input, opts->summary != 0, &h5, &run, err);
@@ -201,7 +206,7 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
     st = sx_all_ok(c, st, err);
     if (st != SX_OK)
         goto out;
-    st = resolve_gpu(c, rank, size, h5, run, err);
+    st = sx_resolve_gpu(c, rank, size, h5, run, err);
     if (st != SX_OK)
         goto out;
 

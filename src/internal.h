@@ -638,6 +638,13 @@ void sx_comm_free(MPI_Comm *comm);
  */
 enum sx_status sx_all_ok(MPI_Comm comm, enum sx_status st, struct sx_error *err);
 
+/*
+ * export.c: NOTE: collective. Drop the GPU column of every row whose slice
+ * has no value >= 0 (the rows are shared out over the ranks).
+ */
+enum sx_status sx_resolve_gpu(MPI_Comm comm, int rank, int size, struct sx_h5 *h5,
+                              struct sx_run *run, struct sx_error *err);
+
 /* stop.c: whether sx_request_stop() was called since the last sx_stop_clear(). */
 bool sx_stop_requested(void);
 /* The end of an export: a stop asked for during it does not outlive it. */

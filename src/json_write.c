@@ -208,7 +208,7 @@ void sx_buf_i64(struct sx_buf *b, int64_t v) {
 }
 
 /* ------------------------------------------------------------------ */
-/* Floats: Python's float.__repr__ (not on the hot path)               */
+/* Floats: Python's float.__repr__ (the traces' hot path: three per call)  */
 
 /* strtod of mantissa 'm' times 10^'e', written without a decimal point (locale-proof). */
 static double decimal_value(uint64_t m, int e) {
@@ -264,10 +264,131 @@ static bool try_precision(double v, int prec, uint64_t *m, int *e) {
  * p-digit number reads back" is monotone in p and a binary search finds the
  * shortest; 17 digits always suffice for a double.
  */
+/* 128-bit integers (GCC and Clang), for the exact fast path below. */
+__extension__ typedef unsigned __int128 u128;
+
+/*
+ * The shortest digits of 'v' (> 0, finite) by exact integer arithmetic,
+ * where it fits in 128 bits (about 1e-15 <= v < 1e16, the times and
+ * durations of a trace): v scaled by 10^k into [1e16, 1e17) has the
+ * rounding interval [(2M-1), (2M+1)] * 5^k / 2^s, whose integers are the
+ * 17-digit numbers that read back as v; the shortest is the multiple of the
+ * largest power of ten among them, the nearest one to v (half to even, as
+ * dtoa). Returns false (the caller takes the slow path) outside that range.
+ */
+static bool fast_digits(double v, uint64_t *m_out, int *e_out) {
+    static u128 pow5[32];
+    static uint64_t pow10[18];
+    static bool init;
+    if (!init) {
+        pow5[0] = 1;
+        for (int i = 1; i < 32; i++)
+            pow5[i] = pow5[i - 1] * 5;
+        pow10[0] = 1;
+        for (int i = 1; i < 18; i++)
+            pow10[i] = pow10[i - 1] * 10;
+        init = true;
+    }
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    const int eb = (int)((bits >> 52) & 0x7ff);
+    const uint64_t frac = bits & ((UINT64_C(1) << 52) - 1);
+    if (eb <= 1 || eb == 0x7ff)
+        return false;
+    const uint64_t M = frac | (UINT64_C(1) << 52);
+    const int E = eb - 1075;
+    int k = 16 - (int)floor(log10(v));
+    u128 av = 0;
+    int s = 0;
+    for (int tries = 0; tries < 3; tries++) {
+        if (k < 0 || k > 31)
+            return false;
+        s = 1 - E - k;
+        if (s < 0 || s > 120)
+            return false;
+        av = (u128)(2 * M) * pow5[k];
+        const u128 vi = av >> s;
+        if (vi < (u128)pow10[16])
+            k++;
+        else if (vi >= (u128)pow10[17])
+            k--;
+        else
+            break;
+        if (tries == 2)
+            return false;
+    }
+    const u128 mask = s == 0 ? 0 : (((u128)1 << s) - 1);
+    const bool even = (M & 1) == 0;
+    /* at a power of two the interval below is half as wide: (4M-1) / 2^(s+1) */
+    const int sl = frac == 0 ? s + 1 : s;
+    const u128 maskl = ((u128)1 << sl) - 1;
+    const u128 al = (u128)(frac == 0 ? 4 * M - 1 : 2 * M - 1) * pow5[k];
+    const u128 ar = (u128)(2 * M + 1) * pow5[k];
+    uint64_t lo = (uint64_t)(al >> sl), hi = (uint64_t)(ar >> s);
+    if ((al & maskl) != 0 || !even)
+        lo++; /* an exact boundary reads back only when M is even (ties to even) */
+    if ((ar & mask) == 0 && !even)
+        hi--;
+    int j = 0;
+    while (j < 16 && hi / pow10[j + 1] * pow10[j + 1] >= lo)
+        j++;
+    const uint64_t P = pow10[j];
+    const uint64_t vi = (uint64_t)(av >> s);
+    const u128 vr = av & mask;
+    uint64_t q = vi / P, r = vi % P;
+    /* round(v / P), half to even: v / P = q + (r + vr / 2^s) / P */
+    if (2 * r + 2 <= P) {
+        /* down */
+    } else if (2 * r > P) {
+        q++;
+    } else if (2 * r == P) {
+        if (vr != 0 || (q & 1))
+            q++;
+    } else { /* 2r + 1 == P: compare vr with half of 2^s */
+        const u128 half = s == 0 ? 0 : ((u128)1 << (s - 1));
+        if (s == 0 || vr < half) {
+            /* down */
+        } else if (vr == half) {
+            if (q & 1)
+                q++;
+        } else {
+            q++;
+        }
+    }
+    uint64_t c = q * P;
+    if (c < lo)
+        c += P;
+    else if (c > hi)
+        c -= P;
+    if (c < lo || c > hi)
+        return false;
+    uint64_t m = c / P;
+    int e = j - k;
+    while (m % 10 == 0) {
+        m /= 10;
+        e++;
+    }
+    *m_out = m;
+    *e_out = e;
+    return true;
+}
+
 static size_t shortest_digits(double v, char digits[24], int *decpt) {
     uint64_t m = 0;
     int e = 0;
+    if (fast_digits(v, &m, &e)) {
+        const size_t n = sx_fmt_u64(digits, m);
+        *decpt = e + (int)n;
+        return n;
+    }
     int lo = 1, hi = 17;
+    /* Most doubles (times computed in seconds) need 16 or 17 digits: look there first. */
+    if (!try_precision(v, 16, &m, &e))
+        lo = 17;
+    else if (!try_precision(v, 15, &m, &e))
+        lo = hi = 16;
+    else
+        hi = 15;
     while (lo < hi) {
         const int mid = (lo + hi) / 2;
         if (try_precision(v, mid, &m, &e))

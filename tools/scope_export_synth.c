@@ -3,6 +3,7 @@
 #include "internal.h"
 
 #include "h5_write.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -53,6 +54,9 @@ static const char usage_text[] =
     "  --lanes            thread_table and task_table\n"
     "  --likwid           rank<N>/likwid groups (with NaN and Inf values)\n"
     "  --lineprof         rank<N>/line_profile groups (12 records on rank 0)\n"
+    "  --perf             rank<N>/perf_events groups: on the rank with data number i,\n"
+    "                     region names 0 and 1 (j) count cycles = 1000000 (i+1) + j,\n"
+    "                     instructions = 2000000 (i+1) + j in calls = 10 i + j + 1\n"
     "  --aggregate        storage_layout \"aggregate\" (no events)\n"
     "  --chunk N          chunked (resizable) event columns of N events\n"
     "  --deflate L        shuffle + deflate level L (1..9) on event columns\n"
@@ -70,7 +74,7 @@ struct opts {
     bool fixed;
     unsigned cols;
     bool meta;
-    bool lanes, likwid, lineprof, aggregate, unicode, verbose;
+    bool lanes, likwid, lineprof, aggregate, unicode, verbose, perf;
     uint64_t chunk;
     int deflate;
     const char *out;
@@ -224,6 +228,8 @@ static int parse_args(int argc, char **argv, bool talk, struct opts *o) {
                 o->likwid = true;
             else if (!strcmp(a, "--lineprof"))
                 o->lineprof = true;
+            else if (!strcmp(a, "--perf"))
+                o->perf = true;
             else if (!strcmp(a, "--aggregate"))
                 o->aggregate = true;
             else if (!strcmp(a, "--unicode"))
@@ -903,6 +909,43 @@ static bool make_share(const struct opts *o, const struct plan *p, struct share 
     return true;
 }
 
+/* The perf counter totals --perf describes, added to the finished file. */
+static enum sx_status write_perf(const struct opts *o, const struct plan *p,
+                                 struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    static char *names[2] = {"cycles", "instructions"};
+    const size_t nr = p->nnames < 2 ? p->nnames : 2;
+    struct sx_perf_rank *pr = calloc(p->nranks + 1, sizeof *pr);
+    struct sx_perf_region *regs = calloc(p->nranks * nr + 1, sizeof *regs);
+    uint64_t *vals = calloc(p->nranks * nr * 2 + 1, sizeof *vals);
+    if (pr == NULL || regs == NULL || vals == NULL) {
+        st = sx_error_set(err, SX_ERR_NOMEM, o->out, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < p->nranks; i++) {
+        pr[i].rank = p->ranks[i];
+        pr[i].regions = regs + i * nr;
+        pr[i].n = nr;
+        for (size_t j = 0; j < nr; j++) {
+            struct sx_perf_region *r = &regs[i * nr + j];
+            uint64_t *v = vals + (i * nr + j) * 2;
+            v[0] = 1000000 * (i + 1) + j;
+            v[1] = 2000000 * (i + 1) + j;
+            r->name = p->names[j];
+            r->calls = 10 * i + j + 1;
+            r->event_names = names;
+            r->values = v;
+            r->nevents = 2;
+        }
+    }
+    st = sx_h5_perf_write(o->out, pr, p->nranks, err);
+out:
+    free(pr);
+    free(regs);
+    free(vals);
+    return st;
+}
+
 /* Every call below the setup is collective when np > 1: the writer agrees on errors. */
 static enum sx_status synth(const struct opts *o, int me, int np, struct sx_error *err) {
     enum sx_status st = SX_OK;
@@ -953,6 +996,12 @@ static enum sx_status synth(const struct opts *o, int me, int np, struct sx_erro
         goto out;
     st = sx_h5w_finish(w, err);
     w = NULL;
+    if (o->perf) { /* rank 0 adds them to the closed file, the others wait */
+        if (st == SX_OK && me == 0)
+            st = write_perf(o, &p, err);
+        if (np > 1)
+            st = sx_all_ok(MPI_COMM_WORLD, st, err);
+    }
     if (st == SX_OK && o->verbose && me == 0) {
         uint64_t total = 0;
         for (size_t i = 0; i < p.nrows; i++)

@@ -34,6 +34,8 @@ static const char usage_text[] =
     "  --exclude REGEX       drop regions whose name matches; repeatable\n"
     "  --gzip-level N        deflate level 0..9 for .gz output (default 6)\n"
     "  --deflate ENGINE      zlib (default) or isal, where built with ISA-L\n"
+    "  --format FORMAT       json (default), chrome-trace (Perfetto, chrome://tracing)\n"
+    "                        or speedscope; the last two keep rank 0 unless --ranks\n"
     "  --block-size BYTES    JSON text per block of work (default 4194304)\n"
     "  --progress            show progress on stderr (default: when a terminal)\n"
     "  --no-progress         no progress, even on a terminal\n"
@@ -355,6 +357,7 @@ static int cmd_export(int argc, char **argv, int first) {
     int quiet = 0, progress = -1, rc = 0, stats = 0;
     char **labels = NULL;
     char **uniq = NULL;
+    char *trace_base = NULL; /* the output name with a trace suffix added, or NULL */
     if (!all_passed(inputs != NULL && inc != NULL && exc != NULL, "arguments")) {
         rc = 1;
         goto out;
@@ -426,6 +429,18 @@ static int cmd_export(int argc, char **argv, int first) {
                 goto parsed;
             }
             o.block_bytes = (size_t)v;
+        } else if (IS("--format")) {
+            NEED_VALUE();
+            if (strcmp(val, "json") == 0)
+                o.format = SX_FORMAT_JSON;
+            else if (strcmp(val, "chrome-trace") == 0)
+                o.format = SX_FORMAT_CHROME_TRACE;
+            else if (strcmp(val, "speedscope") == 0)
+                o.format = SX_FORMAT_SPEEDSCOPE;
+            else {
+                rc = usage_error("--format takes json, chrome-trace or speedscope", val);
+                goto parsed;
+            }
         } else if (strcmp(a, "--progress") == 0) {
             progress = 1;
         } else if (strcmp(a, "--stats") == 0) {
@@ -472,6 +487,18 @@ parsed:
         o.progress_user = &ps;
     }
 
+    /* A trace output name without a suffix gets the reference's default one. */
+    const char *base_name = strrchr(output, '/') ? strrchr(output, '/') + 1 : output;
+    if (o.format != SX_FORMAT_JSON && strchr(base_name, '.') == NULL) {
+        const char *sfx =
+            o.format == SX_FORMAT_CHROME_TRACE ? ".trace.json" : ".speedscope.json";
+        trace_base = malloc(strlen(output) + strlen(sfx) + 1);
+        if (!all_passed(trace_base != NULL, "the output name")) {
+            rc = 1;
+            goto out;
+        }
+        snprintf(trace_base, strlen(output) + strlen(sfx) + 1, "%s%s", output, sfx);
+    }
     labels = calloc(nin + 1, sizeof *labels);
     struct sx_error e;
     if (!all_passed(labels != NULL, "labels")) {
@@ -497,7 +524,9 @@ parsed:
         }
     }
     for (size_t k = 0; k < nin; k++) {
-        char *path = sx_output_path(output, uniq ? uniq[k] : NULL, nin);
+        char *path =
+            sx_output_path(trace_base ? trace_base : output, uniq ? uniq[k] : NULL, nin);
+        o.label = o.format != SX_FORMAT_JSON && uniq ? uniq[k] : NULL;
         if (!all_passed(path != NULL, inputs[k])) {
             free(path);
             rc = 1;
@@ -543,6 +572,7 @@ out:
     }
     free(labels);
     free(uniq);
+    free(trace_base);
     free(inputs);
     free(inc);
     free(exc);

@@ -42,6 +42,7 @@ out=$TMP/stdout
 isal=0
 grep -q 'ISA-L: yes' "$out" && isal=1
 cases="json.1 json.s json.2 gz.1 gz.2 cat gzip pigz.1 pigz.2"
+cases="$cases trace.1 trace.2 tracegz.1 tracegz.2 cat.t pigz.t1 pigz.t2"
 [ "$isal" = 1 ] && cases="$cases isal.1 isal.2"
 for run in 10k 100k 100k-skew; do
     sect=$(awk -v h="== $run:" 'index($0, h) == 1 { on = 1; next } /^==/ { on = 0 } on' "$out")
@@ -82,10 +83,11 @@ grep -Eq '^(PASS|FAIL)  ' "$out" && ok || bad "no PASS/FAIL lines"
 grep -Eq '^targets: [0-9]+ passed, [0-9]+ missed, [0-9]+ skipped' "$out" && ok ||
     bad "no targets summary"
 
-# Every output verified: on the three few-row runs and the many-row run json 2 ranks, gz 1 and
-# 2 ranks, isal 1 and 2 ranks; on the other three (the compressed and the larger many-row
-# runs, which time fewer cases) json 2 ranks.
-want=$((4 * (isal ? 6 : 4) + 3))
+# Every output verified: on the three few-row runs and the many-row run json bare and 2
+# ranks, gz 1 and 2 ranks, isal 1 and 2 ranks; on the other three (the compressed and the
+# larger many-row runs, which time fewer cases) json 2 ranks; on the three few-row runs the
+# Chrome trace at 2 ranks and its .gz at 1 and 2.
+want=$((4 * (isal ? 6 : 4) + 3 + 3 * 3))
 grep -q "^outputs verified: $want OK" "$out" && ok ||
     bad "outputs not verified: $(grep -i 'outputs' "$out" || echo 'no verification line')"
 grep -q '^ERRORS' "$out" && bad "bench reports errors"

@@ -1,0 +1,471 @@
+/* trace_export.c - sx_export() of the Chrome trace and speedscope documents */
+#include "stream.h"
+#include "trace.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const unsigned char hdf5_magic[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+
+static bool is_hdf5(const char *path) {
+    unsigned char head[8] = {0};
+    FILE *f = fopen(path, "rb");
+    bool yes = false;
+    if (f == NULL)
+        return false;
+    yes = fread(head, 1, sizeof head, f) == sizeof head &&
+          memcmp(head, hdf5_magic, sizeof head) == 0;
+    fclose(f);
+    return yes;
+}
+
+static bool ends_with_gz(const char *path) {
+    size_t n = strlen(path);
+    return n >= 3 && path[n - 3] == '.' && (path[n - 2] | 0x20) == 'g' &&
+           (path[n - 1] | 0x20) == 'z';
+}
+
+/* MPI counts are int: reduce long arrays in pieces. */
+#define MAX_MSG (1u << 28)
+
+/* A block of the document: calls [from, to) of selected rank k. */
+struct tblock {
+    size_t k;
+    uint64_t from, to;
+};
+
+/* Both documents as stream producers. */
+struct trace_doc {
+    struct sx_trace *t;
+    enum sx_format format;
+    struct tblock *blocks;
+    size_t nblocks;
+    /* Chrome */
+    struct sx_chrome_cache *cc;
+    /* speedscope */
+    uint32_t *frames, *frame_of;
+    size_t nframes;
+    double origin;
+    size_t first_k;           /* the selected rank whose first profile opens the list */
+    struct sx_ss_rank *built; /* the rank this process built last */
+    size_t built_k;
+};
+
+static enum sx_status doc_head(void *ctx, struct sx_buf *out, struct sx_error *err) {
+    struct trace_doc *d = ctx;
+    (void)err;
+    if (d->format == SX_FORMAT_CHROME_TRACE)
+        sx_chrome_head(d->t, out);
+    else
+        sx_ss_head(d->t, d->frames, d->nframes, out);
+    return SX_OK;
+}
+
+static enum sx_status doc_tail(void *ctx, struct sx_buf *out, struct sx_error *err) {
+    struct trace_doc *d = ctx;
+    (void)err;
+    if (d->format == SX_FORMAT_CHROME_TRACE)
+        sx_chrome_tail(out);
+    else
+        sx_ss_tail(out);
+    return SX_OK;
+}
+
+/* speedscope's columns: the times and the lanes. */
+#define SS_COLS                                                                          \
+    (SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END) | SX_COLBIT(SX_COL_THREAD) |        \
+     SX_COLBIT(SX_COL_TASK))
+
+/* Selected rank k's sorted, nested calls: read and built once per process. */
+static enum sx_status ss_rank(struct trace_doc *d, size_t k, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    if (d->built != NULL && d->built_k == k)
+        return SX_OK;
+    sx_ss_free(d->built);
+    d->built = NULL;
+    st = sx_trace_load_rank(d->t, d->t->ranks[k], SS_COLS, err);
+    if (st == SX_OK)
+        st = sx_ss_build(d->t, k, &d->built, err);
+    sx_trace_unload_rank(d->t, d->t->ranks[k]);
+    d->built_k = k;
+    return st;
+}
+
+static enum sx_status doc_block(void *ctx, size_t b, struct sx_buf *out,
+                                struct sx_error *err) {
+    struct trace_doc *d = ctx;
+    const struct tblock *tb = &d->blocks[b];
+    if (d->format == SX_FORMAT_CHROME_TRACE)
+        return sx_chrome_block(d->t, d->cc, tb->k, tb->from, tb->to, out, err);
+    enum sx_status st = ss_rank(d, tb->k, err);
+    if (st == SX_OK)
+        st = sx_ss_block(d->t, d->built, d->frame_of, d->origin, tb->k == d->first_k,
+                         (size_t)tb->from, (size_t)tb->to, out, err);
+    return st;
+}
+
+/* Cut every selected rank's calls into blocks of about 'block_bytes' of text. */
+/* Progress counts calls, and one for each block (a rank without calls has one). */
+static uint64_t doc_units(void *ctx, size_t b) {
+    const struct tblock *tb = &((const struct trace_doc *)ctx)->blocks[b];
+    return tb->to - tb->from + 1;
+}
+
+static enum sx_status plan_blocks(struct trace_doc *d, size_t block_bytes,
+                                  struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const bool chrome = d->format == SX_FORMAT_CHROME_TRACE;
+    /* bytes per call: one "X" item, or an open and a close event */
+    const uint64_t per = chrome ? 230 : 110;
+    uint64_t calls = block_bytes / per > 0 ? block_bytes / per : 1;
+    size_t cap = 16, n = 0;
+    d->blocks = sx_malloc(cap * sizeof *d->blocks);
+    SX_CHECK(d->blocks != NULL, SX_ERR_NOMEM, err, d->t->run->path, "out of memory");
+    for (size_t k = 0; k < d->t->nranks; k++) {
+        uint64_t nk = sx_trace_rank_calls(d->t, d->t->ranks[k]);
+        if (!chrome && nk == 0)
+            continue; /* no profile */
+        uint64_t at = 0;
+        do {
+            uint64_t to = nk - at > calls ? at + calls : nk;
+            if (n == cap) {
+                cap *= 2;
+                struct tblock *nb = sx_realloc(d->blocks, cap * sizeof *nb);
+                SX_CHECK(nb != NULL, SX_ERR_NOMEM, err, d->t->run->path, "out of memory");
+                d->blocks = nb;
+            }
+            d->blocks[n++] = (struct tblock){k, at, to};
+            at = to;
+        } while (at < nk);
+    }
+    d->nblocks = n;
+out:
+    return st;
+}
+
+/*
+ * speedscope's first pass over this process's share of the selected ranks
+ * (k % size == rank): the nesting checks, and per rank its calls, first
+ * start and the frames its profiles open, as int64 records
+ * [k, ncalls, first_start, nframes, frames...] appended to 'rec'.
+ */
+static enum sx_status ss_survey(struct trace_doc *d, int rank, int size, int64_t **rec,
+                                size_t *nrec, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_trace *t = d->t;
+    bool *seen = sx_calloc(t->nregions + 1, sizeof *seen);
+    uint32_t *order = sx_calloc(t->nregions + 1, sizeof *order);
+    size_t cap = 64, n = 0;
+    int64_t *v = sx_malloc(cap * sizeof *v);
+    SX_CHECK(seen != NULL && order != NULL && v != NULL, SX_ERR_NOMEM, err, t->run->path,
+             "out of memory");
+    for (size_t k = (size_t)rank; k < t->nranks; k += (size_t)size) {
+        st = ss_rank(d, k, err);
+        if (st != SX_OK)
+            goto out;
+        memset(seen, 0, (t->nregions + 1) * sizeof *seen);
+        size_t nf = sx_ss_frames(d->built, seen, order, 0);
+        size_t nc = sx_ss_ncalls(d->built);
+        if (n + 4 + nf > cap) {
+            cap = (n + 4 + nf) * 2;
+            int64_t *nv = sx_realloc(v, cap * sizeof *nv);
+            SX_CHECK(nv != NULL, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+            v = nv;
+        }
+        v[n++] = (int64_t)k;
+        v[n++] = (int64_t)nc;
+        v[n++] = nc > 0 ? sx_ss_first_start(d->built) : INT64_MAX;
+        v[n++] = (int64_t)nf;
+        for (size_t i = 0; i < nf; i++)
+            v[n++] = order[i];
+    }
+out:
+    free(seen);
+    free(order);
+    if (st != SX_OK) {
+        free(v);
+        v = NULL;
+        n = 0;
+    }
+    *rec = v;
+    *nrec = n;
+    return st;
+}
+
+/* NOTE: collective. Every process gets every process's survey records. */
+static enum sx_status gather_records(MPI_Comm comm, int size, const int64_t *mine,
+                                     size_t n, int64_t **all, size_t *nall,
+                                     struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    int *counts = NULL, *displs = NULL;
+    int64_t *v = NULL;
+    *all = NULL;
+    *nall = 0;
+    if (comm == MPI_COMM_NULL) {
+        v = sx_malloc((n + 1) * sizeof *v);
+        SX_CHECK(v != NULL, SX_ERR_NOMEM, err, "", "out of memory");
+        memcpy(v, mine, n * sizeof *v);
+        *all = v;
+        *nall = n;
+        return SX_OK;
+    }
+    counts = sx_calloc((size_t)size, sizeof *counts);
+    displs = sx_calloc((size_t)size, sizeof *displs);
+    SX_CHECK(counts != NULL && displs != NULL && n < MAX_MSG, SX_ERR_NOMEM, err, "",
+             "out of memory");
+    int c = (int)n;
+    SX_CHECK(MPI_Allgather(&c, 1, MPI_INT, counts, 1, MPI_INT, comm) == MPI_SUCCESS,
+             SX_ERR_MPI, err, "", "MPI_Allgather failed");
+    size_t total = 0;
+    for (int r = 0; r < size; r++) {
+        displs[r] = (int)total;
+        total += (size_t)counts[r];
+    }
+    SX_CHECK(total < MAX_MSG, SX_ERR_NOMEM, err, "", "too many ranks to survey");
+    v = sx_malloc((total + 1) * sizeof *v);
+    SX_CHECK(v != NULL, SX_ERR_NOMEM, err, "", "out of memory");
+    SX_CHECK(MPI_Allgatherv(mine, c, MPI_INT64_T, v, counts, displs, MPI_INT64_T, comm) ==
+                 MPI_SUCCESS,
+             SX_ERR_MPI, err, "", "MPI_Allgatherv failed");
+    *all = v;
+    v = NULL;
+    *nall = total;
+out:
+    free(v);
+    free(counts);
+    free(displs);
+    return st;
+}
+
+/* The shared frame table, the origin and the first profile, from every record. */
+static enum sx_status ss_frames(struct trace_doc *d, const int64_t *rec, size_t n,
+                                struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_trace *t = d->t;
+    const int64_t **by_k = sx_calloc(t->nranks + 1, sizeof *by_k);
+    bool *seen = sx_calloc(t->nregions + 1, sizeof *seen);
+    d->frames = sx_calloc(t->nregions + 1, sizeof *d->frames);
+    d->frame_of = sx_calloc(t->nregions + 1, sizeof *d->frame_of);
+    SX_CHECK(by_k != NULL && seen != NULL && d->frames != NULL && d->frame_of != NULL,
+             SX_ERR_NOMEM, err, t->run->path, "out of memory");
+    for (size_t i = 0; i + 4 <= n; i += 4 + (size_t)rec[i + 3])
+        if (rec[i] >= 0 && (size_t)rec[i] < t->nranks)
+            by_k[rec[i]] = rec + i;
+    int64_t first = INT64_MAX;
+    uint64_t ncalls = 0;
+    d->first_k = t->nranks;
+    for (size_t k = 0; k < t->nranks; k++) {
+        const int64_t *r = by_k[k];
+        SX_CHECK(r != NULL, SX_ERR_INTERNAL, err, t->run->path,
+                 "%s: no survey of selected rank %zu", t->run->path, k);
+        if (r[1] == 0)
+            continue;
+        if (d->first_k == t->nranks)
+            d->first_k = k;
+        ncalls += (uint64_t)r[1];
+        if (r[2] < first)
+            first = r[2];
+        for (int64_t i = 0; i < r[3]; i++) {
+            uint32_t g = (uint32_t)r[4 + i];
+            if (g < t->nregions && !seen[g]) {
+                seen[g] = true;
+                d->frame_of[g] = (uint32_t)d->nframes;
+                d->frames[d->nframes++] = g;
+            }
+        }
+    }
+    if (ncalls == 0) {
+        st = sx_trace_value_error(t, SX_ERR_VALUE,
+                                  "No calls recorded for the requested ranks.", err);
+        goto out;
+    }
+    d->origin = (double)first / 1e9;
+out:
+    free(by_k);
+    free(seen);
+    return st;
+}
+
+/* The reference's checks of the selection, before any event is read. */
+static enum sx_status check_selection(const struct sx_trace *t, enum sx_format f,
+                                      struct sx_error *err) {
+    if (f == SX_FORMAT_SPEEDSCOPE && t->nregions == 0)
+        return sx_trace_value_error(t, SX_ERR_VALUE,
+                                    "No regions matched the selected filters.", err);
+    for (size_t k = 0; k < t->nranks; k++)
+        if (t->ranks[k] < 0 || t->ranks[k] >= t->run->num_ranks) {
+            char msg[64];
+            snprintf(msg, sizeof msg, "Invalid rank requested: %" PRId64, t->ranks[k]);
+            return sx_trace_value_error(t, SX_ERR_VALUE, msg, err);
+        }
+    return SX_OK;
+}
+
+/* NOTE: collective: min-reduce every row's first start in pieces. */
+static enum sx_status reduce_mins(MPI_Comm comm, int64_t *m, size_t n, const char *path,
+                                  struct sx_error *err) {
+    for (size_t at = 0; comm != MPI_COMM_NULL && at < n; at += MAX_MSG) {
+        size_t k = n - at < MAX_MSG ? n - at : MAX_MSG;
+        if (MPI_Allreduce(MPI_IN_PLACE, m + at, (int)k, MPI_INT64_T, MPI_MIN, comm) !=
+            MPI_SUCCESS)
+            return sx_error_set(err, SX_ERR_MPI, path, "%s: MPI_Allreduce failed", path);
+    }
+    return SX_OK;
+}
+
+/*
+ * NOTE: collective over 'comm' (MPI_COMM_NULL: this process alone). Stages
+ * with the ranks' agreement between them, as sx_export's: open, lanes, GPU
+ * columns, the region order, the plan, (speedscope: the survey), the
+ * stream, the commit.
+ */
+enum sx_status sx_trace_export(MPI_Comm comm, const char *input, const char *output,
+                               const struct sx_options *o, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_filter *filter = NULL;
+    struct sx_out_file *f = NULL;
+    struct sx_h5 *h5 = NULL;
+    struct sx_run *run = NULL;
+    int64_t *mins = NULL, *rec = NULL, *all = NULL;
+    size_t nrec = 0, nall = 0, nperf = 0;
+    struct sx_perf_rank *perf = NULL;
+    struct sx_trace t;
+    struct trace_doc d;
+    bool opened = false;
+    int rank = 0, size = 1;
+    memset(&t, 0, sizeof t);
+    memset(&d, 0, sizeof d);
+    if (comm != MPI_COMM_NULL) {
+        MPI_Comm_rank(comm, &rank);
+        MPI_Comm_size(comm, &size);
+    }
+    const bool gz = ends_with_gz(output);
+
+    /* Stage: options. */
+    if (o->summary)
+        st = sx_error_set(err, SX_ERR_USAGE, "",
+                          "--summary has no per-call events, which the %s document needs",
+                          o->format == SX_FORMAT_SPEEDSCOPE ? "speedscope"
+                                                            : "Chrome trace");
+    if (st == SX_OK && o->format != SX_FORMAT_CHROME_TRACE &&
+        o->format != SX_FORMAT_SPEEDSCOPE)
+        st = sx_error_set(err, SX_ERR_USAGE, "", "unknown document format %d",
+                          (int)o->format);
+    if (st == SX_OK)
+        st = sx_filter_new(o, &filter, err);
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* Stage: NOTE: collective open of an HDF5 run; a JSON profile is read by each. */
+    const bool hdf5 = is_hdf5(input);
+    if (hdf5) {
+        st = sx_h5_open(comm, input, false, &h5, &run, err);
+        opened = true;
+    } else {
+        st = sx_json_load(input, &run, err);
+    }
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+    /* Stage: the lane tables, for the lanes' names, and the perf counter totals. */
+    if (hdf5)
+        st = sx_h5_read_extras(h5, run, err);
+    if (hdf5 && st == SX_OK && o->format == SX_FORMAT_CHROME_TRACE)
+        st = sx_h5_perf_read(input, run->num_ranks, &perf, &nperf, err);
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+    if (hdf5) {
+        st = sx_resolve_gpu(comm, rank, size, h5, run, err); /* NOTE: collective */
+        if (st != SX_OK)
+            goto out;
+    }
+
+    /* Stage: the rows' first starts (this rank's share), then the region order. */
+    st = sx_trace_row_mins(run, h5, rank, size, &mins, err);
+    st = sx_all_ok(comm, st, err);
+    if (st == SX_OK)
+        st = reduce_mins(comm, mins, run->nrows, input, err);
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+    st = sx_trace_plan(&t, run, h5, filter, o, mins, err);
+    mins = NULL;
+    t.perf = perf;
+    t.nperf = nperf;
+    d.t = &t;
+    d.format = o->format;
+    if (st == SX_OK)
+        st = check_selection(&t, o->format, err);
+    if (st == SX_OK)
+        st = plan_blocks(&d, o->block_bytes ? o->block_bytes : (size_t)4 << 20, err);
+    if (st == SX_OK && o->format == SX_FORMAT_CHROME_TRACE) {
+        d.cc = sx_chrome_cache_new(&t);
+        if (d.cc == NULL)
+            st = sx_error_set(err, SX_ERR_NOMEM, input, "out of memory");
+    }
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+
+    if (o->format == SX_FORMAT_SPEEDSCOPE) {
+        /* Stage: every rank sorts and checks its share of the selected ranks. */
+        st = ss_survey(&d, rank, size, &rec, &nrec, err);
+        st = sx_all_ok(comm, st, err);
+        if (st == SX_OK)
+            st = gather_records(comm, size, rec, nrec, &all, &nall, err);
+        st = sx_all_ok(comm, st, err);
+        if (st == SX_OK)
+            st = ss_frames(&d, all, nall, err); /* the same on every rank */
+        st = sx_all_ok(comm, st, err);
+        if (st != SX_OK)
+            goto out;
+    }
+
+    /* Stage: rank 0 opens the output. */
+    if (rank == 0)
+        st = sx_out_open(output, &f, err);
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* Stage: the block stream (its own protocol and agreement). */
+    uint64_t units = 0;
+    for (size_t b = 0; b < d.nblocks; b++)
+        units += doc_units(&d, b);
+    struct sx_producer prod = {&d,       d.nblocks, units,    doc_head,
+                               doc_tail, doc_block, doc_units};
+    struct sx_stream_opts so = {output,     gz,          o->gzip_level,
+                                o->deflate, o->progress, o->progress_user};
+    st = sx_stream(comm, &prod, &so, f, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* Stage: rank 0 commits the file. */
+    if (rank == 0) {
+        struct sx_out_file *done = f;
+        f = NULL;
+        st = sx_out_commit(done, err);
+    }
+    st = sx_all_ok(comm, st, err);
+out:
+    sx_out_abort(f);
+    free(mins);
+    free(rec);
+    free(all);
+    sx_ss_free(d.built);
+    sx_chrome_cache_free(d.cc);
+    free(d.blocks);
+    free(d.frames);
+    free(d.frame_of);
+    sx_trace_free(&t);
+    sx_perf_free(perf, nperf);
+    sx_filter_free(filter);
+    sx_run_free(run);
+    if (opened)
+        sx_h5_close(h5); /* NOTE: collective */
+    return st;
+}
