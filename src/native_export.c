@@ -1,0 +1,312 @@
+/* native_export.c - sx_export_native(), sx_import_native(): native runs, no merged file
+ */
+#include "h5_write.h"
+#include "native.h"
+#include "stream.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Events per piece when import-native copies a row. */
+#define COPY_EVENTS (1u << 20)
+
+static bool ends_with_gz(const char *path) {
+    size_t n = strlen(path);
+    return n >= 3 && path[n - 3] == '.' && (path[n - 2] | 0x20) == 'g' &&
+           (path[n - 1] | 0x20) == 'z';
+}
+
+/* Whether 'output' is one of the run's files (it would be destroyed). */
+static enum sx_status check_output(const struct sx_native *nr, const char *output,
+                                   struct sx_error *err) {
+    struct stat a, b;
+    if (stat(output, &b) != 0)
+        return SX_OK;
+    for (size_t i = 0; i < nr->nfiles; i++)
+        if (stat(nr->files[i].path, &a) == 0 && a.st_dev == b.st_dev &&
+            a.st_ino == b.st_ino)
+            return sx_error_set(err, SX_ERR_USAGE, output,
+                                "the output %s is the input file %s itself; refusing to "
+                                "overwrite the run",
+                                output, nr->files[i].path);
+    return SX_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* The document: the JSON profile's blocks, events read for each block */
+
+struct native_doc {
+    struct sx_native *nr;
+    struct sx_doc *doc;
+    struct sx_nreader rd;
+};
+
+static enum sx_status nd_head(void *ctx, struct sx_buf *out, struct sx_error *err) {
+    return sx_doc_header(((struct native_doc *)ctx)->doc, out, err);
+}
+
+static enum sx_status nd_tail(void *ctx, struct sx_buf *out, struct sx_error *err) {
+    return sx_doc_trailer(((struct native_doc *)ctx)->doc, out, err);
+}
+
+/* The events of segment 'seg' (SX_SEG_START or SX_SEG_END) of row 'i' in [from, to). */
+static void seg_range(const struct sx_block *bl, uint64_t i, unsigned seg, uint64_t count,
+                      uint64_t *a, uint64_t *z) {
+    *a = 0;
+    *z = count;
+    if (i == bl->from.row)
+        *a = bl->from.seg < seg ? 0 : bl->from.seg == seg ? bl->from.ev : count;
+    if (i == bl->to.row)
+        *z = bl->to.seg < seg ? 0 : bl->to.seg == seg ? bl->to.ev : count;
+}
+
+/*
+ * Block 'b': load the slices of the event columns it writes into the run's
+ * rows (room for a whole row is reserved, only the slices are touched), let
+ * the document code format them, and free them again.
+ */
+static enum sx_status nd_block(void *ctx, size_t b, struct sx_buf *out,
+                               struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct native_doc *nd = ctx;
+    const struct sx_doc *doc = nd->doc;
+    const struct sx_block *bl = &doc->blocks[b];
+    struct sx_run *run = nd->nr->run;
+    uint64_t last = bl->to.row;
+    if (last >= doc->nrows)
+        last = doc->nrows - 1;
+    for (uint64_t i = bl->from.row; doc->nrows > 0 && i <= last; i++) {
+        struct sx_row *row = &run->rows[doc->order[i]];
+        const struct sx_nloc *l = &nd->nr->loc[doc->order[i]];
+        uint64_t a[2], z[2];
+        int64_t *col[2] = {NULL, NULL};
+        for (int c = 0; c < 2; c++) {
+            seg_range(bl, i, c == 0 ? SX_SEG_START : SX_SEG_END, row->count, &a[c],
+                      &z[c]);
+            row->col[c] = sx_malloc((row->count + 1) * sizeof *row->col[c]);
+            SX_CHECK(row->col[c] != NULL, SX_ERR_NOMEM, err, nd->nr->files[l->file].path,
+                     "out of memory");
+        }
+        /* one read when the slices are the same, two otherwise */
+        for (int c = 0; c < 2; c++)
+            col[c] = a[c] < z[c] ? row->col[c] : NULL;
+        const struct sx_nfile *f = &nd->nr->files[l->file];
+        const struct sx_nrow *r = &f->rows[l->row];
+        if (col[0] != NULL && col[1] != NULL && a[0] == a[1] && z[0] == z[1]) {
+            st = sx_native_read_events(&nd->rd, f, r, a[0], z[0] - a[0], col[0] + a[0],
+                                       col[1] + a[0], err);
+        } else {
+            for (int c = 0; st == SX_OK && c < 2; c++)
+                if (col[c] != NULL)
+                    st = sx_native_read_events(&nd->rd, f, r, a[c], z[c] - a[c],
+                                               c == 0 ? col[0] + a[0] : NULL,
+                                               c == 1 ? col[1] + a[1] : NULL, err);
+        }
+        if (st != SX_OK)
+            goto out;
+    }
+    st = sx_doc_block(doc, &(struct sx_event_source){NULL}, b, out, err);
+out:
+    for (uint64_t i = bl->from.row; doc->nrows > 0 && i <= last; i++) {
+        struct sx_row *row = &run->rows[doc->order[i]];
+        for (int c = 0; c < 2; c++) {
+            free(row->col[c]);
+            row->col[c] = NULL;
+        }
+    }
+    return st;
+}
+
+enum sx_status sx_export_native(MPI_Comm comm, const char *const *inputs, size_t n_inputs,
+                                const char *output, const char *label,
+                                const struct sx_options *opts, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_options defaults;
+    MPI_Comm c = MPI_COMM_NULL;
+    struct sx_native *nr = NULL;
+    struct sx_filter *filter = NULL;
+    struct sx_out_file *f = NULL;
+    struct sx_doc doc;
+    struct sx_error local;
+    struct native_doc nd = {.rd = {.fd = -1}};
+    int rank = 0;
+
+    memset(&doc, 0, sizeof doc);
+    sx_error_clear(&local);
+    if (err == NULL)
+        err = &local;
+    sx_error_clear(err);
+    if (opts == NULL) {
+        sx_options_init(&defaults);
+        opts = &defaults;
+    }
+    if (comm != MPI_COMM_NULL) {
+        if (MPI_Comm_dup(comm, &c) != MPI_SUCCESS)
+            return sx_error_set(err, SX_ERR_MPI, "", "MPI_Comm_dup failed");
+        MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+        MPI_Comm_rank(c, &rank);
+    }
+    const bool gz = output != NULL && ends_with_gz(output);
+
+    /* Stage: options; every rank checks the same things. */
+    if (output == NULL || (n_inputs > 0 && inputs == NULL))
+        st = sx_error_set(err, SX_ERR_USAGE, "", "inputs and an output needed");
+    if (st == SX_OK && opts->summary)
+        st = sx_error_set(err, SX_ERR_USAGE, "",
+                          "a summary-only read does not apply to a native run");
+    if (st == SX_OK && (opts->gzip_level < 0 || opts->gzip_level > 9))
+        st = sx_error_set(err, SX_ERR_USAGE, "", "gzip level %d is not in 0..9",
+                          opts->gzip_level);
+    if (st == SX_OK && gz && opts->deflate == SX_DEFLATE_ISAL && !sx_has_isal())
+        st = sx_error_set(err, SX_ERR_USAGE, "",
+                          "this build has no ISA-L deflate engine; use the zlib engine");
+    if (st == SX_OK)
+        st = sx_filter_new(opts, &filter, err);
+    st = sx_all_ok(c, st, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* Stages: find, read and merge the indexes (their own agreement). */
+    st = sx_native_open(c, inputs, n_inputs, label, output, &nr, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* Stage: the plan, the same on every rank; rank 0 opens the output. */
+    st = sx_doc_plan(&doc, nr->run, filter, opts->indent, opts->block_bytes, err);
+    if (st == SX_OK && rank == 0)
+        st = check_output(nr, output, err);
+    if (st == SX_OK && rank == 0)
+        st = sx_out_open(output, &f, err);
+    st = sx_all_ok(c, st, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* Stage: the block stream (its own protocol and agreement). */
+    nd.nr = nr;
+    nd.doc = &doc;
+    struct sx_producer prod = {&nd,     doc.nblocks, doc.total_weight,
+                               nd_head, nd_tail,     nd_block};
+    struct sx_stream_opts so = {
+        output, gz, opts->gzip_level, opts->deflate, opts->progress, opts->progress_user};
+    st = sx_stream(c, &prod, &so, f, err);
+    sx_nreader_close(&nd.rd);
+    if (st != SX_OK)
+        goto out;
+
+    /* Stage: rank 0 commits the file. */
+    if (rank == 0) {
+        struct sx_out_file *done = f;
+        f = NULL;
+        st = sx_out_commit(done, err);
+    }
+    st = sx_all_ok(c, st, err);
+out:
+    sx_nreader_close(&nd.rd);
+    sx_out_abort(f);
+    sx_doc_free(&doc);
+    sx_filter_free(filter);
+    sx_native_free(nr);
+    if (c != MPI_COMM_NULL)
+        MPI_Comm_free(&c);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* import-native: the merged run as a schema-3 file                    */
+
+enum sx_status sx_import_native(MPI_Comm comm, const char *const *inputs, size_t n_inputs,
+                                const char *output, const char *label,
+                                struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    MPI_Comm c = MPI_COMM_NULL;
+    struct sx_native *nr = NULL;
+    struct sx_h5w *w = NULL;
+    struct sx_h5w_spec spec;
+    const struct sx_row **rows = NULL;
+    int64_t *buf[2] = {NULL, NULL};
+    struct sx_nreader rd = {.fd = -1};
+    struct sx_error local;
+    int rank = 0;
+
+    sx_error_clear(&local);
+    if (err == NULL)
+        err = &local;
+    sx_error_clear(err);
+    if (comm != MPI_COMM_NULL) {
+        if (MPI_Comm_dup(comm, &c) != MPI_SUCCESS)
+            return sx_error_set(err, SX_ERR_MPI, "", "MPI_Comm_dup failed");
+        MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+        MPI_Comm_rank(c, &rank);
+    }
+    if (output == NULL || (n_inputs > 0 && inputs == NULL))
+        st = sx_error_set(err, SX_ERR_USAGE, "", "inputs and an output needed");
+    st = sx_all_ok(c, st, err);
+    if (st != SX_OK)
+        goto out;
+    st = sx_native_open(c, inputs, n_inputs, label, output, &nr, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* Stage: memory for the copy, the index rows; the output is not an input */
+    const struct sx_run *run = nr->run;
+    rows = sx_calloc(run->nrows + 1, sizeof *rows);
+    for (int k = 0; k < 2; k++)
+        buf[k] = sx_malloc(COPY_EVENTS * sizeof *buf[k]);
+    if (rows == NULL || buf[0] == NULL || buf[1] == NULL)
+        st = sx_error_set(err, SX_ERR_NOMEM, output, "out of memory");
+    for (size_t r = 0; st == SX_OK && r < run->nrows; r++)
+        rows[r] = &run->rows[r];
+    if (st == SX_OK && rank == 0)
+        st = check_output(nr, output, err);
+    st = sx_all_ok(c, st, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* NOTE: collective writer: every call on every rank, each row's events by the
+     * rank that reads its file */
+    sx_h5w_spec_init(&spec);
+    spec.meta = true;
+    st = sx_h5w_create_mpi(c, output, &spec, &w, err);
+    if (st != SX_OK)
+        goto out;
+    if ((st = sx_h5w_metadata(w, &run->metadata, err)) != SX_OK ||
+        (st = sx_h5w_names(w, run->names, run->nnames, err)) != SX_OK ||
+        (st = sx_h5w_index(w, rows, run->nrows, err)) != SX_OK)
+        goto out;
+    for (size_t r = 0; r < run->nrows; r++) {
+        const struct sx_nloc *l = &nr->loc[r];
+        const bool mine = nr->owner[l->file] == rank;
+        const uint64_t count = run->rows[r].count;
+        uint64_t at = 0;
+        do {
+            uint64_t n = count - at < COPY_EVENTS ? count - at : COPY_EVENTS;
+            if (mine)
+                st = sx_native_read_events(&rd, &nr->files[l->file],
+                                           &nr->files[l->file].rows[l->row], at, n,
+                                           buf[0], buf[1], err);
+            st = sx_all_ok(c, st, err);
+            if (st != SX_OK)
+                goto out;
+            const int64_t *col[SX_NCOLS] = {buf[0], buf[1]};
+            st = sx_h5w_events(w, r, at, mine ? n : 0, col, err);
+            if (st != SX_OK)
+                goto out;
+            at += n;
+        } while (at < count);
+    }
+    sx_nreader_close(&rd);
+    st = sx_h5w_finish(w, err);
+    w = NULL;
+out:
+    sx_nreader_close(&rd);
+    sx_h5w_abort(w); /* NOTE: collective, after the same failure on every rank */
+    free(buf[0]);
+    free(buf[1]);
+    free(rows);
+    sx_native_free(nr);
+    if (c != MPI_COMM_NULL)
+        MPI_Comm_free(&c);
+    return st;
+}
