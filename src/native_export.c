@@ -41,6 +41,8 @@ struct native_doc {
     struct sx_native *nr;
     struct sx_doc *doc;
     struct sx_nreader rd;
+    int rank;
+    int64_t **remote[2]; /* per run row: events other ranks sent for this rank's blocks */
 };
 
 static enum sx_status nd_head(void *ctx, struct sx_buf *out, struct sx_error *err) {
@@ -78,16 +80,26 @@ static enum sx_status nd_block(void *ctx, size_t b, struct sx_buf *out,
     if (last >= doc->nrows)
         last = doc->nrows - 1;
     for (uint64_t i = bl->from.row; doc->nrows > 0 && i <= last; i++) {
-        struct sx_row *row = &run->rows[doc->order[i]];
-        const struct sx_nloc *l = &nd->nr->loc[doc->order[i]];
+        const uint64_t ri = doc->order[i];
+        struct sx_row *row = &run->rows[ri];
+        const struct sx_nloc *l = &nd->nr->loc[ri];
+        const bool mine = nd->nr->owner[l->file] == nd->rank;
         uint64_t a[2], z[2];
         int64_t *col[2] = {NULL, NULL};
         for (int c = 0; c < 2; c++) {
             seg_range(bl, i, c == 0 ? SX_SEG_START : SX_SEG_END, row->count, &a[c],
                       &z[c]);
+            if (!mine && nd->remote[c][ri] != NULL)
+                continue; /* received before the stream; freed after it */
             row->col[c] = sx_malloc((row->count + 1) * sizeof *row->col[c]);
             SX_CHECK(row->col[c] != NULL, SX_ERR_NOMEM, err, nd->nr->files[l->file].path,
                      "out of memory");
+        }
+        if (!mine) {
+            for (int c = 0; c < 2; c++)
+                if (nd->remote[c][ri] != NULL)
+                    row->col[c] = nd->remote[c][ri];
+            continue;
         }
         /* one read when the slices are the same, two otherwise */
         for (int c = 0; c < 2; c++)
@@ -112,10 +124,157 @@ out:
     for (uint64_t i = bl->from.row; doc->nrows > 0 && i <= last; i++) {
         struct sx_row *row = &run->rows[doc->order[i]];
         for (int c = 0; c < 2; c++) {
-            free(row->col[c]);
+            if (row->col[c] != nd->remote[c][doc->order[i]])
+                free(row->col[c]);
             row->col[c] = NULL;
         }
     }
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Before the stream: the events of each block that other ranks read   */
+
+/* Events per message of the exchange (and per read for it). */
+#define XFER_EVENTS (1u << 20)
+
+struct xfer {
+    uint64_t row; /* run row */
+    uint64_t a, z;
+    int col; /* 0 start, 1 end */
+    int src, dst;
+};
+
+/*
+ * Every piece of an event column that a block's owner formats but another
+ * rank reads (the one its file was given to), in block order. The same list
+ * on every rank.
+ */
+static enum sx_status plan_xfers(const struct native_doc *nd, int size, bool gz,
+                                 struct xfer **out, size_t *nout, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const struct sx_doc *doc = nd->doc;
+    const struct sx_run *run = nd->nr->run;
+    struct xfer *v = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t b = 0; b < doc->nblocks && doc->nrows > 0; b++) {
+        const struct sx_block *bl = &doc->blocks[b];
+        const int dst = sx_stream_owner(b, size, gz);
+        uint64_t last = bl->to.row < doc->nrows ? bl->to.row : doc->nrows - 1;
+        for (uint64_t i = bl->from.row; i <= last; i++) {
+            const uint64_t ri = doc->order[i];
+            const int src = nd->nr->owner[nd->nr->loc[ri].file];
+            if (src == dst)
+                continue;
+            for (int c = 0; c < 2; c++) {
+                uint64_t a, z;
+                seg_range(bl, i, c == 0 ? SX_SEG_START : SX_SEG_END, run->rows[ri].count,
+                          &a, &z);
+                for (; a < z; a += XFER_EVENTS) {
+                    if (n == cap) {
+                        size_t nc = cap ? cap * 2 : 256;
+                        struct xfer *nv = sx_realloc(v, nc * sizeof *nv);
+                        SX_CHECK(nv != NULL, SX_ERR_NOMEM, err, run->path,
+                                 "out of memory");
+                        v = nv;
+                        cap = nc;
+                    }
+                    uint64_t e = z - a < XFER_EVENTS ? z : a + XFER_EVENTS;
+                    v[n++] = (struct xfer){ri, a, e, c, src, dst};
+                }
+            }
+        }
+    }
+out:
+    if (st != SX_OK) {
+        free(v);
+        v = NULL;
+        n = 0;
+    }
+    *out = v;
+    *nout = n;
+    return st;
+}
+
+/* Room for the events this rank receives: whole rows reserved, pieces touched. */
+static enum sx_status alloc_remote(struct native_doc *nd, const struct xfer *x, size_t n,
+                                   struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const struct sx_run *run = nd->nr->run;
+    for (int c = 0; c < 2; c++) {
+        nd->remote[c] = sx_calloc(run->nrows + 1, sizeof *nd->remote[c]);
+        SX_CHECK(nd->remote[c] != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        int64_t **p = &nd->remote[x[i].col][x[i].row];
+        if (x[i].dst != nd->rank || *p != NULL)
+            continue;
+        *p = sx_malloc((run->rows[x[i].row].count + 1) * sizeof **p);
+        SX_CHECK(*p != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+    }
+out:
+    return st;
+}
+
+static void free_remote(struct native_doc *nd) {
+    for (int c = 0; c < 2; c++) {
+        for (size_t r = 0; nd->remote[c] != NULL && r < nd->nr->run->nrows; r++)
+            free(nd->remote[c][r]);
+        free(nd->remote[c]);
+        nd->remote[c] = NULL;
+    }
+}
+
+/*
+ * NOTE: collective (point to point between every pair that has pieces).
+ * Every receive is posted first, into the rows' final places; then each
+ * rank reads its pieces in list order and sends them, so no send waits on
+ * a receive that is not posted. A rank whose read fails still sends (the
+ * bytes are then meaningless) and reports the failure afterwards.
+ */
+static enum sx_status exchange(MPI_Comm c, struct native_doc *nd, const struct xfer *x,
+                               size_t n, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    size_t nrecv = 0, k = 0;
+    MPI_Request *req = NULL;
+    int64_t *buf = NULL;
+    for (size_t i = 0; i < n; i++)
+        nrecv += x[i].dst == nd->rank;
+    req = sx_malloc((nrecv + 1) * sizeof *req);
+    buf = sx_malloc(XFER_EVENTS * sizeof *buf);
+    int ok = req != NULL && buf != NULL, all = 0;
+    if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, c) != MPI_SUCCESS || !all) {
+        st = sx_error_set(err, SX_ERR_NOMEM, nd->nr->run->path,
+                          "out of memory for the exchange of events");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (x[i].dst == nd->rank)
+            if (MPI_Irecv(nd->remote[x[i].col][x[i].row] + x[i].a, (int)(x[i].z - x[i].a),
+                          MPI_INT64_T, x[i].src, 21, c, &req[k++]) != MPI_SUCCESS)
+                st = sx_error_set(err, SX_ERR_MPI, nd->nr->run->path,
+                                  "MPI_Irecv failed in the exchange of events");
+    for (size_t i = 0; i < n; i++) {
+        if (x[i].src != nd->rank)
+            continue;
+        const struct sx_nloc *l = &nd->nr->loc[x[i].row];
+        const struct sx_nfile *f = &nd->nr->files[l->file];
+        if (st == SX_OK)
+            st = sx_native_read_events(&nd->rd, f, &f->rows[l->row], x[i].a,
+                                       x[i].z - x[i].a, x[i].col == 0 ? buf : NULL,
+                                       x[i].col == 1 ? buf : NULL, err);
+        if (MPI_Send(buf, (int)(x[i].z - x[i].a), MPI_INT64_T, x[i].dst, 21, c) !=
+                MPI_SUCCESS &&
+            st == SX_OK)
+            st = sx_error_set(err, SX_ERR_MPI, nd->nr->run->path,
+                              "MPI_Send failed in the exchange of events");
+    }
+    if (MPI_Waitall((int)k, req, MPI_STATUSES_IGNORE) != MPI_SUCCESS && st == SX_OK)
+        st = sx_error_set(err, SX_ERR_MPI, nd->nr->run->path,
+                          "receiving events from another rank failed");
+out:
+    free(req);
+    free(buf);
     return st;
 }
 
@@ -131,7 +290,9 @@ enum sx_status sx_export_native(MPI_Comm comm, const char *const *inputs, size_t
     struct sx_doc doc;
     struct sx_error local;
     struct native_doc nd = {.rd = {.fd = -1}};
-    int rank = 0;
+    struct xfer *xf = NULL;
+    size_t nxf = 0;
+    int rank = 0, size = 1;
 
     memset(&doc, 0, sizeof doc);
     sx_error_clear(&local);
@@ -147,6 +308,7 @@ enum sx_status sx_export_native(MPI_Comm comm, const char *const *inputs, size_t
             return sx_error_set(err, SX_ERR_MPI, "", "MPI_Comm_dup failed");
         MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
         MPI_Comm_rank(c, &rank);
+        MPI_Comm_size(c, &size);
     }
     const bool gz = output != NULL && ends_with_gz(output);
 
@@ -183,9 +345,24 @@ enum sx_status sx_export_native(MPI_Comm comm, const char *const *inputs, size_t
     if (st != SX_OK)
         goto out;
 
-    /* Stage: the block stream (its own protocol and agreement). */
+    /* Stages: the pieces of the blocks other ranks read, sent to the blocks' owners. */
     nd.nr = nr;
     nd.doc = &doc;
+    nd.rank = rank;
+    st = plan_xfers(&nd, size, gz, &xf, &nxf, err);
+    if (st == SX_OK)
+        st = alloc_remote(&nd, xf, nxf, err);
+    st = sx_all_ok(c, st, err);
+    if (st != SX_OK)
+        goto out;
+    if (c != MPI_COMM_NULL && nxf > 0) {
+        st = exchange(c, &nd, xf, nxf, err);
+        st = sx_all_ok(c, st, err);
+        if (st != SX_OK)
+            goto out;
+    }
+
+    /* Stage: the block stream (its own protocol and agreement). */
     struct sx_producer prod = {&nd,     doc.nblocks, doc.total_weight,
                                nd_head, nd_tail,     nd_block};
     struct sx_stream_opts so = {
@@ -204,6 +381,9 @@ enum sx_status sx_export_native(MPI_Comm comm, const char *const *inputs, size_t
     st = sx_all_ok(c, st, err);
 out:
     sx_nreader_close(&nd.rd);
+    if (nd.nr != NULL)
+        free_remote(&nd);
+    free(xf);
     sx_out_abort(f);
     sx_doc_free(&doc);
     sx_filter_free(filter);
