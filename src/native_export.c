@@ -64,10 +64,51 @@ static void seg_range(const struct sx_block *bl, uint64_t i, unsigned seg, uint6
         *z = bl->to.seg < seg ? 0 : bl->to.seg == seg ? bl->to.ev : count;
 }
 
+/* A slice of a row this rank reads for a block. */
+struct read_job {
+    uint64_t i; /* doc row */
+    uint32_t file, row;
+};
+
+static int cmp_job(const void *a, const void *b) {
+    const struct read_job *x = a, *y = b;
+    if (x->file != y->file)
+        return x->file < y->file ? -1 : 1;
+    return x->row < y->row ? -1 : x->row > y->row;
+}
+
+/* Read the slices of doc row 'i' that block 'bl' writes into the row's columns. */
+static enum sx_status read_row(struct native_doc *nd, const struct sx_block *bl,
+                               uint64_t i, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const uint64_t ri = nd->doc->order[i];
+    struct sx_row *row = &nd->nr->run->rows[ri];
+    const struct sx_nloc *l = &nd->nr->loc[ri];
+    const struct sx_nfile *f = &nd->nr->files[l->file];
+    const struct sx_nrow *r = &f->rows[l->row];
+    uint64_t a[2], z[2];
+    int64_t *col[2];
+    for (int c = 0; c < 2; c++) {
+        seg_range(bl, i, c == 0 ? SX_SEG_START : SX_SEG_END, row->count, &a[c], &z[c]);
+        col[c] = a[c] < z[c] ? row->col[c] : NULL;
+    }
+    /* one read when the slices are the same, two otherwise */
+    if (col[0] != NULL && col[1] != NULL && a[0] == a[1] && z[0] == z[1])
+        return sx_native_read_events(&nd->rd, f, r, a[0], z[0] - a[0], col[0] + a[0],
+                                     col[1] + a[0], err);
+    for (int c = 0; st == SX_OK && c < 2; c++)
+        if (col[c] != NULL)
+            st = sx_native_read_events(&nd->rd, f, r, a[c], z[c] - a[c],
+                                       c == 0 ? col[0] + a[0] : NULL,
+                                       c == 1 ? col[1] + a[1] : NULL, err);
+    return st;
+}
+
 /*
  * Block 'b': load the slices of the event columns it writes into the run's
  * rows (room for a whole row is reserved, only the slices are touched), let
- * the document code format them, and free them again.
+ * the document code format them, and free them again. Rows of this rank's
+ * files are read file by file; the others came in the exchange.
  */
 static enum sx_status nd_block(void *ctx, size_t b, struct sx_buf *out,
                                struct sx_error *err) {
@@ -76,50 +117,37 @@ static enum sx_status nd_block(void *ctx, size_t b, struct sx_buf *out,
     const struct sx_doc *doc = nd->doc;
     const struct sx_block *bl = &doc->blocks[b];
     struct sx_run *run = nd->nr->run;
+    struct read_job *jobs = NULL;
+    size_t njobs = 0;
     uint64_t last = bl->to.row;
     if (last >= doc->nrows)
         last = doc->nrows - 1;
+    if (doc->nrows > 0) {
+        jobs = sx_malloc((last - bl->from.row + 1) * sizeof *jobs);
+        SX_CHECK(jobs != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+    }
     for (uint64_t i = bl->from.row; doc->nrows > 0 && i <= last; i++) {
         const uint64_t ri = doc->order[i];
         struct sx_row *row = &run->rows[ri];
         const struct sx_nloc *l = &nd->nr->loc[ri];
         const bool mine = nd->nr->owner[l->file] == nd->rank;
-        uint64_t a[2], z[2];
-        int64_t *col[2] = {NULL, NULL};
         for (int c = 0; c < 2; c++) {
-            seg_range(bl, i, c == 0 ? SX_SEG_START : SX_SEG_END, row->count, &a[c],
-                      &z[c]);
-            if (!mine && nd->remote[c][ri] != NULL)
-                continue; /* received before the stream; freed after it */
+            if (!mine && nd->remote[c][ri] != NULL) {
+                row->col[c] = nd->remote[c][ri]; /* received; freed after the stream */
+                continue;
+            }
             row->col[c] = sx_malloc((row->count + 1) * sizeof *row->col[c]);
             SX_CHECK(row->col[c] != NULL, SX_ERR_NOMEM, err, nd->nr->files[l->file].path,
                      "out of memory");
         }
-        if (!mine) {
-            for (int c = 0; c < 2; c++)
-                if (nd->remote[c][ri] != NULL)
-                    row->col[c] = nd->remote[c][ri];
-            continue;
-        }
-        /* one read when the slices are the same, two otherwise */
-        for (int c = 0; c < 2; c++)
-            col[c] = a[c] < z[c] ? row->col[c] : NULL;
-        const struct sx_nfile *f = &nd->nr->files[l->file];
-        const struct sx_nrow *r = &f->rows[l->row];
-        if (col[0] != NULL && col[1] != NULL && a[0] == a[1] && z[0] == z[1]) {
-            st = sx_native_read_events(&nd->rd, f, r, a[0], z[0] - a[0], col[0] + a[0],
-                                       col[1] + a[0], err);
-        } else {
-            for (int c = 0; st == SX_OK && c < 2; c++)
-                if (col[c] != NULL)
-                    st = sx_native_read_events(&nd->rd, f, r, a[c], z[c] - a[c],
-                                               c == 0 ? col[0] + a[0] : NULL,
-                                               c == 1 ? col[1] + a[1] : NULL, err);
-        }
-        if (st != SX_OK)
-            goto out;
+        if (mine)
+            jobs[njobs++] = (struct read_job){i, l->file, l->row};
     }
-    st = sx_doc_block(doc, &(struct sx_event_source){NULL}, b, out, err);
+    qsort(jobs, njobs, sizeof *jobs, cmp_job);
+    for (size_t k = 0; k < njobs && st == SX_OK; k++)
+        st = read_row(nd, bl, jobs[k].i, err);
+    if (st == SX_OK)
+        st = sx_doc_block(doc, &(struct sx_event_source){NULL}, b, out, err);
 out:
     for (uint64_t i = bl->from.row; doc->nrows > 0 && i <= last; i++) {
         struct sx_row *row = &run->rows[doc->order[i]];
@@ -129,6 +157,7 @@ out:
             row->col[c] = NULL;
         }
     }
+    free(jobs);
     return st;
 }
 
@@ -145,9 +174,23 @@ struct xfer {
     int src, dst;
 };
 
+static const struct sx_nloc *sort_loc;
+
+static int cmp_xfer(const void *a, const void *b) {
+    const struct xfer *x = a, *y = b;
+    const struct sx_nloc *p = &sort_loc[x->row], *q = &sort_loc[y->row];
+    if (p->file != q->file)
+        return p->file < q->file ? -1 : 1;
+    if (p->row != q->row)
+        return p->row < q->row ? -1 : 1;
+    if (x->col != y->col)
+        return x->col - y->col;
+    return x->a < y->a ? -1 : x->a > y->a;
+}
+
 /*
  * Every piece of an event column that a block's owner formats but another
- * rank reads (the one its file was given to), in block order. The same list
+ * rank reads (the one its file was given to), in file order. The same list
  * on every rank.
  */
 static enum sx_status plan_xfers(const struct native_doc *nd, int size, bool gz,
@@ -185,6 +228,10 @@ static enum sx_status plan_xfers(const struct native_doc *nd, int size, bool gz,
             }
         }
     }
+    /* read file by file: the same order on every rank, so sends meet their receives */
+    sort_loc = nd->nr->loc;
+    if (n > 1)
+        qsort(v, n, sizeof *v, cmp_xfer);
 out:
     if (st != SX_OK) {
         free(v);

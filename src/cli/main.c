@@ -298,6 +298,22 @@ static void print_error(const struct sx_error *e) {
     fprintf(stderr, "\n");
 }
 
+/* --stats: the export alone, without process and MPI start-up (rank 0). */
+static void print_stats(const char *path, double t0) {
+    if (world_rank != 0)
+        return;
+    double el = now() - t0;
+    struct stat sb;
+    long long bytes = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+    char how[32];
+    if (world == MPI_COMM_NULL)
+        snprintf(how, sizeof how, "1 process, no MPI");
+    else
+        snprintf(how, sizeof how, "%d rank%s", world_size, world_size == 1 ? "" : "s");
+    fprintf(stderr, "scope-export: stats: %s: %lld bytes in %.3f s (%.1f MB/s, %s)\n",
+            path, bytes, el, el > 0 ? (double)bytes / el / 1e6 : 0.0, how);
+}
+
 /* _unique_labels: the k-th repeat of a label becomes "<label> (k)". */
 static char **unique_labels(char **labels, size_t n) {
     char **out = calloc(n + 1, sizeof *out);
@@ -467,8 +483,11 @@ static int cmd_export(int argc, char **argv, int first) {
         if (sx_export_native(world, inputs, nin, output, label, &o, &ne) != SX_OK) {
             print_error(&ne);
             rc = ne.code == SX_ERR_USAGE ? 2 : 1;
-        } else if (!quiet && world_rank == 0) {
-            printf("Wrote %s\n", output);
+        } else {
+            if (!quiet && world_rank == 0)
+                printf("Wrote %s\n", output);
+            if (stats)
+                print_stats(output, ps.t0);
         }
         goto out;
     }
@@ -513,21 +532,8 @@ static int cmd_export(int argc, char **argv, int first) {
         }
         if (!quiet && world_rank == 0)
             printf("Wrote %s\n", path);
-        if (stats && world_rank == 0) {
-            /* the export alone, without process and MPI start-up */
-            double el = now() - ps.t0;
-            struct stat sb;
-            long long bytes = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
-            char how[32];
-            if (world == MPI_COMM_NULL)
-                snprintf(how, sizeof how, "1 process, no MPI");
-            else
-                snprintf(how, sizeof how, "%d rank%s", world_size,
-                         world_size == 1 ? "" : "s");
-            fprintf(stderr,
-                    "scope-export: stats: %s: %lld bytes in %.3f s (%.1f MB/s, %s)\n",
-                    path, bytes, el, el > 0 ? (double)bytes / el / 1e6 : 0.0, how);
-        }
+        if (stats)
+            print_stats(path, ps.t0);
         free(path);
     }
 free_labels:
