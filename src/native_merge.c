@@ -356,6 +356,18 @@ static int cmp_member(const void *a, const void *b) {
     return x->key_len < y->key_len ? -1 : x->key_len > y->key_len;
 }
 
+struct rank_seen {
+    int64_t rank;
+    size_t file;
+};
+
+static int cmp_seen(const void *a, const void *b) {
+    const struct rank_seen *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return x->file < y->file ? -1 : x->file > y->file;
+}
+
 /* Path(p).stem */
 static char *path_stem(const char *p) {
     char *norm = sx_native_path_norm(p);
@@ -384,45 +396,58 @@ static enum sx_status merge(struct sx_native *nr, const char *label, const char 
     struct mrow *mr = NULL;
     double *key = NULL;
     size_t *gorder = NULL, *gpos = NULL, *newid = NULL;
-    struct rank_seen {
-        int64_t rank;
-        size_t file;
-    } *seen = NULL;
-    size_t nseen = 0, capseen = 0, nmr = 0, capmr = 0;
+    struct rank_seen *seen = NULL;
+    size_t nseen = 0, nmr = 0, capmr = 0;
     struct sx_run *run = NULL;
     const char *what = nr->nfiles > 0 ? nr->files[0].path : "native run";
 
     *dup = nr->nfiles;
-    /* duplicates and the metadata's file, in file order */
+    /* the metadata's file: the lowest rank's among files with metadata */
     size_t meta_file = SIZE_MAX;
     int64_t meta_rank = 0;
     for (size_t i = 0; i < nr->nfiles; i++) {
         const struct sx_nfile *f = &nr->files[i];
         for (size_t j = 0; j < f->nranks; j++) {
-            int64_t r = f->ranks[j];
-            for (size_t s = 0; s < nseen; s++) /* few ranks per file: a scan */
-                if (seen[s].rank == r) {
-                    *dup = i;
-                    return sx_error_set(
-                        err, SX_ERR_FORMAT, f->path,
-                        "%s and %s both claim rank %" PRId64
-                        "; pass the MPI rank to sp_init() so each rank writes its own",
-                        f->path, nr->files[seen[s].file].path, r);
-                }
-            if (nseen == capseen) {
-                size_t nc = capseen ? capseen * 2 : 64;
-                struct rank_seen *nv = sx_realloc(seen, nc * sizeof *nv);
-                SX_CHECK(nv != NULL, SX_ERR_NOMEM, err, what, "out of memory");
-                seen = nv;
-                capseen = nc;
-            }
-            seen[nseen++] = (struct rank_seen){r, i};
+            SX_CHECK(nseen < SIZE_MAX / 2, SX_ERR_NOMEM, err, what, "out of memory");
+            nseen++;
             if (f->metadata.kind == SX_V_OBJECT && f->metadata.u.obj.n > 0 &&
-                (meta_file == SIZE_MAX || r < meta_rank)) {
+                (meta_file == SIZE_MAX || f->ranks[j] < meta_rank)) {
                 meta_file = i;
-                meta_rank = r;
+                meta_rank = f->ranks[j];
             }
         }
+    }
+    /* duplicates: of the files read in order, the first to claim a rank claimed before
+     * (the lowest such rank within that file) */
+    seen = sx_malloc((nseen + 1) * sizeof *seen);
+    SX_CHECK(seen != NULL, SX_ERR_NOMEM, err, what, "out of memory");
+    nseen = 0;
+    for (size_t i = 0; i < nr->nfiles; i++)
+        for (size_t j = 0; j < nr->files[i].nranks; j++)
+            seen[nseen++] = (struct rank_seen){nr->files[i].ranks[j], i};
+    qsort(seen, nseen, sizeof *seen, cmp_seen);
+    size_t dup_at = SIZE_MAX, dup_first = 0;
+    int64_t dup_rank = 0;
+    for (size_t k = 1; k < nseen; k++) {
+        if (seen[k].rank != seen[k - 1].rank || seen[k - 1].file == seen[k].file)
+            continue;
+        size_t first = k - 1;
+        while (first > 0 && seen[first - 1].rank == seen[k].rank)
+            first--;
+        if (dup_at == SIZE_MAX || seen[k].file < dup_at ||
+            (seen[k].file == dup_at && seen[k].rank < dup_rank)) {
+            dup_at = seen[k].file;
+            dup_rank = seen[k].rank;
+            dup_first = seen[first].file;
+        }
+    }
+    if (dup_at != SIZE_MAX) {
+        *dup = dup_at;
+        st = sx_error_set(err, SX_ERR_FORMAT, nr->files[dup_at].path,
+                          "%s and %s both claim rank %" PRId64
+                          "; pass the MPI rank to sp_init() so each rank writes its own",
+                          nr->files[dup_at].path, nr->files[dup_first].path, dup_rank);
+        goto out;
     }
     /* per_region in first-appearance order, each region's key, the earliest start */
     bool any_call = false;

@@ -101,4 +101,36 @@ check_bad "negative call count" "negative call count"
 run_np 2 "$X" export --native "$TMP/bad/x.spt" "$TMP/spt.big" -o "$TMP/bad.json" 2>"$TMP/bad.err"
 [ $? -ne 0 ] && [ "$(grep -c '^scope-export: error:' "$TMP/bad.err")" = 1 ] &&
     [ ! -e "$TMP/bad.json" ] && ok || bad "a damaged file among others at -n 2: $(cat "$TMP/bad.err")"
+
+# Error precedence is the reference's, at any rank count: files are read in path order, so
+# a damaged file sorting before a duplicate rank wins, and a duplicate before it wins.
+mkdir -p "$TMP/prec1" "$TMP/prec2"
+head -c 100 "$TMP/spt.little/run_rank00001.spt" >"$TMP/prec1/a_rank00009.spt"
+cp "$TMP/spt.little"/run_rank0000[01].spt "$TMP/prec1/"
+cp "$TMP/spt.little/run_rank00001.spt" "$TMP/prec1/z_rank00001.spt"
+cp "$TMP/spt.little"/run_rank0000[01].spt "$TMP/prec2/"
+cp "$TMP/spt.little/run_rank00000.spt" "$TMP/prec2/b_rank00000.spt"
+cp "$TMP/prec1/a_rank00009.spt" "$TMP/prec2/x_rank00009.spt"
+# (the first failing file is the second: at -n 2 another rank than rank 0 reads it)
+mkdir -p "$TMP/prec3"
+cp "$TMP/spt.little/run_rank00000.spt" "$TMP/prec3/a_rank00000.spt"
+cp "$TMP/prec1/a_rank00009.spt" "$TMP/prec3/b_rank00009.spt"
+printf 'not a trace at all, no' >"$TMP/prec3/c_rank00003.spt"
+for np in 0 1 2 3; do
+    for k in 1 2 3; do
+        case $k in
+            1) want="prec1/a_rank00009.spt: truncated trace file" ;;
+            2) want="prec2/run_rank00000.spt and prec2/b_rank00000.spt both claim rank 0" ;;
+            3) want="prec3/b_rank00009.spt: truncated trace file" ;;
+        esac
+        if [ "$np" = 0 ]; then
+            (cd "$TMP" && bare "$X" export --native "prec$k" -o "$TMP/p.json" 2>"$TMP/p.err")
+        else
+            (cd "$TMP" && run_np "$np" "$X" export --native "prec$k" -o "$TMP/p.json" \
+                2>"$TMP/p.err")
+        fi
+        [ $? -ne 0 ] && grep -q "^scope-export: error: $want" "$TMP/p.err" && [ ! -e "$TMP/p.json" ] &&
+            ok || bad "precedence prec$k -n $np: $(grep error "$TMP/p.err")"
+    done
+done
 finish
