@@ -55,16 +55,29 @@ enum sx_deflate {
     SX_DEFLATE_ISAL = 1 /* only when built with ISA-L; see sx_has_isal() */
 };
 
+/* Which document an export writes. */
+enum sx_format {
+    SX_FORMAT_JSON = 0,         /* scope-profiler's JSON profile (json_export) */
+    SX_FORMAT_CHROME_TRACE = 1, /* Chrome Trace Event (Perfetto, chrome://tracing) */
+    SX_FORMAT_SPEEDSCOPE = 2    /* speedscope's evented profiles */
+};
+
 /*
  * Options of an export. The caller owns the struct; fill it with
  * sx_options_init() and then set fields. String arrays are borrowed for the
  * duration of the call only.
  */
 struct sx_options {
-    int indent;                 /* -1: one line (default); N >= 0: json.dumps(indent=N) */
-    int summary;                /* 1: summary-only read (read_h5_summary) */
-    int gzip_level;             /* 0..9 for .gz output; default 6 */
-    enum sx_deflate deflate;    /* engine for .gz output; default zlib */
+    int indent;              /* -1: one line (default); N >= 0: json.dumps(indent=N) */
+    int summary;             /* 1: summary-only read (read_h5_summary) */
+    int gzip_level;          /* 0..9 for .gz output; default 6 */
+    enum sx_deflate deflate; /* engine for .gz output; default zlib */
+    /*
+     * The document: JSON profile (default), Chrome trace or speedscope. The
+     * trace formats keep rank 0 only when 'ranks' is NULL, as scope-profiler
+     * does, and fail on a rank outside the run.
+     */
+    enum sx_format format;
     const char *const *include; /* region name patterns (re.match); NULL = all */
     size_t n_include;
     const char *const *exclude; /* region name patterns to drop */
@@ -82,6 +95,8 @@ struct sx_options {
     /* Testing hook: the rank that fails on purpose, and at which stage. -1 = none. */
     int fail_rank;
     int fail_stage; /* see enum sx_fail_stage */
+    /* The trace formats' document name; NULL = the run's label (borrowed). */
+    const char *label;
 };
 
 /* Stages at which sx_options.fail_rank fails on purpose (fault tests). */

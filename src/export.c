@@ -1,6 +1,7 @@
 /* export.c - sx_export(): the export's stages, with the ranks' agreement between them */
 #include "fault.h"
 #include "stream.h"
+#include "trace.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -161,6 +162,10 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
     st = sx_all_ok(c, st, err);
     if (st != SX_OK)
         goto out;
+    if (opts->format != SX_FORMAT_JSON) { /* the trace documents have their own stages */
+        st = sx_trace_export(c, input, output, opts, err);
+        goto out;
+    }
 
     /* Stage: NOTE: collective open; every rank reads and validates the index. */
     st = sx_h5_open(c, input, opts->summary != 0, &h5, &run, err);

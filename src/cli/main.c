@@ -37,6 +37,8 @@ static const char usage_text[] =
     "  --exclude REGEX       drop regions whose name matches; repeatable\n"
     "  --gzip-level N        deflate level 0..9 for .gz output (default 6)\n"
     "  --deflate ENGINE      zlib (default) or isal, where built with ISA-L\n"
+    "  --format FORMAT       json (default), chrome-trace (Perfetto, chrome://tracing)\n"
+    "                        or speedscope; the last two keep rank 0 unless --ranks\n"
     "  --block-size BYTES    JSON text per block of work (default 4194304)\n"
     "  --progress            show progress on stderr (default: when a terminal)\n"
     "  --stats               print the export's own time and rate on stderr\n"
@@ -415,6 +417,18 @@ static int cmd_export(int argc, char **argv, int first) {
                 goto out;
             }
             o.block_bytes = (size_t)v;
+        } else if (IS("--format")) {
+            NEED_VALUE();
+            if (strcmp(val, "json") == 0)
+                o.format = SX_FORMAT_JSON;
+            else if (strcmp(val, "chrome-trace") == 0)
+                o.format = SX_FORMAT_CHROME_TRACE;
+            else if (strcmp(val, "speedscope") == 0)
+                o.format = SX_FORMAT_SPEEDSCOPE;
+            else {
+                rc = usage_error("--format takes json, chrome-trace or speedscope", val);
+                goto out;
+            }
         } else if (IS("--fail-rank")) { /* fault tests */
             NEED_VALUE();
             if (parse_int(val, 0, 1 << 30, &v) != 0) {
@@ -496,6 +510,17 @@ static int cmd_export(int argc, char **argv, int first) {
         goto out;
     }
 
+    /* A trace output name without a suffix gets the reference's default one. */
+    char *trace_base = NULL;
+    const char *base_name = strrchr(output, '/') ? strrchr(output, '/') + 1 : output;
+    if (o.format != SX_FORMAT_JSON && strchr(base_name, '.') == NULL) {
+        const char *sfx =
+            o.format == SX_FORMAT_CHROME_TRACE ? ".trace.json" : ".speedscope.json";
+        trace_base = malloc(strlen(output) + strlen(sfx) + 1);
+        if (trace_base == NULL)
+            return 1;
+        snprintf(trace_base, strlen(output) + strlen(sfx) + 1, "%s%s", output, sfx);
+    }
     char **labels = calloc(nin + 1, sizeof *labels);
     char **uniq = NULL;
     struct sx_error e;
@@ -513,7 +538,9 @@ static int cmd_export(int argc, char **argv, int first) {
         uniq = unique_labels(labels, nin);
     }
     for (size_t k = 0; k < nin; k++) {
-        char *path = sx_output_path(output, uniq ? uniq[k] : NULL, nin);
+        char *path =
+            sx_output_path(trace_base ? trace_base : output, uniq ? uniq[k] : NULL, nin);
+        o.label = o.format != SX_FORMAT_JSON && uniq ? uniq[k] : NULL;
         if (path == NULL) {
             rc = 1;
             break;
@@ -544,6 +571,7 @@ free_labels:
     }
     free(labels);
     free(uniq);
+    free(trace_base);
 out:
     free(inputs);
     free(inc);

@@ -82,10 +82,17 @@ static int single_member(const char *path) {
     return 0;
 }
 
-/* Replace the value of the first "exporter" key by a fixed token. */
+/*
+ * Replace the value of the first "exporter" key by a fixed token, in the
+ * default separators' text and in the compact one (the Chrome trace).
+ */
 static size_t normalise(char *s, size_t n) {
     const char *key = "\"exporter\": \"";
     char *p = memmem(s, n, key, strlen(key));
+    if (p == NULL) {
+        key = "\"exporter\":\"";
+        p = memmem(s, n, key, strlen(key));
+    }
     if (p == NULL)
         return n;
     char *v = p + strlen(key);

@@ -1,0 +1,401 @@
+/* trace_common.c - what the trace documents share: region order, selection, lanes */
+#include "trace.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { CHUNK_EVENTS = 1 << 20 };
+
+static double s_of(int64_t ns) { return (double)ns / 1e9; }
+
+/* Region.first_start_time of one row, in seconds. */
+static double row_first(const struct sx_trace *t, size_t r) {
+    const struct sx_row *row = &t->run->rows[r];
+    if (row->is_aggregate) {
+        for (size_t k = 0; k < row->nagg; k++)
+            if (strcmp(row->agg[k].key, "start_minimum") == 0)
+                return row->agg[k].is_float ? row->agg[k].f / 1e9 : s_of(row->agg[k].i);
+        return 0.0;
+    }
+    return row->count > 0 ? s_of(t->row_min[r]) : 0.0;
+}
+
+/* The smallest start of every row with calls, read in bounded pieces. */
+static enum sx_status read_row_mins(struct sx_trace *t, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const struct sx_run *run = t->run;
+    int64_t *buf = NULL;
+    t->row_min = sx_calloc(run->nrows + 1, sizeof *t->row_min);
+    SX_CHECK(t->row_min != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+    for (size_t r = 0; r < run->nrows; r++) {
+        const struct sx_row *row = &run->rows[r];
+        if (row->is_aggregate || row->count == 0)
+            continue;
+        int64_t m = INT64_MAX;
+        if (row->col[SX_COL_START] != NULL) {
+            for (uint64_t i = 0; i < row->count; i++)
+                if (row->col[SX_COL_START][i] < m)
+                    m = row->col[SX_COL_START][i];
+        } else {
+            SX_CHECK(t->h5 != NULL, SX_ERR_INTERNAL, err, run->path,
+                     "%s: events of a row are neither loaded nor readable", run->path);
+            if (buf == NULL) {
+                buf = sx_malloc(CHUNK_EVENTS * sizeof *buf);
+                SX_CHECK(buf != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+            }
+            for (uint64_t at = 0; at < row->count; at += CHUNK_EVENTS) {
+                uint64_t n =
+                    row->count - at < CHUNK_EVENTS ? row->count - at : CHUNK_EVENTS;
+                int64_t *out[SX_NCOLS] = {0};
+                out[SX_COL_START] = buf;
+                st = sx_h5_read_events(t->h5, run, row, at, n, SX_COLBIT(SX_COL_START),
+                                       out, err);
+                if (st != SX_OK)
+                    goto out;
+                for (uint64_t i = 0; i < n; i++)
+                    if (buf[i] < m)
+                        m = buf[i];
+            }
+        }
+        t->row_min[r] = m;
+    }
+out:
+    free(buf);
+    return st;
+}
+
+/* float(value) of a metadata value, as _metadata_time converts it; false if it cannot. */
+static bool value_as_double(const struct sx_value *v, double *out) {
+    switch (v->kind) {
+    case SX_V_BOOL:
+        *out = v->u.b ? 1.0 : 0.0;
+        return true;
+    case SX_V_INT:
+        *out = (double)v->u.i;
+        return true;
+    case SX_V_UINT:
+        *out = (double)v->u.u;
+        return true;
+    case SX_V_FLOAT:
+        *out = v->u.f;
+        return true;
+    case SX_V_STR: {
+        /* float(str): surrounding whitespace, '_' between digits */
+        const char *s = v->u.str.s;
+        size_t n = v->u.str.len;
+        while (n > 0 && isspace((unsigned char)*s)) {
+            s++;
+            n--;
+        }
+        while (n > 0 && isspace((unsigned char)s[n - 1]))
+            n--;
+        if (n == 0 || n > 400)
+            return false;
+        char tmp[512];
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (s[i] == '_') {
+                if (i == 0 || i + 1 == n || !isdigit((unsigned char)s[i - 1]) ||
+                    !isdigit((unsigned char)s[i + 1]))
+                    return false;
+                continue;
+            }
+            if (!isalnum((unsigned char)s[i]) && s[i] != '.' && s[i] != '+' &&
+                s[i] != '-')
+                return false;
+            tmp[k++] = s[i];
+        }
+        tmp[k] = '\0';
+        if (tmp[0] == '0' && (tmp[1] == 'x' || tmp[1] == 'X'))
+            return false; /* float() takes no hex */
+        char *end = NULL;
+        double d = strtod(tmp, &end);
+        if (end == tmp || *end != '\0')
+            return false;
+        *out = d;
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
+static const struct sx_value *meta_get(const struct sx_run *run, const char *key) {
+    if (run->metadata.kind != SX_V_OBJECT)
+        return NULL;
+    for (size_t i = 0; i < run->metadata.u.obj.n; i++)
+        if (strcmp(run->metadata.u.obj.items[i].key, key) == 0)
+            return &run->metadata.u.obj.items[i].value;
+    return NULL;
+}
+
+/* display_label: the metadata label when non-empty (str() of it), else the file stem. */
+static char *run_label(const struct sx_run *run) {
+    const struct sx_value *v = meta_get(run, "label");
+    if (v != NULL && v->kind == SX_V_STR && v->u.str.len > 0)
+        return sx_strdup(v->u.str.s);
+    const char *path = run->path ? run->path : "";
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    const char *dot = strrchr(name, '.');
+    return dot && dot != name ? sx_strndup(name, (size_t)(dot - name)) : sx_strdup(name);
+}
+
+/* Regions of one name index on 'rank': the later row wins, as in the reader's dict. */
+static int cmp_region_key(const void *a, const void *b, const double *key) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    if (key[x] != key[y])
+        return key[x] < key[y] ? -1 : 1;
+    return (x > y) - (x < y); /* stable: region table order */
+}
+
+static const double *sort_key; /* qsort has no context argument in C11 */
+static int cmp_regions(const void *a, const void *b) {
+    return cmp_region_key(a, b, sort_key);
+}
+
+enum sx_status sx_trace_plan(struct sx_trace *t, struct sx_run *run, struct sx_h5 *h5,
+                             const struct sx_filter *filter, const struct sx_options *o,
+                             struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    double *key = NULL;
+    bool *has = NULL;
+    uint32_t *all = NULL;
+    int64_t *last = NULL;
+    memset(t, 0, sizeof *t);
+    t->run = run;
+    t->h5 = h5;
+    t->filter = filter;
+    const size_t nn = run->nnames;
+    const int64_t nr = run->num_ranks > 0 ? run->num_ranks : 0;
+
+    t->label = o->label != NULL ? sx_strdup(o->label) : run_label(run);
+    SX_CHECK(t->label != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+    if (o->ranks != NULL) {
+        t->ranks = sx_malloc((o->n_ranks + 1) * sizeof *t->ranks);
+        SX_CHECK(t->ranks != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+        memcpy(t->ranks, o->ranks, o->n_ranks * sizeof *t->ranks);
+        t->nranks = o->n_ranks;
+    } else {
+        t->ranks = sx_malloc(sizeof *t->ranks);
+        SX_CHECK(t->ranks != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+        t->ranks[0] = 0;
+        t->nranks = 1;
+    }
+
+    st = read_row_mins(t, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* Each region's rows by rank (the later row wins), its sort key and origin. */
+    key = sx_calloc(nn + 1, sizeof *key);
+    has = sx_calloc(nn + 1, sizeof *has);
+    last = sx_malloc((nn * (size_t)nr + 1) * sizeof *last);
+    SX_CHECK(key != NULL && has != NULL && last != NULL, SX_ERR_NOMEM, err, run->path,
+             "out of memory");
+    for (size_t i = 0; i < nn * (size_t)nr; i++)
+        last[i] = -1;
+    for (size_t r = 0; r < run->nrows; r++) {
+        const struct sx_row *row = &run->rows[r];
+        if (row->rank < 0 || row->rank >= nr || row->region >= nn)
+            continue;
+        last[(size_t)row->region * (size_t)nr + (size_t)row->rank] = (int64_t)r;
+    }
+    bool any_calls = false;
+    double first_call = 0.0;
+    for (size_t g = 0; g < nn; g++) {
+        for (int64_t k = 0; k < nr; k++) {
+            int64_t r = last[g * (size_t)nr + (size_t)k];
+            if (r < 0)
+                continue;
+            double f = row_first(t, (size_t)r);
+            if (!has[g] || f < key[g])
+                key[g] = f;
+            has[g] = true;
+            const struct sx_row *row = &run->rows[r];
+            if (!row->is_aggregate && row->count > 0) {
+                double s = s_of(t->row_min[r]);
+                if (!any_calls || s < first_call)
+                    first_call = s;
+                any_calls = true;
+            }
+        }
+    }
+    const struct sx_value *stv = meta_get(run, "start_time_ns");
+    double origin_ns = 0.0;
+    if (stv != NULL && value_as_double(stv, &origin_ns))
+        t->chrome_origin = origin_ns / 1e9;
+    else
+        t->chrome_origin = any_calls ? first_call : 0.0;
+
+    /* get_regions(include, exclude): the filtered regions, stably sorted by key. */
+    all = sx_malloc((nn + 1) * sizeof *all);
+    SX_CHECK(all != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+    size_t n = 0;
+    for (size_t g = 0; g < nn; g++)
+        if (has[g] && sx_filter_name(filter, run->names[g]))
+            all[n++] = (uint32_t)g;
+    sort_key = key;
+    qsort(all, n, sizeof *all, cmp_regions);
+    t->regions = all;
+    all = NULL;
+    t->nregions = n;
+
+    t->row_of = sx_malloc((n * (size_t)nr + 1) * sizeof *t->row_of);
+    t->src_file = sx_calloc(n + 1, sizeof *t->src_file);
+    t->src_line = sx_calloc(n + 1, sizeof *t->src_line);
+    t->jname = sx_calloc(n + 1, sizeof *t->jname);
+    t->jname_len = sx_calloc(n + 1, sizeof *t->jname_len);
+    SX_CHECK(t->row_of != NULL && t->src_file != NULL && t->src_line != NULL &&
+                 t->jname != NULL && t->jname_len != NULL,
+             SX_ERR_NOMEM, err, run->path, "out of memory");
+    for (size_t p = 0; p < n; p++) {
+        const uint32_t g = t->regions[p];
+        for (int64_t k = 0; k < nr; k++) {
+            int64_t r = last[(size_t)g * (size_t)nr + (size_t)k];
+            t->row_of[p * (size_t)nr + (size_t)k] = r;
+            if (r < 0)
+                continue;
+            const struct sx_row *row = &run->rows[r];
+            if (t->src_file[p] == NULL && row->source_file != NULL)
+                t->src_file[p] = row->source_file;
+            if (t->src_line[p] == NULL && row->has_lineno)
+                t->src_line[p] = &row->source_lineno;
+        }
+        struct sx_buf b = {0};
+        sx_buf_cstr(&b, run->names[g]);
+        SX_CHECK(!b.failed, SX_ERR_NOMEM, err, run->path, "out of memory");
+        t->jname[p] = b.data;
+        t->jname_len[p] = b.len;
+    }
+out:
+    free(key);
+    free(has);
+    free(all);
+    free(last);
+    return st;
+}
+
+void sx_trace_free(struct sx_trace *t) {
+    if (t == NULL)
+        return;
+    for (size_t p = 0; t->jname != NULL && p < t->nregions; p++)
+        free(t->jname[p]);
+    free(t->jname);
+    free(t->jname_len);
+    free(t->label);
+    free(t->ranks);
+    free(t->regions);
+    free(t->row_of);
+    free(t->src_file);
+    free(t->src_line);
+    free(t->row_min);
+    memset(t, 0, sizeof *t);
+}
+
+const struct sx_row *sx_trace_row(const struct sx_trace *t, size_t g, int64_t rank) {
+    if (rank < 0 || rank >= t->run->num_ranks)
+        return NULL;
+    int64_t r = t->row_of[g * (size_t)t->run->num_ranks + (size_t)rank];
+    return r < 0 ? NULL : &t->run->rows[r];
+}
+
+enum sx_status sx_trace_load_rank(struct sx_trace *t, int64_t rank,
+                                  struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    for (size_t g = 0; g < t->nregions; g++) {
+        struct sx_row *row = (struct sx_row *)sx_trace_row(t, g, rank);
+        if (row == NULL || row->is_aggregate || row->count == 0 ||
+            row->col[SX_COL_START] != NULL)
+            continue;
+        SX_CHECK(t->h5 != NULL, SX_ERR_INTERNAL, err, t->run->path,
+                 "%s: events of a row are neither loaded nor readable", t->run->path);
+        for (int c = 0; c < SX_NCOLS; c++) {
+            if (!(row->cols & SX_COLBIT(c)))
+                continue;
+            row->col[c] = sx_malloc((row->count + 1) * sizeof(int64_t));
+            SX_CHECK(row->col[c] != NULL, SX_ERR_NOMEM, err, t->run->path,
+                     "%s: out of memory reading the events of rank %" PRId64,
+                     t->run->path, rank);
+        }
+        st = sx_h5_read_events(t->h5, t->run, row, 0, row->count, row->cols, row->col,
+                               err);
+        if (st != SX_OK)
+            goto out;
+    }
+out:
+    return st;
+}
+
+void sx_trace_unload_rank(struct sx_trace *t, int64_t rank) {
+    if (t->h5 == NULL)
+        return;
+    for (size_t g = 0; g < t->nregions; g++) {
+        struct sx_row *row = (struct sx_row *)sx_trace_row(t, g, rank);
+        if (row == NULL)
+            continue;
+        for (int c = 0; c < SX_NCOLS; c++) {
+            free(row->col[c]);
+            row->col[c] = NULL;
+        }
+    }
+}
+
+static const struct sx_lane_rank *lanes_of(const struct sx_lane_rank *l, size_t n,
+                                           int64_t rank) {
+    for (size_t i = 0; i < n; i++)
+        if (l[i].rank == rank)
+            return &l[i];
+    return NULL;
+}
+
+static void lane_label_depth(const struct sx_run *run, int64_t lane, int64_t rank,
+                             struct sx_buf *out, int depth) {
+    char tmp[48];
+    if (lane >= 0) {
+        const struct sx_lane_rank *L = lanes_of(run->tasks, run->ntasks, rank);
+        for (size_t i = 0; L != NULL && i < L->n && depth < 8; i++) {
+            const struct sx_task *task = &L->tasks[i];
+            if (task->index != lane)
+                continue;
+            const char *coro = task->coro_name ? task->coro_name : "";
+            const char *dot = strrchr(coro, '.');
+            sx_buf_puts(out, task->name ? task->name : "");
+            sx_buf_puts(out, " (");
+            sx_buf_puts(out, dot ? dot + 1 : coro);
+            sx_buf_puts(out, ") on ");
+            lane_label_depth(run, -2 - task->thread_index, rank, out, depth + 1);
+            return;
+        }
+        snprintf(tmp, sizeof tmp, "task %" PRId64, lane);
+        sx_buf_puts(out, tmp);
+        return;
+    }
+    if (lane == -1) {
+        sx_buf_puts(out, "unknown lane");
+        return;
+    }
+    int64_t h = -2 - lane;
+    const struct sx_lane_rank *L = lanes_of(run->threads, run->nthreads, rank);
+    for (size_t i = 0; L != NULL && i < L->n; i++)
+        if (L->threads[i].index == h) {
+            sx_buf_puts(out, L->threads[i].name ? L->threads[i].name : "");
+            return;
+        }
+    snprintf(tmp, sizeof tmp, "thread %" PRId64, h);
+    sx_buf_puts(out, tmp);
+}
+
+void sx_trace_lane_label(const struct sx_run *run, int64_t lane, int64_t rank,
+                         struct sx_buf *out) {
+    lane_label_depth(run, lane, rank, out, 0);
+}
+
+enum sx_status sx_trace_value_error(const struct sx_trace *t, enum sx_status code,
+                                    const char *msg, struct sx_error *err) {
+    return sx_error_set(err, code, t->run->path, "%s: %s", t->run->path, msg);
+}

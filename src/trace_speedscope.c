@@ -1,0 +1,371 @@
+/* trace_speedscope.c - speedscope's evented profiles: calls sorted, nested, per lane */
+#include "trace.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One call of a rank, as build_call_arrays sees it. */
+struct call {
+    int64_t start, end;
+    int64_t lane;
+    uint32_t region; /* region position */
+    uint32_t depth;
+    uint64_t index; /* call number in its row */
+    uint64_t seq;   /* position in region order, call order: the stable tie-break */
+};
+
+struct profile {
+    int64_t lane;
+    size_t first, n; /* calls [first, first + n) */
+};
+
+struct sx_ss_rank {
+    int64_t rank;
+    struct call *calls; /* sorted by lane, start, -end, seq */
+    size_t n;
+    struct profile *profiles;
+    size_t nprofiles;
+};
+
+static int cmp_call(const void *a, const void *b) {
+    const struct call *x = a, *y = b;
+    if (x->lane != y->lane)
+        return x->lane < y->lane ? -1 : 1;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    if (x->end != y->end)
+        return x->end > y->end ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Python's repr() of a str, for the nesting error's region names. */
+static void py_repr(struct sx_buf *b, const char *s) {
+    char q = strchr(s, '\'') != NULL && strchr(s, '"') == NULL ? '"' : '\'';
+    sx_buf_putc(b, q);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char tmp[8];
+        if (*p == '\\' || *p == (unsigned char)q) {
+            sx_buf_putc(b, '\\');
+            sx_buf_putc(b, (char)*p);
+        } else if (*p == '\n') {
+            sx_buf_puts(b, "\\n");
+        } else if (*p == '\r') {
+            sx_buf_puts(b, "\\r");
+        } else if (*p == '\t') {
+            sx_buf_puts(b, "\\t");
+        } else if (*p < 0x20 || *p == 0x7f) {
+            snprintf(tmp, sizeof tmp, "\\x%02x", *p);
+            sx_buf_puts(b, tmp);
+        } else {
+            sx_buf_putc(b, (char)*p);
+        }
+    }
+    sx_buf_putc(b, q);
+}
+
+static void call_label(const struct sx_trace *t, const struct call *c, struct sx_buf *b) {
+    char tmp[96];
+    py_repr(b, t->run->names[t->regions[c->region]]);
+    snprintf(tmp, sizeof tmp, " call %" PRIu64 " [%" PRId64 ", %" PRId64 "] ns", c->index,
+             c->start, c->end);
+    sx_buf_puts(b, tmp);
+}
+
+/* NestingError("recorded calls are not properly nested: ...") for 'c' inside 'p'. */
+static enum sx_status overlap_error(const struct sx_trace *t, const struct call *c,
+                                    const struct call *p, struct sx_error *err) {
+    struct sx_buf b = {0};
+    sx_buf_puts(&b, "recorded calls are not properly nested: ");
+    call_label(t, c, &b);
+    sx_buf_puts(&b, " starts inside ");
+    call_label(t, p, &b);
+    sx_buf_puts(&b, " but ends after it. Regions must nest completely or not overlap at "
+                    "all - check for a missing or misordered sp_end / __exit__.");
+    enum sx_status st =
+        sx_trace_value_error(t, SX_ERR_FORMAT, b.data ? b.data : "out of memory", err);
+    sx_buf_free(&b);
+    return st;
+}
+
+/*
+ * Depths and the nesting check of one lane's calls [0, n), sorted by start,
+ * -end: as _depths, _parents and the escape check of build_call_arrays.
+ * 'scratch' and 'parent' have room for n values.
+ */
+static enum sx_status nest_lane(const struct sx_trace *t, struct call *c, size_t n,
+                                int64_t *scratch, int64_t *parent, struct sx_error *err) {
+    /* closed(i) = ends (doubled, zero-length + 1) at or before 2 * start(i) */
+    for (size_t i = 0; i < n; i++)
+        scratch[i] = 2 * c[i].end + (c[i].end == c[i].start ? 1 : 0);
+    qsort(scratch, n, sizeof *scratch, cmp_i64);
+    size_t closed = 0;
+    for (size_t i = 0; i < n; i++) {
+        const int64_t s2 = 2 * c[i].start;
+        while (closed < n && scratch[closed] <= s2)
+            closed++;
+        if (closed > i)
+            return sx_trace_value_error(t, SX_ERR_FORMAT,
+                                        "recorded calls are not properly nested", err);
+        c[i].depth = (uint32_t)(i - closed);
+    }
+    /*
+     * The parent: the nearest earlier call one level up. The depth grows by
+     * one at most from a call to the next, so the latest call seen at each
+     * depth (kept in 'scratch', whose sorted ends are no longer needed) is it.
+     */
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t d = c[i].depth;
+        parent[i] = d == 0 ? -1 : scratch[d - 1];
+        scratch[d] = (int64_t)i;
+    }
+    /* Every child lies inside its parent: only its end can escape. */
+    for (size_t i = 0; i < n; i++)
+        if (parent[i] >= 0 && c[parent[i]].end < c[i].end)
+            return overlap_error(t, &c[i], &c[parent[i]], err);
+    return SX_OK;
+}
+
+enum sx_status sx_ss_build(const struct sx_trace *t, size_t k, struct sx_ss_rank **out,
+                           struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const int64_t rank = t->ranks[k];
+    struct sx_ss_rank *r = sx_calloc(1, sizeof *r);
+    int64_t *scratch = NULL, *parent = NULL;
+    *out = NULL;
+    SX_CHECK(r != NULL, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+    r->rank = rank;
+    size_t n = 0;
+    bool lanes = false;
+    for (size_t g = 0; g < t->nregions; g++) {
+        const struct sx_row *row = sx_trace_row(t, g, rank);
+        if (row == NULL || row->is_aggregate)
+            continue;
+        n += row->count;
+        if (row->cols & SX_COLBIT(SX_COL_THREAD))
+            lanes = true;
+    }
+    r->calls = sx_malloc((n + 1) * sizeof *r->calls);
+    scratch = sx_malloc((n + 1) * sizeof *scratch);
+    parent = sx_malloc((n + 1) * sizeof *parent);
+    SX_CHECK(r->calls != NULL && scratch != NULL && parent != NULL, SX_ERR_NOMEM, err,
+             t->run->path, "%s: out of memory sorting the %zu calls of rank %" PRId64,
+             t->run->path, n, rank);
+    size_t at = 0;
+    for (size_t g = 0; g < t->nregions; g++) {
+        const struct sx_row *row = sx_trace_row(t, g, rank);
+        if (row == NULL || row->is_aggregate)
+            continue;
+        const int64_t *th =
+            (row->cols & SX_COLBIT(SX_COL_THREAD)) ? row->col[SX_COL_THREAD] : NULL;
+        const int64_t *tk =
+            (row->cols & SX_COLBIT(SX_COL_TASK)) ? row->col[SX_COL_TASK] : NULL;
+        for (uint64_t i = 0; i < row->count; i++) {
+            struct call *c = &r->calls[at];
+            c->start = row->col[SX_COL_START][i];
+            c->end = row->col[SX_COL_END][i];
+            c->lane = -1;
+            if (lanes) {
+                if (tk != NULL && tk[i] >= 0)
+                    c->lane = tk[i];
+                else if (th != NULL && th[i] >= 0)
+                    c->lane = -2 - th[i];
+            }
+            c->region = (uint32_t)g;
+            c->depth = 0;
+            c->index = i;
+            c->seq = at;
+            at++;
+        }
+    }
+    r->n = n;
+    for (size_t i = 0; i < n; i++)
+        if (r->calls[i].end < r->calls[i].start) {
+            st = sx_trace_value_error(t, SX_ERR_FORMAT,
+                                      "a recorded call ends before it starts", err);
+            goto out;
+        }
+    qsort(r->calls, n, sizeof *r->calls, cmp_call);
+    /* Profiles: runs of one lane, in ascending lane order. */
+    r->profiles = sx_malloc((n + 1) * sizeof *r->profiles);
+    SX_CHECK(r->profiles != NULL, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && r->calls[j].lane == r->calls[i].lane)
+            j++;
+        st = nest_lane(t, r->calls + i, j - i, scratch, parent, err);
+        if (st != SX_OK)
+            goto out;
+        r->profiles[r->nprofiles++] = (struct profile){r->calls[i].lane, i, j - i};
+        i = j;
+    }
+out:
+    free(scratch);
+    free(parent);
+    if (st != SX_OK) {
+        sx_ss_free(r);
+        r = NULL;
+    }
+    *out = r;
+    return st;
+}
+
+void sx_ss_free(struct sx_ss_rank *r) {
+    if (r == NULL)
+        return;
+    free(r->calls);
+    free(r->profiles);
+    free(r);
+}
+
+size_t sx_ss_ncalls(const struct sx_ss_rank *r) { return r->n; }
+
+int64_t sx_ss_first_start(const struct sx_ss_rank *r) {
+    int64_t m = INT64_MAX;
+    for (size_t p = 0; p < r->nprofiles; p++)
+        if (r->calls[r->profiles[p].first].start < m)
+            m = r->calls[r->profiles[p].first].start;
+    return m;
+}
+
+size_t sx_ss_frames(const struct sx_ss_rank *r, bool *seen, uint32_t *order, size_t n) {
+    for (size_t i = 0; i < r->n; i++) {
+        uint32_t g = r->calls[i].region;
+        if (!seen[g]) {
+            seen[g] = true;
+            order[n++] = g;
+        }
+    }
+    return n;
+}
+
+void sx_ss_head(const struct sx_trace *t, const uint32_t *frames, size_t nframes,
+                struct sx_buf *out) {
+    sx_buf_puts(out,
+                "{\"$schema\": \"https://www.speedscope.app/file-format-schema.json\", "
+                "\"exporter\": \"scope-export@" SX_VERSION_STRING "\", \"name\": ");
+    sx_buf_cstr(out, t->label);
+    sx_buf_puts(out, ", \"activeProfileIndex\": 0, \"shared\": {\"frames\": [");
+    for (size_t i = 0; i < nframes; i++) {
+        sx_buf_puts(out, i > 0 ? ", {\"name\": " : "{\"name\": ");
+        sx_buf_append(out, t->jname[frames[i]], t->jname_len[frames[i]]);
+        sx_buf_putc(out, '}');
+    }
+    sx_buf_puts(out, "]}, \"profiles\": [");
+}
+
+void sx_ss_tail(struct sx_buf *out) { sx_buf_puts(out, "]}"); }
+
+#define PUT(p, lit)                                                                      \
+    do {                                                                                 \
+        memcpy((p), (lit), sizeof(lit) - 1);                                             \
+        (p) += sizeof(lit) - 1;                                                          \
+    } while (0)
+
+static char *put_event(char *p, bool open, uint32_t frame, double at, bool first) {
+    if (!first)
+        PUT(p, ", ");
+    if (open)
+        PUT(p, "{\"type\": \"O\", \"frame\": ");
+    else
+        PUT(p, "{\"type\": \"C\", \"frame\": ");
+    p += sx_fmt_u64(p, frame);
+    PUT(p, ", \"at\": ");
+    p += sx_fmt_double(p, at);
+    *p++ = '}';
+    return p;
+}
+
+enum sx_status sx_ss_profiles(const struct sx_trace *t, const struct sx_ss_rank *r,
+                              const uint32_t *frame_of, double origin, bool *first,
+                              struct sx_buf *out, const struct sx_trace_sink *sink,
+                              struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_buf tmp = {0};
+    size_t *stack = NULL;
+    size_t stack_cap = 0;
+    for (size_t q = 0; q < r->nprofiles; q++) {
+        const struct profile *pf = &r->profiles[q];
+        const struct call *c = r->calls + pf->first;
+        const size_t n = pf->n;
+        /* the last event is the close of the last root: the latest root end */
+        size_t last_root = 0;
+        for (size_t i = 0; i < n; i++)
+            if (c[i].depth == 0)
+                last_root = i;
+        if (!*first)
+            sx_buf_puts(out, ", ");
+        *first = false;
+        sx_buf_puts(out, "{\"type\": \"evented\", \"name\": ");
+        sx_buf_reset(&tmp);
+        sx_buf_puts(&tmp, "rank ");
+        sx_buf_i64(&tmp, r->rank);
+        if (pf->lane != -1) {
+            sx_buf_puts(&tmp, " - ");
+            sx_trace_lane_label(t->run, pf->lane, r->rank, &tmp);
+        }
+        sx_buf_str(out, tmp.data ? tmp.data : "", tmp.len);
+        sx_buf_puts(out, ", \"unit\": \"seconds\", \"startValue\": ");
+        sx_buf_double(out, (double)c[0].start / 1e9 - origin);
+        sx_buf_puts(out, ", \"endValue\": ");
+        sx_buf_double(out, (double)c[last_root].end / 1e9 - origin);
+        sx_buf_puts(out, ", \"events\": [");
+        if (stack_cap < n + 1) {
+            free(stack);
+            stack_cap = n + 1;
+            stack = sx_malloc(stack_cap * sizeof *stack);
+            if (stack == NULL) {
+                out->failed = true;
+                break;
+            }
+        }
+        size_t depth = 0;
+        bool ev_first = true;
+        for (size_t i = 0; i <= n; i++) {
+            /* close every open call that is not an ancestor of call i */
+            const size_t d = i < n ? c[i].depth : 0;
+            while (depth > d) {
+                const struct call *o = &c[stack[--depth]];
+                if (!sx_buf_reserve(out, 96))
+                    break;
+                char *p = out->data + out->len;
+                p = put_event(p, false, frame_of[o->region],
+                              (double)o->end / 1e9 - origin, ev_first);
+                ev_first = false;
+                out->len = (size_t)(p - out->data);
+            }
+            if (i == n)
+                break;
+            if ((i & 4095) == 0 && sink != NULL && out->len >= sink->block_bytes) {
+                st = sink->flush(sink->ctx, out, err);
+                if (st != SX_OK)
+                    goto out;
+            }
+            if (!sx_buf_reserve(out, 96))
+                break;
+            char *p = out->data + out->len;
+            p = put_event(p, true, frame_of[c[i].region],
+                          (double)c[i].start / 1e9 - origin, ev_first);
+            ev_first = false;
+            out->len = (size_t)(p - out->data);
+            stack[depth++] = i;
+        }
+        if (out->data != NULL)
+            out->data[out->len] = '\0';
+        sx_buf_puts(out, "]}");
+    }
+out:
+    free(stack);
+    sx_buf_free(&tmp);
+    if (st == SX_OK && out->failed)
+        st = sx_error_set(err, SX_ERR_NOMEM, t->run->path,
+                          "%s: out of memory formatting the profiles of rank %" PRId64,
+                          t->run->path, r->rank);
+    return st;
+}
