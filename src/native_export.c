@@ -3,6 +3,7 @@
 #include "h5_write.h"
 #include "native.h"
 #include "stream.h"
+#include "trace.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -382,6 +383,21 @@ enum sx_status sx_export_native(MPI_Comm comm, const char *const *inputs, size_t
     if (st != SX_OK)
         goto out;
 
+    if (opts->format != SX_FORMAT_JSON) {
+        /* Stage: the trace documents are written by rank 0 from the whole run. */
+        if (rank == 0) {
+            st = check_output(nr, output, err);
+            if (st == SX_OK)
+                st = sx_native_load(nr, -1, err);
+            if (st == SX_OK)
+                st = sx_trace_write_run(nr->run, NULL, output, opts, filter, &f, err);
+        }
+        st = sx_all_ok(c, st, err);
+        if (st != SX_OK)
+            goto out;
+        goto commit;
+    }
+
     /* Stage: the plan, the same on every rank; rank 0 opens the output. */
     st = sx_doc_plan(&doc, nr->run, filter, opts->indent, opts->block_bytes, err);
     if (st == SX_OK && rank == 0)
@@ -419,6 +435,7 @@ enum sx_status sx_export_native(MPI_Comm comm, const char *const *inputs, size_t
     if (st != SX_OK)
         goto out;
 
+commit:
     /* Stage: rank 0 commits the file. */
     if (rank == 0) {
         struct sx_out_file *done = f;

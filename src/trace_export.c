@@ -170,40 +170,16 @@ out:
     return st;
 }
 
-/* Rank 0's part: read the run, plan, write the document to 'output'. */
-static enum sx_status export_root(const char *input, const char *output,
-                                  const struct sx_options *o,
+enum sx_status sx_trace_write_run(struct sx_run *run, struct sx_h5 *h5,
+                                  const char *output, const struct sx_options *o,
                                   const struct sx_filter *filter,
                                   struct sx_out_file **fout, struct sx_error *err) {
     enum sx_status st = SX_OK;
-    struct sx_h5 *h5 = NULL;
-    struct sx_run *run = NULL;
     struct sx_trace t;
     struct writer w;
     struct sx_buf out = {0};
     memset(&t, 0, sizeof t);
     memset(&w, 0, sizeof w);
-
-    if (is_hdf5(input)) {
-        st = sx_h5_open(MPI_COMM_NULL, input, false, &h5, &run, err);
-        if (st == SX_OK)
-            st = sx_h5_read_extras(h5, run, err);
-        for (size_t r = 0; st == SX_OK && run->layout == SX_LAYOUT_COLUMNAR &&
-                           (run->file_cols & SX_COLBIT(SX_COL_GPU)) && r < run->nrows;
-             r++) {
-            struct sx_row *row = &run->rows[r];
-            if (row->is_aggregate || !(row->cols & SX_COLBIT(SX_COL_GPU)))
-                continue;
-            bool present = false;
-            st = sx_h5_gpu_present(h5, run, row, &present, err);
-            if (st == SX_OK && !present)
-                row->cols &= ~SX_COLBIT(SX_COL_GPU);
-        }
-    } else {
-        st = sx_json_load(input, &run, err);
-    }
-    if (st != SX_OK)
-        goto out;
     st = sx_trace_plan(&t, run, h5, filter, o, err);
     if (st != SX_OK)
         goto out;
@@ -239,6 +215,40 @@ out:
     sx_buf_free(&out);
     sx_buf_free(&w.z);
     sx_trace_free(&t);
+    return st;
+}
+
+/* Rank 0's part: read the run, plan, write the document to 'output'. */
+static enum sx_status export_root(const char *input, const char *output,
+                                  const struct sx_options *o,
+                                  const struct sx_filter *filter,
+                                  struct sx_out_file **fout, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_h5 *h5 = NULL;
+    struct sx_run *run = NULL;
+
+    if (is_hdf5(input)) {
+        st = sx_h5_open(MPI_COMM_NULL, input, false, &h5, &run, err);
+        if (st == SX_OK)
+            st = sx_h5_read_extras(h5, run, err);
+        for (size_t r = 0; st == SX_OK && run->layout == SX_LAYOUT_COLUMNAR &&
+                           (run->file_cols & SX_COLBIT(SX_COL_GPU)) && r < run->nrows;
+             r++) {
+            struct sx_row *row = &run->rows[r];
+            if (row->is_aggregate || !(row->cols & SX_COLBIT(SX_COL_GPU)))
+                continue;
+            bool present = false;
+            st = sx_h5_gpu_present(h5, run, row, &present, err);
+            if (st == SX_OK && !present)
+                row->cols &= ~SX_COLBIT(SX_COL_GPU);
+        }
+    } else {
+        st = sx_json_load(input, &run, err);
+    }
+    if (st != SX_OK)
+        goto out;
+    st = sx_trace_write_run(run, h5, output, o, filter, fout, err);
+out:
     sx_run_free(run);
     sx_h5_close(h5);
     return st;

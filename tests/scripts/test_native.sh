@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_native.sh - native runs (per-process .spt and .h5 files) export to scope-profiler's
-# run.json at 1, 2, 3 ranks and with more ranks than files, bare and as .gz; import-native
+# run.json at 1, 2, 3 ranks and with more ranks than files, bare and as .gz, and to its
+# run.chrome.json; import-native
 # then export gives the same text; every crafted error case fails with the reference's
 # message, one line, status 1 on every rank and no output
 . "$(dirname "$0")/lib.sh"
@@ -56,6 +57,20 @@ for d in "${cases[@]}"; do
             else
                 bad "$c: export --native failed at -n $np ($ext)"
             fi
+        done
+    done
+    # the Chrome trace of every rank (--ranks "" is the empty list of a run without rows)
+    n=$(grep -o '"num_ranks": [0-9]*' "$d/run.json" | grep -o '[0-9]*$')
+    ref=$d/run.chrome.json
+    [ -f "$ref" ] || ref=$d/run.chrome.json.gz
+    sel=""
+    [ "$n" -gt 0 ] && sel="0-$((n - 1))"
+    for np in 0 1 3; do
+        for ext in json json.gz; do
+            rm -f "$TMP/c.$ext"
+            (cd "$d" && mpi_rc "$np" "$X" export --native ranks -o "$TMP/c.$ext" --label merged \
+                --format chrome-trace --ranks "$sel" -q) && "$CMP" "$TMP/c.$ext" "$ref" && ok ||
+                bad "$c: chrome trace -n $np $ext"
         done
     done
     # import-native, then the ordinary export of the merged file
