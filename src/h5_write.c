@@ -442,8 +442,10 @@ static char *make_tmp(const char *path) {
     static unsigned counter;
     size_t n = strlen(path) + 64;
     char *tmp = sx_malloc(n);
-    if (tmp == NULL)
+    if (tmp == NULL) {
+        errno = ENOMEM;
         return NULL;
+    }
     for (int attempt = 0; attempt < 100; attempt++) {
         snprintf(tmp, n, "%s.tmp-%ld-%u", path, (long)getpid(), counter++);
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
@@ -524,7 +526,7 @@ static enum sx_status create_local(MPI_Comm comm, const char *path,
     SX_CHECK(w->path != NULL, SX_ERR_NOMEM, err, path, "out of memory");
     if (w->rank == 0) {
         w->tmp = make_tmp(path);
-        SX_CHECK(w->tmp != NULL, SX_ERR_IO, err, path,
+        SX_CHECK(w->tmp != NULL, errno == ENOMEM ? SX_ERR_NOMEM : SX_ERR_IO, err, path,
                  "cannot create a temporary file beside it: %s", strerror(errno));
     }
 out:

@@ -296,12 +296,17 @@ static enum sx_status exchange(MPI_Comm c, struct native_doc *nd, const struct x
                           "out of memory for the exchange of events");
         goto out;
     }
-    for (size_t i = 0; i < n; i++)
-        if (x[i].dst == nd->rank)
-            if (MPI_Irecv(nd->remote[x[i].col][x[i].row] + x[i].a, (int)(x[i].z - x[i].a),
-                          MPI_INT64_T, x[i].src, 21, c, &req[k++]) != MPI_SUCCESS)
-                st = sx_error_set(err, SX_ERR_MPI, nd->nr->run->path,
-                                  "MPI_Irecv failed in the exchange of events");
+    for (size_t i = 0; i < n; i++) {
+        if (x[i].dst != nd->rank)
+            continue;
+        if (MPI_Irecv(nd->remote[x[i].col][x[i].row] + x[i].a, (int)(x[i].z - x[i].a),
+                      MPI_INT64_T, x[i].src, 21, c, &req[k]) != MPI_SUCCESS) {
+            req[k] = MPI_REQUEST_NULL;
+            st = sx_error_set(err, SX_ERR_MPI, nd->nr->run->path,
+                              "MPI_Irecv failed in the exchange of events");
+        }
+        k++;
+    }
     for (size_t i = 0; i < n; i++) {
         if (x[i].src != nd->rank)
             continue;
