@@ -73,8 +73,14 @@ grep -Eq '^(PASS|FAIL)  ' "$out" && ok || bad "no PASS/FAIL lines"
 grep -Eq '^targets: [0-9]+ passed, [0-9]+ missed, [0-9]+ skipped' "$out" && ok ||
     bad "no targets summary"
 
-# Every output verified: per run json bare and 2 ranks, gz 1 and 2 ranks, isal 1 and 2 ranks.
-want=$((3 * (isal ? 6 : 4)))
+# The native rows: export --native of 256 and 64 per-process files at 1 and 2 ranks.
+for c in n256.gz.1 n256.gz.2 n64.gz.1 n64.gz.2; do
+    grep -Eq "^$c +mpiexec .* [0-9]+\.[0-9]{3} +[0-9.]+ +[0-9.]+$" "$out" && ok ||
+        bad "no native row with timings for $c"
+done
+# Every output verified: per run json bare and 2 ranks, gz 1 and 2 ranks, isal 1 and 2 ranks;
+# the native runs at 2 ranks.
+want=$((3 * (isal ? 6 : 4) + 2))
 grep -q "^outputs verified: $want OK" "$out" && ok ||
     bad "outputs not verified: $(grep -i 'outputs' "$out" || echo 'no verification line')"
 grep -q '^ERRORS' "$out" && bad "bench reports errors"
