@@ -10,6 +10,16 @@
 extern "C" {
 #endif
 
+/*
+ * The library is built with hidden visibility: only what this header declares
+ * with SX_API is exported from libscope_export.so.
+ */
+#if defined(__GNUC__)
+#define SX_API __attribute__((visibility("default")))
+#else
+#define SX_API
+#endif
+
 #define SX_VERSION_MAJOR 0
 #define SX_VERSION_MINOR 3
 #define SX_VERSION_PATCH 0
@@ -110,7 +120,7 @@ enum sx_fail_stage {
 };
 
 /* Fill 'opts' with the defaults. */
-void sx_options_init(struct sx_options *opts);
+SX_API void sx_options_init(struct sx_options *opts);
 
 /*
  * Export the run in 'input' (a scope-profiler HDF5 file) as a JSON document
@@ -130,8 +140,8 @@ void sx_options_init(struct sx_options *opts);
  * makes no MPI call at all, so MPI need not be initialized (the output is the
  * same as with one rank).
  */
-enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
-                         const struct sx_options *opts, struct sx_error *err);
+SX_API enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
+                                const struct sx_options *opts, struct sx_error *err);
 
 /*
  * The output path export_json gives run number 'index' of 'n_runs' for the
@@ -139,7 +149,7 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
  * "<stem>_<slug(label)><suffix>" for several. Returns a new string (free())
  * or NULL when out of memory.
  */
-char *sx_output_path(const char *base, const char *label, size_t n_runs);
+SX_API char *sx_output_path(const char *base, const char *label, size_t n_runs);
 
 /*
  * The label export_json uses for the run in 'input': its metadata "label"
@@ -147,20 +157,21 @@ char *sx_output_path(const char *base, const char *label, size_t n_runs);
  * 'comm' (every rank returns the same; MPI_COMM_NULL: this process alone,
  * without MPI). Returns a new string in '*label'.
  */
-enum sx_status sx_run_label(MPI_Comm comm, const char *input, char **label,
-                            struct sx_error *err);
+SX_API enum sx_status sx_run_label(MPI_Comm comm, const char *input, char **label,
+                                   struct sx_error *err);
 
 /*
  * Check a document or run: a JSON profile (.json, .json.gz or by content)
  * or an HDF5 run. Not collective: runs on the calling process alone.
  */
-enum sx_status sx_validate(const char *path, struct sx_error *err);
+SX_API enum sx_status sx_validate(const char *path, struct sx_error *err);
 
 /*
  * Read a JSON profile in 'input' and write it as a schema-3 HDF5 run to
  * 'output' (atomically). Not collective: runs on the calling process alone.
  */
-enum sx_status sx_import(const char *input, const char *output, struct sx_error *err);
+SX_API enum sx_status sx_import(const char *input, const char *output,
+                                struct sx_error *err);
 
 /*
  * Export a native run - the per-process files scope-profiler's C and Fortran
@@ -182,9 +193,10 @@ enum sx_status sx_import(const char *input, const char *output, struct sx_error 
  * output is written and an existing 'output' is left as it was. With 'comm'
  * MPI_COMM_NULL the call runs on this process alone, without MPI.
  */
-enum sx_status sx_export_native(MPI_Comm comm, const char *const *inputs, size_t n_inputs,
-                                const char *output, const char *label,
-                                const struct sx_options *opts, struct sx_error *err);
+SX_API enum sx_status sx_export_native(MPI_Comm comm, const char *const *inputs,
+                                       size_t n_inputs, const char *output,
+                                       const char *label, const struct sx_options *opts,
+                                       struct sx_error *err);
 
 /*
  * Merge a native run (inputs and 'label' as for sx_export_native()) into one
@@ -194,15 +206,15 @@ enum sx_status sx_export_native(MPI_Comm comm, const char *const *inputs, size_t
  * Collective over 'comm' like sx_export_native(): each rank copies the
  * events of the files it reads, through MPI-IO.
  */
-enum sx_status sx_import_native(MPI_Comm comm, const char *const *inputs, size_t n_inputs,
-                                const char *output, const char *label,
-                                struct sx_error *err);
+SX_API enum sx_status sx_import_native(MPI_Comm comm, const char *const *inputs,
+                                       size_t n_inputs, const char *output,
+                                       const char *label, struct sx_error *err);
 
 /*
  * Ask running exports on this process to stop at the next block and fail
  * with SX_ERR_INTERRUPTED. Async-signal-safe: meant for a signal handler.
  */
-void sx_request_stop(void);
+SX_API void sx_request_stop(void);
 
 /*
  * For a crash or hang report from a signal handler (async-signal-safe): the
@@ -210,16 +222,61 @@ void sx_request_stop(void);
  * or NULL when it is not inside HDF5. The HDF5 library (1.10) may crash or
  * loop forever on some damaged files.
  */
-const char *sx_hdf5_file_in_use(void);
+SX_API const char *sx_hdf5_file_in_use(void);
+
+/*
+ * Options by name, for callers that cannot or should not follow the layout
+ * of struct sx_options (language bindings, programs that load the library at
+ * run time): a set of "key" = "value" strings with the command's long option
+ * names. Keys: "indent" (0..1000), "summary" ("1"/"0", "true"/"false";
+ * NULL value: "1"), "ranks" ("0,2,5-7"; the last one set counts), "include"
+ * and "exclude" (a regular expression; each call adds one), "gzip-level"
+ * (0..9), "deflate" ("zlib" or "isal"), "block-size" (bytes, 1024..2^30).
+ * Unset keys keep sx_options_init()'s defaults.
+ */
+struct sx_args;
+
+/* A new, empty set of options to free with sx_args_free(); NULL when out of memory. */
+SX_API struct sx_args *sx_args_new(void);
+
+/* Free 'a' and everything it holds; NULL is allowed. */
+SX_API void sx_args_free(struct sx_args *a);
+
+/*
+ * Set option 'key' to 'value' in 'a' (both borrowed: the library keeps
+ * copies). An unknown key or a bad value is SX_ERR_USAGE, and 'a' is left
+ * as it was; 'err' (may be NULL) says which key and why.
+ */
+SX_API enum sx_status sx_args_set(struct sx_args *a, const char *key, const char *value,
+                                  struct sx_error *err);
+
+/*
+ * sx_export() with the options in 'a' (borrowed; NULL for the defaults).
+ * Collective over 'comm' as sx_export() is; MPI_COMM_NULL runs on the
+ * calling process alone without MPI.
+ */
+SX_API enum sx_status sx_export_args(MPI_Comm comm, const char *input, const char *output,
+                                     const struct sx_args *a, struct sx_error *err);
+
+/*
+ * sx_export_args() for callers that hold a Fortran communicator handle: a
+ * Fortran INTEGER of `use mpi`, the MPI_VAL of a `use mpi_f08` TYPE(MPI_Comm),
+ * or mpi4py's Comm.py2f(). '*fcomm' is converted with MPI_Comm_f2c() (MPI
+ * must be initialized); 'fcomm' NULL runs on the calling process alone and
+ * makes no MPI call at all, like MPI_COMM_NULL in sx_export().
+ */
+SX_API enum sx_status sx_export_args_f(const MPI_Fint *fcomm, const char *input,
+                                       const char *output, const struct sx_args *a,
+                                       struct sx_error *err);
 
 /* Whether this build has the ISA-L deflate engine. */
-int sx_has_isal(void);
+SX_API int sx_has_isal(void);
 
 /* A short English description of 'status'. Never NULL. */
-const char *sx_strerror(enum sx_status status);
+SX_API const char *sx_strerror(enum sx_status status);
 
 /* The library version, e.g. "0.3.0". */
-const char *sx_version(void);
+SX_API const char *sx_version(void);
 
 #ifdef __cplusplus
 }

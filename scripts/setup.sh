@@ -4,6 +4,7 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config git
       libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools
       libjansson-dev libpcre2-dev zlib1g-dev libisal-dev
+      gfortran python3-mpi4py man-db
       pigz gzip time valgrind clang clang-format)
 missing=()
 for p in "${pkgs[@]}"; do

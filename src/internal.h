@@ -549,4 +549,10 @@ enum sx_status sx_all_ok(MPI_Comm comm, enum sx_status st, struct sx_error *err)
 /* Async stop request (signals). */
 bool sx_stop_requested(void);
 
+/* ------------------------------------------------------------------ */
+/* args.c: options by name                                            */
+
+/* 'o' filled from 'a' (NULL: the defaults); 'o' borrows the strings and ranks of 'a'. */
+void sx_args_options(const struct sx_args *a, struct sx_options *o);
+
 #endif /* SX_INTERNAL_H */

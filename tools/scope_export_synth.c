@@ -35,6 +35,8 @@
 static const char usage_text[] =
     "usage: scope-export-synth [options] OUTPUT.h5\n"
     "Write a synthetic scope-profiler run (HDF5 schema 3, scope-profiler's layout).\n"
+    "A generator of test and benchmark input for scope-export, deterministic from\n"
+    "--seed; runs under mpirun in parallel. Not needed to export real runs.\n"
     "  --ranks N          file ranks (default 2)\n"
     "  --regions R        regions (default 4); per-rank region sets and orders differ\n"
     "  --events E         total events over all rows (default 1000)\n"

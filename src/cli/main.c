@@ -41,6 +41,7 @@ static const char usage_text[] =
     "                        or speedscope; the last two keep rank 0 unless --ranks\n"
     "  --block-size BYTES    JSON text per block of work (default 4194304)\n"
     "  --progress            show progress on stderr (default: when a terminal)\n"
+    "  --no-progress         no progress, even on a terminal\n"
     "  --stats               print the export's own time and rate on stderr\n"
     "  --native              the inputs are a native run: per-process .spt and\n"
     "                        *_rank<N>.h5 files of the C and Fortran APIs, or\n"

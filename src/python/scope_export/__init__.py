@@ -1,0 +1,230 @@
+"""scope_export - export scope-profiler HDF5 runs as JSON, in parallel over MPI.
+
+A ctypes binding of libscope_export. The call a profiler makes at the end of
+an mpi4py job, right after ``ProfileManager.finalize()``::
+
+    from mpi4py import MPI
+    import scope_export
+    scope_export.export(MPI.COMM_WORLD, "run.h5", "profile.json.gz")
+
+``export`` is collective over the communicator: every rank calls it, every
+rank returns (or raises) the same. ``comm=None`` runs on this process alone
+without MPI (mpi4py is then not needed and MPI is not initialized).
+
+The communicator reaches the library as its Fortran handle (``comm.py2f()``,
+``MPI_Comm_f2c`` in C), so mpi4py must use the MPI the library was built
+with (Debian's python3-mpi4py and libopenmpi do). The library is the one
+``cmake --install`` put beside this package, or ``$SCOPE_EXPORT_LIBRARY``.
+"""
+
+import ctypes
+import os
+
+__all__ = ["export", "ExportError", "UsageError", "version", "has_isal"]
+
+_ERROR_TEXT_LENGTH = 512  # SX_ERROR_TEXT_LENGTH and SX_ERROR_SOURCE_LENGTH
+_SX_ERR_USAGE = 1
+
+
+class _Error(ctypes.Structure):
+    # struct sx_error; its layout is part of the library's ABI
+    _fields_ = [
+        ("code", ctypes.c_int),
+        ("rank", ctypes.c_int),
+        ("text", ctypes.c_char * _ERROR_TEXT_LENGTH),
+        ("source", ctypes.c_char * _ERROR_TEXT_LENGTH),
+    ]
+
+
+class ExportError(Exception):
+    """A failed export: the library's status, message, failing rank and source.
+
+    ``status`` is the library's enum sx_status value, ``reason`` its short
+    description, ``message`` the one-line error, ``rank`` the MPI rank that
+    failed first (-1 outside MPI), ``source`` the file and object it names.
+    """
+
+    def __init__(self, status, reason, message, rank, source):
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.rank = rank
+        self.source = source
+        where = []
+        if rank >= 0:
+            where.append("rank %d" % rank)
+        if source and source not in message:
+            where.append(source)
+        text = message or reason
+        super().__init__(text + (" [%s]" % ", ".join(where) if where else ""))
+
+
+class UsageError(ExportError, ValueError):
+    """A bad option value or argument (the library's SX_ERR_USAGE)."""
+
+
+def _library_path():
+    explicit = os.environ.get("SCOPE_EXPORT_LIBRARY")
+    if explicit:
+        return explicit
+    try:
+        from . import _install  # written by cmake --install: where the library went
+    except ImportError:
+        return "libscope_export.so"
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.normpath(os.path.join(here, _install.LIBRARY))
+
+
+def _load():
+    path = _library_path()
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        raise ImportError(
+            "scope_export: cannot load the library %s (%s); set SCOPE_EXPORT_LIBRARY "
+            "to the path of libscope_export.so" % (path, e)
+        ) from e
+    err_p = ctypes.POINTER(_Error)
+    lib.sx_args_new.restype = ctypes.c_void_p
+    lib.sx_args_new.argtypes = []
+    lib.sx_args_free.restype = None
+    lib.sx_args_free.argtypes = [ctypes.c_void_p]
+    lib.sx_args_set.restype = ctypes.c_int
+    lib.sx_args_set.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, err_p]
+    lib.sx_export_args_f.restype = ctypes.c_int
+    lib.sx_export_args_f.argtypes = [
+        ctypes.POINTER(ctypes.c_int),  # MPI_Fint *: NULL runs alone without MPI
+        ctypes.c_char_p,
+        ctypes.c_char_p,
+        ctypes.c_void_p,
+        err_p,
+    ]
+    lib.sx_strerror.restype = ctypes.c_char_p
+    lib.sx_strerror.argtypes = [ctypes.c_int]
+    lib.sx_version.restype = ctypes.c_char_p
+    lib.sx_version.argtypes = []
+    lib.sx_has_isal.restype = ctypes.c_int
+    lib.sx_has_isal.argtypes = []
+    return lib
+
+
+_lib = _load()
+
+
+def version():
+    """The library's version, e.g. "0.3.0"."""
+    return _lib.sx_version().decode()
+
+
+def has_isal():
+    """Whether the library has the ISA-L deflate engine (deflate="isal")."""
+    return bool(_lib.sx_has_isal())
+
+
+def _raise(status, e):
+    cls = UsageError if status == _SX_ERR_USAGE else ExportError
+    raise cls(
+        status,
+        _lib.sx_strerror(status).decode(),
+        e.text.decode("utf-8", "replace"),
+        e.rank,
+        e.source.decode("utf-8", "replace"),
+    )
+
+
+def _strings(value, name):
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes, os.PathLike)):
+        return [value]
+    try:
+        return list(value)
+    except TypeError:
+        raise TypeError("%s takes a string or a list of strings" % name) from None
+
+
+def _ranks(value):
+    if isinstance(value, str):
+        return value
+    try:
+        return ",".join(str(int(r)) for r in value)
+    except (TypeError, ValueError):
+        raise TypeError('ranks takes a list of ints or a string like "0,2,5-7"') from None
+
+
+def _fcomm(comm):
+    if comm is None:
+        return None
+    try:
+        handle = comm.py2f()  # mpi4py: the Fortran handle, MPI_Comm_f2c in the library
+    except AttributeError:
+        raise TypeError(
+            "comm must be an mpi4py communicator (e.g. MPI.COMM_WORLD) or None"
+        ) from None
+    return ctypes.byref(ctypes.c_int(handle))
+
+
+def export(
+    comm,
+    input,
+    output,
+    *,
+    indent=None,
+    summary=False,
+    ranks=None,
+    include=None,
+    exclude=None,
+    gzip_level=6,
+    deflate=None,
+    block_size=None,
+):
+    """Export the run in 'input' (HDF5) as a JSON document to 'output'.
+
+    A name ending in ".gz" is written gzip-compressed. The options are those
+    of the command's export: indent (json.dumps(indent=N)), summary (the
+    aggregate rows only), ranks (a list of ints or "0,2,5-7"), include and
+    exclude (a regular expression or a list of them, matched like re.match),
+    gzip_level (0..9), deflate ("zlib" or "isal"), block_size (bytes of text
+    per block of work).
+
+    Collective over 'comm' (an mpi4py communicator): every rank calls it.
+    None runs on this process alone without MPI. Raises ExportError (or
+    UsageError for a bad option) with the library's message on every rank;
+    a failed export leaves no output and never destroys an existing one.
+    """
+    settings = []
+    if indent is not None:
+        settings.append(("indent", str(indent)))
+    if summary:
+        settings.append(("summary", "1"))
+    if ranks is not None:
+        settings.append(("ranks", _ranks(ranks)))
+    for pattern in _strings(include, "include"):
+        settings.append(("include", pattern))
+    for pattern in _strings(exclude, "exclude"):
+        settings.append(("exclude", pattern))
+    if gzip_level is not None:
+        settings.append(("gzip-level", str(gzip_level)))
+    if deflate is not None:
+        settings.append(("deflate", deflate))
+    if block_size is not None:
+        settings.append(("block-size", str(block_size)))
+
+    fcomm = _fcomm(comm)
+    e = _Error()
+    args = _lib.sx_args_new()
+    if not args:
+        raise MemoryError("scope_export: out of memory")
+    try:
+        for key, value in settings:
+            value = os.fsencode(value) if not isinstance(value, bytes) else value
+            st = _lib.sx_args_set(args, key.encode(), value, ctypes.byref(e))
+            if st != 0:
+                _raise(st, e)
+        st = _lib.sx_export_args_f(
+            fcomm, os.fsencode(input), os.fsencode(output), args, ctypes.byref(e)
+        )
+        if st != 0:
+            _raise(st, e)
+    finally:
+        _lib.sx_args_free(args)

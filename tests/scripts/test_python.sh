@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# test_python.sh - the Python module over the built shared library: exports equal to
+# scope-profiler's text without MPI (comm=None, mpi4py never imported) and under
+# mpirun -n 2 (mpi4py communicators); options equal the command's; errors raise with
+# the library's message, rank and source on every rank and leave no output
+. "$(dirname "$0")/lib.sh"
+
+PY=$(sx_python)
+if [ -z "$PY" ]; then
+    echo "skip: no python3 with mpi4py (Debian: python3-mpi4py, see scripts/setup.sh)"
+    exit 77
+fi
+export PYTHONPATH="$(cd "$(dirname "$0")/../../src/python" && pwd)"
+export PYTHONDONTWRITEBYTECODE=1 # no __pycache__ in the source tree
+export SCOPE_EXPORT_LIBRARY="$BIN/libscope_export.so"
+G="$SHARED/golden"
+
+# One process, no MPI: comm=None; mpi4py is not imported and MPI never initialized.
+cat >"$TMP/alone.py" <<'PYEOF'
+import sys
+import scope_export as sx
+g, out = sys.argv[1], sys.argv[2]
+sx.export(None, g + "/basic_nested/run.h5", out + "/plain.json")
+sx.export(None, g + "/basic_nested/run.h5", out + "/i2.json.gz", indent=2, block_size=2048)
+sx.export(None, g + "/basic_nested/run.h5", out + "/s.json", summary=True)
+sx.export(None, g + "/mpi4_parallel/run.h5", out + "/opts.json", ranks=[0, 2, 3],
+          include=["compute", "rank.*", "last"], exclude="rank3", gzip_level=1)
+sx.export(None, g + "/mpi4_parallel/run.h5", out + "/opts2.json.gz", ranks="0,2-3",
+          include="compute", gzip_level=0, deflate="zlib")
+assert "mpi4py" not in sys.modules, "comm=None imported mpi4py"
+print("ok")
+PYEOF
+if timeout 120 "${SX_SAN_ENV[@]}" "$PY" "$TMP/alone.py" "$G" "$TMP" >"$TMP/alone.out" 2>&1; then
+    "$CMP" "$TMP/plain.json" "$G/basic_nested/run.json" && ok || bad "comm=None: default"
+    "$CMP" "$TMP/i2.json.gz" "$G/basic_nested/run.indent2.json" && ok || bad "indent=2"
+    "$CMP" "$TMP/s.json" "$G/basic_nested/run.summary.json" && ok || bad "summary=True"
+    # the options mean what the command's mean
+    "$X" export "$G/mpi4_parallel/run.h5" -o "$TMP/cli.json" -q --ranks 0,2,3 \
+        --include compute --include 'rank.*' --include last --exclude rank3 &&
+        cmp "$TMP/opts.json" "$TMP/cli.json" && ok || bad "ranks/include/exclude differ from the command's"
+    ! cmp -s "$TMP/opts.json" "$G/mpi4_parallel/run.json" && ok || bad "options had no effect"
+    "$X" export "$G/mpi4_parallel/run.h5" -o "$TMP/cli2.json" -q --ranks 0,2-3 \
+        --include compute && gzip -dc "$TMP/opts2.json.gz" | cmp - "$TMP/cli2.json" && ok ||
+        bad "ranks as a string differ from the command's"
+else
+    bad "comm=None exports failed: $(cat "$TMP/alone.out")"
+fi
+
+# Errors: the library's message, status, rank and source; no output; nothing destroyed.
+cat >"$TMP/errors.py" <<'PYEOF'
+import os, sys
+import scope_export as sx
+g, out = sys.argv[1], sys.argv[2]
+keep = out + "/keep.json"
+with open(keep, "w") as f:
+    f.write("precious")
+try:
+    sx.export(None, out + "/missing.h5", keep)
+    raise SystemExit("no exception for a missing input")
+except sx.ExportError as e:
+    assert e.status == 2 and "missing.h5" in str(e), (e.status, str(e))
+    assert e.source.endswith("missing.h5") and e.rank == 0, (e.source, e.rank)
+    assert "not found" in e.reason, e.reason
+assert open(keep).read() == "precious", "an existing output was destroyed"
+for bad in ({"gzip_level": 12}, {"indent": -3}, {"ranks": "1-"}, {"deflate": "gzip"},
+            {"block_size": 10}):
+    try:
+        sx.export(None, g + "/basic_nested/run.h5", out + "/never.json", **bad)
+        raise SystemExit("no exception for %r" % bad)
+    except ValueError as e:
+        assert isinstance(e, sx.UsageError) and e.status == 1, bad
+        assert list(bad)[0].replace("_", "-") in str(e), str(e)
+for bad in ({"ranks": [0, "x"]}, {"include": 3}):
+    try:
+        sx.export(None, g + "/basic_nested/run.h5", out + "/never.json", **bad)
+        raise SystemExit("no exception for %r" % bad)
+    except TypeError:
+        pass
+try:
+    sx.export(0, g + "/basic_nested/run.h5", out + "/never.json")
+    raise SystemExit("no exception for comm=0")
+except TypeError as e:
+    assert "mpi4py" in str(e)
+assert not os.path.exists(out + "/never.json"), "a failed export wrote its output"
+print("ok")
+PYEOF
+timeout 120 "${SX_SAN_ENV[@]}" "$PY" "$TMP/errors.py" "$G" "$TMP" >"$TMP/errors.out" 2>&1 && ok ||
+    bad "errors: $(cat "$TMP/errors.out")"
+
+# Under mpirun -n 2: COMM_WORLD and a communicator of the profiler's own; a failure
+# raises the same error on every rank.
+cat >"$TMP/mpi.py" <<'PYEOF'
+import sys
+from mpi4py import MPI
+import scope_export as sx
+g, out = sys.argv[1], sys.argv[2]
+world = MPI.COMM_WORLD
+sx.export(world, g + "/mpi4_parallel/run.h5", out + "/w.json.gz", block_size=2048)
+mine = world.Split(0, world.Get_size() - world.Get_rank())  # ranks in reverse order
+sx.export(mine, g + "/gen_schema3_allcols/run.h5", out + "/m.json", indent=2)
+mine.Free()
+try:
+    sx.export(world, out + "/missing.h5", out + "/x.json")
+except sx.ExportError as e:
+    print("rank %d: status %d: %s" % (world.Get_rank(), e.status, e), flush=True)
+PYEOF
+if run_np 2 "${SX_SAN_ENV[@]}" "$PY" "$TMP/mpi.py" "$G" "$TMP" >"$TMP/mpi.out" 2>&1; then
+    "$CMP" "$TMP/w.json.gz" "$G/mpi4_parallel/run.json" && ok || bad "-n 2 COMM_WORLD"
+    run_np 1 "$X" export "$G/gen_schema3_allcols/run.h5" -o "$TMP/m1.json" -q --indent 2 &&
+        cmp "$TMP/m.json" "$TMP/m1.json" && ok || bad "-n 2 own communicator differs"
+    [ "$(grep -o 'status 2: [^[]*missing.h5' "$TMP/mpi.out" | wc -l)" -eq 2 ] && ok ||
+        bad "-n 2: the error was not raised on both ranks: $(cat "$TMP/mpi.out")"
+else
+    bad "-n 2 exports failed: $(cat "$TMP/mpi.out")"
+fi
+finish
