@@ -129,6 +129,33 @@ for d in "$G"/crafted/*/; do
         done
     done
 done
+# Only the rank that reads the damaged file fails (at -n 2 and 3 the second file is rank
+# 1's): every rank still exits 1, and the one line names the file and that rank.
+mkdir -p "$TMP/dmg"
+cp "$G/h5_2ranks_basic/ranks"/*.h5 "$TMP/dmg/"
+chmod u+w "$TMP/dmg"/*.h5
+head -c 3000 "$G/h5_2ranks_basic/ranks/run_rank00001.h5" >"$TMP/dmg/run_rank00001.h5"
+for np in 2 3; do
+    (cd "$TMP" && mpi_rc "$np" "$X" export --native dmg -o "$TMP/dmg.json" 2>"$TMP/err.txt")
+    rc=$?
+    [ "$rc" = 1 ] && [ "$(grep -c '^scope-export: error:' "$TMP/err.txt")" = 1 ] &&
+        grep -q 'dmg/run_rank00001.h5.*\[rank 1' "$TMP/err.txt" && [ ! -e "$TMP/dmg.json" ] &&
+        ok || bad "a damaged file of rank 1 at -n $np: status $rc: $(cat "$TMP/err.txt")"
+done
+
+# The other trace format through the same path: speedscope of the native run is that of
+# the reference's merged file; so are both trace formats with the default rank selection.
+d="$G/mixed_3ranks"
+for fmt in speedscope chrome-trace; do
+    "$X" export "$d/merged.h5" -o "$TMP/ref.$fmt.json" --format "$fmt" -q ||
+        bad "export merged.h5 --format $fmt"
+    for np in 0 2; do
+        (cd "$d" && mpi_rc "$np" "$X" export --native ranks -o "$TMP/merged.json" --format "$fmt" \
+            -q) && cmp -s "$TMP/merged.json" "$TMP/ref.$fmt.json" && ok ||
+            bad "native --format $fmt -n $np differs from the export of merged.h5"
+    done
+done
+
 (cd "$TMP" && "$X" export --native missing -o "$TMP/m.json" 2>"$TMP/err.txt")
 [ $? = 1 ] && grep -qF "no such file or directory: missing" "$TMP/err.txt" && ok ||
     bad "a missing input: $(cat "$TMP/err.txt")"
