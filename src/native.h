@@ -53,6 +53,9 @@ int sx_native_path_cmp(const char *a, const char *b);
 /* Path(s) as Python prints it. New string, NULL when out of memory. */
 char *sx_native_path_norm(const char *s);
 
+/* Stable sort of 'idx[0..n)' by 'key[idx[i]]' ascending (ties keep their order). */
+enum sx_status sx_native_sort_keys(size_t *idx, size_t n, const double *key);
+
 /* Read the index of 'f->path' (f->path and f->h5 set by the caller). Local. */
 enum sx_status sx_native_read_index(struct sx_nfile *f, struct sx_error *err);
 

@@ -495,14 +495,8 @@ static enum sx_status merge(struct sx_native *nr, const char *label, const char 
              "out of memory");
     for (size_t i = 0; i < t.n; i++)
         gorder[i] = i;
-    for (size_t i = 1; i < t.n; i++) { /* merge-free stable insertion sort on keys */
-        size_t v = gorder[i], j = i;
-        while (j > 0 && key[gorder[j - 1]] > key[v]) {
-            gorder[j] = gorder[j - 1];
-            j--;
-        }
-        gorder[j] = v;
-    }
+    SX_CHECK(sx_native_sort_keys(gorder, t.n, key) == SX_OK, SX_ERR_NOMEM, err, what,
+             "out of memory");
     for (size_t i = 0; i < t.n; i++) {
         gpos[gorder[i]] = i;
         newid[i] = SIZE_MAX;
@@ -609,6 +603,20 @@ out:
 /* ------------------------------------------------------------------ */
 /* Collective open                                                     */
 
+struct claim {
+    const char *path;
+    int rank;
+    size_t i;
+};
+
+static int cmp_claim(const void *a, const void *b) {
+    const struct claim *x = a, *y = b;
+    int c = sx_native_path_cmp(x->path, y->path);
+    if (c != 0)
+        return c;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
 /* Spread the files over the ranks that named them, fewest files first. */
 static enum sx_status assign(struct sx_native *nr, char **claim_path, int *claim_rank,
                              size_t nclaim, int size, struct sx_error *err) {
@@ -618,19 +626,14 @@ static enum sx_status assign(struct sx_native *nr, char **claim_path, int *claim
     SX_CHECK(load != NULL && idx != NULL, SX_ERR_NOMEM, err, "native run",
              "out of memory");
     /* sort the claims by path (then rank) */
+    struct claim *cl = sx_malloc((nclaim + 1) * sizeof *cl);
+    SX_CHECK(cl != NULL, SX_ERR_NOMEM, err, "native run", "out of memory");
     for (size_t i = 0; i < nclaim; i++)
-        idx[i] = i;
-    for (size_t i = 1; i < nclaim; i++) { /* claims come sorted per rank: cheap */
-        size_t v = idx[i], j = i;
-        while (j > 0) {
-            int c = sx_native_path_cmp(claim_path[idx[j - 1]], claim_path[v]);
-            if (c < 0 || (c == 0 && claim_rank[idx[j - 1]] <= claim_rank[v]))
-                break;
-            idx[j] = idx[j - 1];
-            j--;
-        }
-        idx[j] = v;
-    }
+        cl[i] = (struct claim){claim_path[i], claim_rank[i], i};
+    qsort(cl, nclaim, sizeof *cl, cmp_claim);
+    for (size_t i = 0; i < nclaim; i++)
+        idx[i] = cl[i].i;
+    free(cl);
     nr->files = sx_calloc(nclaim + 1, sizeof *nr->files);
     nr->owner = sx_calloc(nclaim + 1, sizeof *nr->owner);
     SX_CHECK(nr->files != NULL && nr->owner != NULL, SX_ERR_NOMEM, err, "native run",

@@ -562,6 +562,45 @@ out:
 /* ------------------------------------------------------------------ */
 /* The per-process .h5 (any run read_h5 reads)                         */
 
+struct row_key {
+    int64_t rank;
+    size_t pos, i;
+};
+
+static int cmp_row_key(const void *a, const void *b) {
+    const struct row_key *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    if (x->pos != y->pos)
+        return x->pos < y->pos ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+struct dkey {
+    double k;
+    size_t i, v;
+};
+
+static int cmp_dkey(const void *a, const void *b) {
+    const struct dkey *x = a, *y = b;
+    if (x->k != y->k)
+        return x->k < y->k ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+enum sx_status sx_native_sort_keys(size_t *idx, size_t n, const double *key) {
+    struct dkey *d = sx_malloc((n + 1) * sizeof *d);
+    if (d == NULL)
+        return SX_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        d[i] = (struct dkey){key[idx[i]], i, idx[i]};
+    qsort(d, n, sizeof *d, cmp_dkey);
+    for (size_t i = 0; i < n; i++)
+        idx[i] = d[i].v;
+    free(d);
+    return SX_OK;
+}
+
 /* How many start values are read at once to find a row's minimum. */
 #define H5_CHUNK 65536
 
@@ -638,35 +677,26 @@ static enum sx_status read_h5_index(struct sx_nfile *f, struct sx_error *err) {
         if (has_key[i])
             byname[nreg++] = i;
     free(has_key);
-    for (size_t i = 1; i < nreg; i++) { /* insertion sort: stable */
-        size_t v = byname[i], j = i;
-        while (j > 0 && key[byname[j - 1]] > key[v]) {
-            byname[j] = byname[j - 1];
-            j--;
-        }
-        byname[j] = v;
-    }
+    SX_CHECK(sx_native_sort_keys(byname, nreg, key) == SX_OK, SX_ERR_NOMEM, err, path,
+             "out of memory");
     size_t *pos = sx_calloc(run->nnames + 1, sizeof *pos);
     SX_CHECK(pos != NULL, SX_ERR_NOMEM, err, path, "out of memory");
     for (size_t i = 0; i < nreg; i++)
         pos[byname[i]] = i;
-    for (size_t i = 0; i < f->nrows; i++)
-        order[i] = i;
     /* sort rows by (rank, region position); a (rank, name) twice keeps the later row */
-    for (size_t i = 1; i < f->nrows; i++) {
-        size_t v = order[i], j = i;
-        const struct sx_row *rv = &run->rows[f->rows[v].loc];
-        while (j > 0) {
-            const struct sx_row *ru = &run->rows[f->rows[order[j - 1]].loc];
-            if (ru->rank < rv->rank ||
-                (ru->rank == rv->rank && pos[ru->region] <= pos[rv->region]))
-                break;
-            order[j] = order[j - 1];
-            j--;
-        }
-        order[j] = v;
+    struct row_key *rk = sx_malloc((f->nrows + 1) * sizeof *rk);
+    if (rk == NULL)
+        free(pos);
+    SX_CHECK(rk != NULL, SX_ERR_NOMEM, err, path, "out of memory");
+    for (size_t i = 0; i < f->nrows; i++) {
+        const struct sx_row *sr = &run->rows[f->rows[i].loc];
+        rk[i] = (struct row_key){sr->rank, pos[sr->region], i};
     }
     free(pos);
+    qsort(rk, f->nrows, sizeof *rk, cmp_row_key);
+    for (size_t i = 0; i < f->nrows; i++)
+        order[i] = rk[i].i;
+    free(rk);
     struct sx_nrow *sorted = sx_malloc((f->nrows + 1) * sizeof *sorted);
     SX_CHECK(sorted != NULL, SX_ERR_NOMEM, err, path, "out of memory");
     size_t k = 0;
