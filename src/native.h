@@ -53,6 +53,17 @@ int sx_native_path_cmp(const char *a, const char *b);
 /* Path(s) as Python prints it. New string, NULL when out of memory. */
 char *sx_native_path_norm(const char *s);
 
+/* Names -> their index in the order first added (a hash table; names borrowed). */
+struct sx_names {
+    const char **name;
+    size_t n, cap;
+    size_t *slot; /* 2^k slots, SIZE_MAX empty */
+    size_t nslot;
+};
+/* The index of 'name', added when new; SIZE_MAX when out of memory. */
+size_t sx_names_add(struct sx_names *t, const char *name);
+void sx_names_free(struct sx_names *t);
+
 /* Stable sort of 'idx[0..n)' by 'key[idx[i]]' ascending (ties keep their order). */
 enum sx_status sx_native_sort_keys(size_t *idx, size_t n, const double *key);
 

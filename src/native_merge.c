@@ -276,63 +276,6 @@ out:
 /* ------------------------------------------------------------------ */
 /* The merge (load_traces + write_results + read_h5), on every rank    */
 
-/* An open-addressing table of region names -> index in first-appearance order. */
-struct names {
-    char **name;
-    size_t n, cap;
-    size_t *slot; /* 2^k slots, SIZE_MAX empty */
-    size_t nslot;
-};
-
-static uint64_t hash_str(const char *s) {
-    uint64_t h = 1469598103934665603u;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211u;
-    return h;
-}
-
-static bool names_grow(struct names *t) {
-    size_t ns = t->nslot ? t->nslot * 2 : 64;
-    size_t *slot = sx_malloc(ns * sizeof *slot);
-    if (slot == NULL)
-        return false;
-    for (size_t i = 0; i < ns; i++)
-        slot[i] = SIZE_MAX;
-    for (size_t i = 0; i < t->n; i++) {
-        size_t h = (size_t)hash_str(t->name[i]) & (ns - 1);
-        while (slot[h] != SIZE_MAX)
-            h = (h + 1) & (ns - 1);
-        slot[h] = i;
-    }
-    free(t->slot);
-    t->slot = slot;
-    t->nslot = ns;
-    return true;
-}
-
-/* The index of 'name', added when new; SIZE_MAX when out of memory. */
-static size_t names_add(struct names *t, const char *name) {
-    if ((t->n + 1) * 2 > t->nslot && !names_grow(t))
-        return SIZE_MAX;
-    size_t h = (size_t)hash_str(name) & (t->nslot - 1);
-    while (t->slot[h] != SIZE_MAX) {
-        if (strcmp(t->name[t->slot[h]], name) == 0)
-            return t->slot[h];
-        h = (h + 1) & (t->nslot - 1);
-    }
-    if (t->n == t->cap) {
-        size_t nc = t->cap ? t->cap * 2 : 64;
-        char **nv = sx_realloc(t->name, nc * sizeof *nv);
-        if (nv == NULL)
-            return SIZE_MAX;
-        t->name = nv;
-        t->cap = nc;
-    }
-    t->name[t->n] = (char *)name; /* borrowed from the file rows */
-    t->slot[h] = t->n;
-    return t->n++;
-}
-
 struct mrow {
     int64_t rank;
     size_t gpos; /* the region's place in G */
@@ -392,7 +335,7 @@ static char *path_stem(const char *p) {
 static enum sx_status merge(struct sx_native *nr, const char *label, const char *stem_of,
                             size_t *dup, struct sx_error *err) {
     enum sx_status st = SX_OK;
-    struct names t = {0};
+    struct sx_names t = {0};
     struct mrow *mr = NULL;
     double *key = NULL;
     size_t *gorder = NULL, *gpos = NULL, *newid = NULL;
@@ -458,7 +401,7 @@ static enum sx_status merge(struct sx_native *nr, const char *label, const char 
         for (size_t j = 0; j < f->nrows; j++) {
             const struct sx_nrow *r = &f->rows[j];
             const size_t before = t.n;
-            size_t g = names_add(&t, r->name);
+            size_t g = sx_names_add(&t, r->name);
             SX_CHECK(g != SIZE_MAX, SX_ERR_NOMEM, err, what, "out of memory");
             if (g >= capkey) {
                 size_t nc = capkey ? capkey * 2 : 64;
@@ -589,8 +532,7 @@ static enum sx_status merge(struct sx_native *nr, const char *label, const char 
     run = NULL;
 out:
     sx_run_free(run);
-    free(t.name);
-    free(t.slot);
+    sx_names_free(&t);
     free(mr);
     free(key);
     free(gorder);

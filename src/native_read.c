@@ -194,6 +194,63 @@ out:
 }
 
 /* ------------------------------------------------------------------ */
+/* A table of names                                                    */
+
+static uint64_t hash_str(const char *s) {
+    uint64_t h = 1469598103934665603u; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+static bool names_grow(struct sx_names *t) {
+    size_t ns = t->nslot ? t->nslot * 2 : 64;
+    size_t *slot = sx_malloc(ns * sizeof *slot);
+    if (slot == NULL)
+        return false;
+    for (size_t i = 0; i < ns; i++)
+        slot[i] = SIZE_MAX;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t h = (size_t)hash_str(t->name[i]) & (ns - 1);
+        while (slot[h] != SIZE_MAX)
+            h = (h + 1) & (ns - 1);
+        slot[h] = i;
+    }
+    free(t->slot);
+    t->slot = slot;
+    t->nslot = ns;
+    return true;
+}
+
+size_t sx_names_add(struct sx_names *t, const char *name) {
+    if ((t->n + 1) * 2 > t->nslot && !names_grow(t))
+        return SIZE_MAX;
+    size_t h = (size_t)hash_str(name) & (t->nslot - 1);
+    while (t->slot[h] != SIZE_MAX) {
+        if (strcmp(t->name[t->slot[h]], name) == 0)
+            return t->slot[h];
+        h = (h + 1) & (t->nslot - 1);
+    }
+    if (t->n == t->cap) {
+        size_t nc = t->cap ? t->cap * 2 : 64;
+        const char **nv = sx_realloc(t->name, nc * sizeof *nv);
+        if (nv == NULL)
+            return SIZE_MAX;
+        t->name = nv;
+        t->cap = nc;
+    }
+    t->name[t->n] = name;
+    t->slot[h] = t->n;
+    return t->n++;
+}
+
+void sx_names_free(struct sx_names *t) {
+    free(t->name);
+    free(t->slot);
+    *t = (struct sx_names){0};
+}
+
+/* ------------------------------------------------------------------ */
 /* The .spt trace                                                      */
 
 #define TRACE_MAGIC "SCOPEPRF"
@@ -421,6 +478,7 @@ static enum sx_status read_trace(struct sx_nfile *f, struct sx_error *err) {
     const char *path = f->path;
     struct rd *r = sx_calloc(1, sizeof *r);
     struct sx_nrow row = {0};
+    struct sx_names seen = {0};
     size_t cap = 0;
     char msg[256];
     unsigned char head[24];
@@ -537,14 +595,18 @@ static enum sx_status read_trace(struct sx_nfile *f, struct sx_error *err) {
         off += 8 * row.count;
 #undef NEED
         /* a name written twice: the first position, the last data (a dict) */
-        size_t k = 0;
-        while (k < f->nrows && strcmp(f->rows[k].name, row.name) != 0)
-            k++;
-        if (k < f->nrows) {
+        const size_t before = seen.n;
+        size_t k = sx_names_add(&seen, row.name);
+        SX_CHECK(k != SIZE_MAX, SX_ERR_NOMEM, err, path, "out of memory");
+        if (seen.n == before) { /* the table keeps the first row's name */
+            free(row.name);
+            row.name = f->rows[k].name;
+            f->rows[k].name = NULL;
             nrow_clear(&f->rows[k]);
             f->rows[k] = row;
-        } else {
-            SX_CHECK(push_row(f, &cap, &row), SX_ERR_NOMEM, err, path, "out of memory");
+        } else if (!push_row(f, &cap, &row)) {
+            seen.n--; /* (its slot is left; the table is dropped with the error) */
+            SX_CHECK(false, SX_ERR_NOMEM, err, path, "out of memory");
         }
         row = (struct sx_nrow){0};
     }
@@ -552,6 +614,7 @@ static enum sx_status read_trace(struct sx_nfile *f, struct sx_error *err) {
              "%s: %" PRIu64 " trailing byte(s) after the last region", path,
              r->size - off);
 out:
+    sx_names_free(&seen);
     nrow_clear(&row);
     if (r != NULL && r->fd >= 0)
         close(r->fd);
