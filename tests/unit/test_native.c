@@ -3,6 +3,7 @@
 #include "native.h"
 #include "sx_test.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -114,7 +115,20 @@ static void test_alloc_failures(void) {
     CHECK(sx_h5_open_ids() == 0);
 }
 
+/* Open file descriptors of this process. */
+static int open_fds(void) {
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (d == NULL)
+        return -1;
+    while (readdir(d) != NULL)
+        n++;
+    closedir(d);
+    return n;
+}
+
 int main(void) {
+    const int fds = open_fds();
     test_paths();
     static const char *const cases[] = {
         "h5_2ranks_basic", "h5_13ranks_unicode", "h5_4ranks_empty_ranks", "mixed_3ranks",
@@ -122,5 +136,6 @@ int main(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         test_model(cases[i]);
     test_alloc_failures();
+    CHECK(open_fds() == fds); /* every file read is closed again, on every path */
     TEST_DONE();
 }
