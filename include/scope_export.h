@@ -102,21 +102,8 @@ struct sx_options {
      */
     void (*progress)(uint64_t done, uint64_t total, void *user);
     void *progress_user;
-    /* Testing hook: the rank that fails on purpose, and at which stage. -1 = none. */
-    int fail_rank;
-    int fail_stage; /* see enum sx_fail_stage */
     /* The trace formats' document name; NULL = the run's label (borrowed). */
     const char *label;
-};
-
-/* Stages at which sx_options.fail_rank fails on purpose (fault tests). */
-enum sx_fail_stage {
-    SX_FAIL_OPEN = 1,
-    SX_FAIL_READ = 2,
-    SX_FAIL_FORMAT = 3,
-    SX_FAIL_COMPRESS = 4,
-    SX_FAIL_SEND = 5,
-    SX_FAIL_WRITE = 6
 };
 
 /* Fill 'opts' with the defaults. */

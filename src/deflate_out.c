@@ -46,7 +46,7 @@ static enum sx_status zlib_segment(const void *p, size_t n, int level, bool fina
     z_stream z;
     memset(&z, 0, sizeof z);
     SX_CHECK(deflateInit2(&z, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) == Z_OK,
-             SX_ERR_NOMEM, err, "deflate", "cannot start zlib deflate (out of memory)");
+             SX_ERR_NOMEM, err, "", "cannot start zlib deflate (out of memory)");
     const unsigned char *in = p;
     size_t left = n;
     for (;;) {
@@ -54,8 +54,7 @@ static enum sx_status zlib_segment(const void *p, size_t n, int level, bool fina
         size_t room = deflateBound(&z, chunk) + 64;
         if (!sx_buf_reserve(out, room)) {
             deflateEnd(&z);
-            return sx_error_set(err, SX_ERR_NOMEM, "deflate",
-                                "out of memory compressing");
+            return sx_error_set(err, SX_ERR_NOMEM, "", "out of memory compressing");
         }
         z.next_in = (Bytef *)(uintptr_t)in;
         z.avail_in = chunk;
@@ -68,7 +67,7 @@ static enum sx_status zlib_segment(const void *p, size_t n, int level, bool fina
         out->len = (size_t)((char *)z.next_out - out->data);
         if (rc == Z_STREAM_ERROR || z.avail_in != 0) {
             deflateEnd(&z);
-            return sx_error_set(err, SX_ERR_INTERNAL, "deflate", "zlib deflate failed");
+            return sx_error_set(err, SX_ERR_INTERNAL, "", "zlib deflate failed");
         }
         in += chunk;
         left -= chunk;
@@ -89,7 +88,7 @@ static enum sx_status isal_segment(const void *p, size_t n, int level, bool fina
                                          ISAL_DEF_LVL3_DEFAULT};
     int il = level <= 1 ? 1 : level <= 6 ? 2 : 3;
     uint8_t *lb = sx_malloc(lvl_size[il]);
-    SX_CHECK(lb != NULL, SX_ERR_NOMEM, err, "deflate", "out of memory compressing");
+    SX_CHECK(lb != NULL, SX_ERR_NOMEM, err, "", "out of memory compressing");
     isal_deflate_init(&z);
     z.level = (uint32_t)il;
     z.level_buf = lb;
@@ -100,7 +99,7 @@ static enum sx_status isal_segment(const void *p, size_t n, int level, bool fina
     z.next_in = (uint8_t *)(uintptr_t)p;
     z.avail_in = (uint32_t)n;
     for (;;) {
-        SX_CHECK(sx_buf_reserve(out, n / 2 + 65536), SX_ERR_NOMEM, err, "deflate",
+        SX_CHECK(sx_buf_reserve(out, n / 2 + 65536), SX_ERR_NOMEM, err, "",
                  "out of memory compressing");
         z.next_out = (uint8_t *)out->data + out->len;
         z.avail_out =
@@ -108,8 +107,8 @@ static enum sx_status isal_segment(const void *p, size_t n, int level, bool fina
                                                           : out->cap - out->len);
         int rc = isal_deflate(&z);
         out->len = (size_t)((char *)z.next_out - out->data);
-        SX_CHECK(rc == COMP_OK, SX_ERR_INTERNAL, err, "deflate",
-                 "ISA-L deflate failed (%d)", rc);
+        SX_CHECK(rc == COMP_OK, SX_ERR_INTERNAL, err, "", "ISA-L deflate failed (%d)",
+                 rc);
         if (z.avail_in == 0 && z.avail_out > 0 &&
             (final ? z.internal_state.state == ZSTATE_END : 1))
             break;
@@ -125,12 +124,12 @@ enum sx_status sx_deflate_segment(const void *p, size_t n, int level, enum sx_de
     if (eng == SX_DEFLATE_ISAL) {
 #if SX_HAVE_ISAL
         if (n > UINT32_MAX)
-            return sx_error_set(err, SX_ERR_USAGE, "deflate",
-                                "block too large for ISA-L");
+            return sx_error_set(err, SX_ERR_USAGE, "", "block too large for ISA-L");
         return isal_segment(p, n, level, final, out, err);
 #else
-        return sx_error_set(err, SX_ERR_USAGE, "deflate",
-                            "this build has no ISA-L deflate engine; use --deflate=zlib");
+        return sx_error_set(
+            err, SX_ERR_USAGE, "",
+            "this build has no ISA-L deflate engine; use the zlib engine");
 #endif
     }
     return zlib_segment(p, n, level, final, out, err);

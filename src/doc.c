@@ -786,8 +786,10 @@ static enum sx_status write_meta(const struct sx_doc *doc, const struct sx_row *
     /* indent mode re-lays the dicts out; they are small */
     struct sx_value v = {0};
     enum sx_status st = sx_json_to_value(text, len, &v, err);
-    if (st != SX_OK)
+    if (st != SX_OK) {
+        sx_error_where(err, doc->run->path);
         return st;
+    }
     sx_write_value(b, &v, doc->indent, 3);
     sx_value_free(&v);
     return SX_OK;

@@ -1,7 +1,6 @@
 /* error.c - struct sx_error setters, allocation hooks, sx_strerror() */
 #include "internal.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,11 @@ enum sx_status sx_error_set(struct sx_error *err, enum sx_status code, const cha
     return code;
 }
 
+void sx_error_where(struct sx_error *err, const char *source) {
+    if (err != NULL && err->code != SX_OK && err->source[0] == '\0' && source != NULL)
+        snprintf(err->source, sizeof err->source, "%s", source);
+}
+
 void sx_error_clear(struct sx_error *err) {
     if (err == NULL)
         return;
@@ -28,16 +32,7 @@ void sx_error_clear(struct sx_error *err) {
     err->rank = -1;
 }
 
-/* Failure injection: the Nth allocation from now fails (tests only). */
-static long alloc_countdown;
-
-void sx_alloc_fail_after(long n) { alloc_countdown = n; }
-
-static bool alloc_should_fail(void) {
-    if (alloc_countdown <= 0)
-        return false;
-    return --alloc_countdown == 0;
-}
+static bool alloc_should_fail(void) { return sx_fault(SX_FAULT_ALLOC, 0); }
 
 void *sx_malloc(size_t n) { return alloc_should_fail() ? NULL : malloc(n ? n : 1); }
 
@@ -91,12 +86,3 @@ const char *sx_strerror(enum sx_status status) {
 }
 
 const char *sx_version(void) { return SX_VERSION_STRING; }
-
-static volatile sig_atomic_t stop_flag;
-
-void sx_request_stop(void) {
-    stop_flag = 1;
-    sx_out_forget_tmp(); /* in case SIGKILL follows before the export unwinds */
-}
-
-bool sx_stop_requested(void) { return stop_flag != 0; }

@@ -14,7 +14,6 @@ void sx_options_init(struct sx_options *o) {
     o->indent = -1;
     o->gzip_level = 6;
     o->deflate = SX_DEFLATE_ZLIB;
-    o->fail_rank = -1;
 }
 
 static bool ends_with_gz(const char *path) {
@@ -92,6 +91,24 @@ out:
     return st;
 }
 
+/*
+ * NOTE: collective. Every rank learns rank 0's temporary output name in
+ * 'tmp' and tracks it, so that a signal on any rank removes the file: when
+ * rank 0 is killed outright, the launcher stops the others with SIGTERM.
+ */
+static enum sx_status share_tmp(MPI_Comm comm, int rank, const struct sx_out_file *f,
+                                char tmp[SX_TMP_NAME], struct sx_error *err) {
+    if (comm == MPI_COMM_NULL)
+        return SX_OK;
+    if (rank == 0)
+        snprintf(tmp, SX_TMP_NAME, "%s", sx_out_tmp_path(f));
+    enum sx_status st =
+        sx_mpi_check(MPI_Bcast(tmp, SX_TMP_NAME, MPI_CHAR, 0, comm), "MPI_Bcast", err);
+    if (st == SX_OK && rank != 0)
+        sx_tmp_track(tmp);
+    return st;
+}
+
 static enum sx_status check_paths(const char *input, const char *output,
                                   struct sx_error *err) {
     enum sx_status st = SX_OK;
@@ -127,6 +144,7 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
     struct sx_error local;
     int rank = 0, size = 1;
     bool opened = false;
+    char tmp[SX_TMP_NAME] = "";
 
     memset(&doc, 0, sizeof doc);
     sx_error_clear(&local);
@@ -138,24 +156,24 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
         opts = &defaults;
     }
     /* MPI_COMM_NULL: this process alone, without MPI (which need not be initialized) */
-    if (comm != MPI_COMM_NULL) {
-        if (MPI_Comm_dup(comm, &c) != MPI_SUCCESS)
-            return sx_error_set(err, SX_ERR_MPI, "", "MPI_Comm_dup failed");
-        /* an MPI failure is a status to agree on, not the end of the process */
-        MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
-        MPI_Comm_rank(c, &rank);
-        MPI_Comm_size(c, &size);
-    }
+    st = sx_comm_dup(comm, &c, err);
+    if (st != SX_OK)
+        return st;
+    if (c != MPI_COMM_NULL)
+        st = sx_mpi_check(MPI_Comm_rank(c, &rank), "MPI_Comm_rank", err);
+    if (c != MPI_COMM_NULL && st == SX_OK)
+        st = sx_mpi_check(MPI_Comm_size(c, &size), "MPI_Comm_size", err);
     const bool gz = output != NULL && ends_with_gz(output);
-    sx_fault_begin(opts, input);
+    sx_fault_begin(input);
 
     /* Stage: options and paths; every rank checks the same things. */
-    st = check_paths(input, output, err);
+    if (st == SX_OK)
+        st = check_paths(input, output, err);
     if (st == SX_OK && (opts->gzip_level < 0 || opts->gzip_level > 9))
-        st = sx_error_set(err, SX_ERR_USAGE, "", "gzip level %d is not in 0..9",
+        st = sx_error_set(err, SX_ERR_USAGE, output, "gzip level %d is not in 0..9",
                           opts->gzip_level);
     if (st == SX_OK && gz && opts->deflate == SX_DEFLATE_ISAL && !sx_has_isal())
-        st = sx_error_set(err, SX_ERR_USAGE, "",
+        st = sx_error_set(err, SX_ERR_USAGE, output,
                           "this build has no ISA-L deflate engine; use the zlib engine");
     if (st == SX_OK)
         st = sx_filter_new(opts, &filter, err);
@@ -171,7 +189,7 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
     st = sx_h5_open(c, input, opts->summary != 0, &h5, &run, err);
     opened = true;
     if (st == SX_OK)
-        st = sx_fault_at(rank, SX_FAIL_OPEN, err);
+        st = sx_fault_at(SX_FAIL_OPEN, err);
     st = sx_all_ok(c, st, err);
     if (st != SX_OK)
         goto out;
@@ -191,6 +209,9 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
         if (st == SX_OK)
             st = sx_out_open(output, &f, err);
     }
+    st = sx_all_ok(c, st, err);
+    if (st == SX_OK)
+        st = share_tmp(c, rank, f, tmp, err);
     st = sx_all_ok(c, st, err);
     if (st != SX_OK)
         goto out;
@@ -224,12 +245,14 @@ out:
         snprintf(err->source, sizeof err->source, "%s", output);
     }
     sx_out_abort(f); /* removes the temporary file of a failed run */
+    if (rank != 0)
+        sx_tmp_forget(tmp);
+    sx_stop_clear(); /* a stop asked for during this export ends with it */
     sx_doc_free(&doc);
     sx_filter_free(filter);
     sx_run_free(run);
     if (opened)
         sx_h5_close(h5); /* NOTE: collective */
-    if (c != MPI_COMM_NULL)
-        MPI_Comm_free(&c);
+    sx_comm_free(&c);
     return st;
 }

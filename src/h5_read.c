@@ -54,6 +54,17 @@ static void quiet_end(const struct quiet *q) {
     H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
 }
 
+/* Each read may fail on purpose in the fault tests (SX_FAULT_READ). */
+static herr_t dread(hid_t d, hid_t mt, hid_t ms, hid_t fs, hid_t x, void *buf) {
+    return sx_fault(SX_FAULT_READ, 0) ? -1 : H5Dread(d, mt, ms, fs, x, buf);
+}
+
+static herr_t aread(hid_t a, hid_t mt, void *buf) {
+    return sx_fault(SX_FAULT_READ, 0) ? -1 : H5Aread(a, mt, buf);
+}
+#define H5Dread dread
+#define H5Aread aread
+
 /* The nearest known running sum at or before event 'first' of 'row'. */
 static void ckpt_find(const struct sx_h5 *h5, const struct sx_row *row, uint64_t first,
                       uint64_t *pos, uint64_t *sum) {
@@ -1160,8 +1171,10 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
         if (ix.tags != NULL && ix.tags[r][0] != '\0') {
             st = sx_json_parse_tags(ix.tags[r], strlen(ix.tags[r]), &row->tags,
                                     &row->ntags, err);
-            if (st != SX_OK)
+            if (st != SX_OK) {
+                sx_error_where(err, src);
                 goto out;
+            }
         }
     }
     /* num_ranks = max(metadata mpi_size (default 1), max rank + 1); 0 without rows */
@@ -1275,6 +1288,7 @@ out:
 struct name_list {
     char **v;
     size_t n, cap;
+    bool nomem; /* the listing stopped for want of memory */
 };
 
 static herr_t collect_cb(hid_t g, const char *name, const H5L_info_t *info, void *op) {
@@ -1284,12 +1298,14 @@ static herr_t collect_cb(hid_t g, const char *name, const H5L_info_t *info, void
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
         char **v = sx_realloc(l->v, cap * sizeof *v);
+        l->nomem = v == NULL;
         if (v == NULL)
             return -1;
         l->v = v;
         l->cap = cap;
     }
     l->v[l->n] = sx_strdup(name);
+    l->nomem = l->v[l->n] == NULL;
     if (l->v[l->n] == NULL)
         return -1;
     l->n++;
@@ -1302,6 +1318,7 @@ static enum sx_status list_links(hid_t g, struct name_list *l, const char *src,
     enum sx_status st = SX_OK;
     hsize_t idx = 0;
     herr_t rc = H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, collect_cb, l);
+    SX_CHECK(!l->nomem, SX_ERR_NOMEM, err, src, "%s: out of memory", src);
     SX_CHECK(rc >= 0, SX_ERR_IO, err, src, "%s: members cannot be listed", src);
 out:
     return st;
@@ -1955,31 +1972,25 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
     quiet_begin(&q);
     *out = NULL;
     *run_out = NULL;
+    /* Every rank reaches the agreement below, whatever failed before it. */
     h5 = sx_calloc(1, sizeof *h5);
-    SX_CHECK(h5 != NULL, SX_ERR_NOMEM, err, path, "out of memory");
-    h5->file = -1;
-    h5->meta = -1;
-    for (int c = 0; c < SX_NCOLS; c++)
-        h5->ev[c] = -1;
-    h5->path = sx_strdup(path);
-    SX_CHECK(h5->path != NULL, SX_ERR_NOMEM, err, path, "out of memory");
-
-    /* Agree on the file's existence before the collective open. */
-    int ok = stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
-    int all_ok = ok;
-    if (comm != MPI_COMM_NULL)
-        MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
-    if (!all_ok) {
-        if (ok)
-            st = sx_error_set(err, SX_ERR_NOT_FOUND, path,
-                              "HDF5 file not found on every rank: %s", path);
-        else if (stat(path, &sb) == 0)
-            st = sx_error_set(err, SX_ERR_OPEN, path, "%s is not a regular file", path);
-        else
-            st = sx_error_set(err, SX_ERR_NOT_FOUND, path, "HDF5 file not found: %s",
-                              path);
-        goto out;
+    if (h5 != NULL) {
+        h5->file = -1;
+        h5->meta = -1;
+        for (int c = 0; c < SX_NCOLS; c++)
+            h5->ev[c] = -1;
+        h5->path = sx_strdup(path);
     }
+    if (h5 == NULL || h5->path == NULL)
+        st = sx_error_set(err, SX_ERR_NOMEM, path, "%s: out of memory", path);
+    else if (stat(path, &sb) != 0)
+        st = sx_error_set(err, SX_ERR_NOT_FOUND, path, "HDF5 file not found: %s", path);
+    else if (!S_ISREG(sb.st_mode))
+        st = sx_error_set(err, SX_ERR_OPEN, path, "%s is not a regular file", path);
+    /* NOTE: collective: agree (on the file's existence) before the collective open */
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
     h5->file_size = sb.st_size;
 
     fapl = H5Pcreate(H5P_FILE_ACCESS);

@@ -113,6 +113,17 @@ static void quiet_off(const struct quiet *q) {
     H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
 }
 
+/* Each write may fail on purpose in the fault tests (SX_FAULT_WRITE). */
+static herr_t dwrite(hid_t d, hid_t mt, hid_t ms, hid_t fs, hid_t x, const void *buf) {
+    return sx_fault(SX_FAULT_WRITE, 0) ? -1 : H5Dwrite(d, mt, ms, fs, x, buf);
+}
+
+static herr_t awrite(hid_t a, hid_t mt, const void *buf) {
+    return sx_fault(SX_FAULT_WRITE, 0) ? -1 : H5Awrite(a, mt, buf);
+}
+#define H5Dwrite dwrite
+#define H5Awrite awrite
+
 static herr_t walk_cb(unsigned n, const H5E_error2_t *e, void *data) {
     char *out = data;
     (void)n;
@@ -437,29 +448,6 @@ out:
 
 void sx_h5w_spec_init(struct sx_h5w_spec *spec) { *spec = (struct sx_h5w_spec){0}; }
 
-/* A new temporary name beside 'path', created empty with O_EXCL. */
-static char *make_tmp(const char *path) {
-    static unsigned counter;
-    size_t n = strlen(path) + 64;
-    char *tmp = sx_malloc(n);
-    if (tmp == NULL) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    for (int attempt = 0; attempt < 100; attempt++) {
-        snprintf(tmp, n, "%s.tmp-%ld-%u", path, (long)getpid(), counter++);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
-        if (fd >= 0) {
-            close(fd);
-            return tmp;
-        }
-        if (errno != EEXIST)
-            break;
-    }
-    free(tmp);
-    return NULL;
-}
-
 static void free_w(struct sx_h5w *w) {
     free(w->path);
     free(w->tmp);
@@ -495,8 +483,10 @@ void sx_h5w_abort(struct sx_h5w *w) {
     quiet_on(&q);
     close_all(w);
     quiet_off(&q);
-    if (w->tmp != NULL && w->rank == 0)
+    if (w->tmp != NULL && w->rank == 0) {
         unlink(w->tmp);
+        sx_tmp_forget(w->tmp);
+    }
     free_w(w);
 }
 
@@ -524,11 +514,8 @@ static enum sx_status create_local(MPI_Comm comm, const char *path,
         MPI_Comm_rank(comm, &w->rank);
     w->path = sx_strdup(path);
     SX_CHECK(w->path != NULL, SX_ERR_NOMEM, err, path, "out of memory");
-    if (w->rank == 0) {
-        w->tmp = make_tmp(path);
-        SX_CHECK(w->tmp != NULL, errno == ENOMEM ? SX_ERR_NOMEM : SX_ERR_IO, err, path,
-                 "cannot create a temporary file beside it: %s", strerror(errno));
-    }
+    if (w->rank == 0)
+        st = sx_tmp_create(path, &w->tmp, NULL, err);
 out:
     return st;
 }
@@ -1924,6 +1911,7 @@ enum sx_status sx_h5w_finish(struct sx_h5w *w, struct sx_error *err) {
                               "cannot rename the temporary file into place: %s",
                               strerror(errno));
         if (st == SX_OK) {
+            sx_tmp_forget(w->tmp);
             free(w->tmp);
             w->tmp = NULL;
         }

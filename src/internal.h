@@ -16,6 +16,8 @@
 enum sx_status sx_error_set(struct sx_error *err, enum sx_status code, const char *source,
                             const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void sx_error_clear(struct sx_error *err);
+/* Name 'source' as the error's source when the error has none yet. */
+void sx_error_where(struct sx_error *err, const char *source);
 
 /* The one checking macro: on a false 'cond', record the error and goto out. */
 #define SX_CHECK(cond, code, err, source, ...)                                           \
@@ -26,13 +28,31 @@ void sx_error_clear(struct sx_error *err);
         }                                                                                \
     } while (0)
 
-/* Allocation hook for failure injection in tests: fail the Nth call (1-based). */
+/* Allocations: each may fail on purpose in the fault tests (SX_FAULT_ALLOC). */
 void *sx_malloc(size_t n);
 void *sx_calloc(size_t n, size_t size);
 void *sx_realloc(void *p, size_t n);
 char *sx_strdup(const char *s);
 char *sx_strndup(const char *s, size_t n);
-void sx_alloc_fail_after(long n); /* 0 = never fail */
+
+/*
+ * Fault injection. The hook is NULL in the library and the command; only the
+ * test programs set it (tests/support/sx_fault.c). The library asks before
+ * every call that may fail: true means "fail this one".
+ */
+enum sx_fault_kind {
+    SX_FAULT_ALLOC = 0, /* sx_malloc & co. */
+    SX_FAULT_READ,      /* an HDF5 read (H5Dread, H5Aread) */
+    SX_FAULT_WRITE,     /* a write, close or rename of an output */
+    SX_FAULT_STAGE,     /* a stage of the export ('stage': fault.h) */
+    SX_NFAULTS
+};
+extern bool (*sx_fault_hook)(enum sx_fault_kind kind, int stage);
+static inline bool sx_fault(enum sx_fault_kind kind, int stage) {
+    return sx_fault_hook != NULL && sx_fault_hook(kind, stage);
+}
+/* Tests only (tests/support/sx_fault.c): fail the Nth allocation from now; 0 = none. */
+void sx_alloc_fail_after(long n);
 
 /* ------------------------------------------------------------------ */
 /* json_write.c: byte-exact JSON text as Python's json.dumps writes it */
@@ -523,8 +543,23 @@ enum sx_status sx_out_write(struct sx_out_file *f, const void *p, size_t n,
 enum sx_status sx_out_commit(struct sx_out_file *f, struct sx_error *err);
 /* Remove the temporary file. Accepts NULL. */
 void sx_out_abort(struct sx_out_file *f);
-/* Unlink the temporary file being written, from a signal handler. */
-void sx_out_forget_tmp(void);
+/* The temporary name 'f' is written under (shorter than SX_TMP_NAME bytes). */
+#define SX_TMP_NAME 4096
+const char *sx_out_tmp_path(const struct sx_out_file *f);
+
+/*
+ * The one temporary-file scheme: a new empty file ".NAME.XXXXXX" beside
+ * 'path' (mode as open(2) with 0666 under the umask), tracked for
+ * sx_tmp_remove_all. New name in '*tmp'; its descriptor in '*fd', or closed
+ * when 'fd' is NULL. The caller renames or removes it, then sx_tmp_forget.
+ */
+enum sx_status sx_tmp_create(const char *path, char **tmp, int *fd, struct sx_error *err);
+/* Track a temporary file another rank writes, so that a signal here removes it. */
+void sx_tmp_track(const char *tmp);
+/* 'tmp' was renamed or removed: no longer tracked. */
+void sx_tmp_forget(const char *tmp);
+/* Unlink every tracked temporary file (async-signal-safe: signal handlers). */
+void sx_tmp_remove_all(void);
 
 /* Compress 'n' bytes into a raw deflate segment ending on a byte boundary
  * ('final': the segment ends the stream). Appends to 'out'. */
@@ -539,6 +574,16 @@ void sx_gzip_trailer(unsigned char out[8], uint32_t crc, uint64_t isize);
 /* ------------------------------------------------------------------ */
 /* mpi_util.c                                                         */
 
+/* SX_OK for MPI_SUCCESS; otherwise an SX_ERR_MPI error naming 'call'. */
+enum sx_status sx_mpi_check(int rc, const char *call, struct sx_error *err);
+/*
+ * NOTE: collective. The library's own copy of 'comm' in '*out', whose MPI
+ * errors are returned (MPI_ERRORS_RETURN) instead of ending the process.
+ * MPI_COMM_NULL gives MPI_COMM_NULL (one process, no MPI call).
+ */
+enum sx_status sx_comm_dup(MPI_Comm comm, MPI_Comm *out, struct sx_error *err);
+/* NOTE: collective. Free a copy made by sx_comm_dup; accepts MPI_COMM_NULL. */
+void sx_comm_free(MPI_Comm *comm);
 /*
  * NOTE: collective. All ranks agree on the outcome of a local step: returns
  * SX_OK when every rank passed 'st' == SX_OK; otherwise the status of the
@@ -546,8 +591,10 @@ void sx_gzip_trailer(unsigned char out[8], uint32_t crc, uint64_t isize);
  */
 enum sx_status sx_all_ok(MPI_Comm comm, enum sx_status st, struct sx_error *err);
 
-/* Async stop request (signals). */
+/* stop.c: whether sx_request_stop() was called since the last sx_stop_clear(). */
 bool sx_stop_requested(void);
+/* The end of an export: a stop asked for during it does not outlive it. */
+void sx_stop_clear(void);
 
 /* ------------------------------------------------------------------ */
 /* args.c: options by name                                            */

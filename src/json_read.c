@@ -442,6 +442,8 @@ static enum sx_status read_all(const char *path, char **data, size_t *len,
             cap = ncap;
         }
         const int got = gzread(gz, buf + n, 1u << 20);
+        SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, path, "cannot read %s: %s",
+                 path, strerror(EIO)); /* a fault test's failed read */
         if (got < 0) {
             int zerr = Z_OK;
             const char *msg = gzerror(gz, &zerr);

@@ -1,12 +1,47 @@
-/* mpi_util.c - ranks agree on errors before the next collective */
+/* mpi_util.c - the library's communicator; ranks agree on errors before the next
+ * collective */
 #include "internal.h"
 
+#include <stdio.h>
 #include <string.h>
+
+enum sx_status sx_mpi_check(int rc, const char *call, struct sx_error *err) {
+    if (rc == MPI_SUCCESS)
+        return SX_OK;
+    char text[MPI_MAX_ERROR_STRING] = "";
+    int n = 0;
+    if (MPI_Error_string(rc, text, &n) != MPI_SUCCESS)
+        snprintf(text, sizeof text, "error %d", rc);
+    return sx_error_set(err, SX_ERR_MPI, call, "%s failed: %s", call, text);
+}
+
+/* NOTE: collective */
+enum sx_status sx_comm_dup(MPI_Comm comm, MPI_Comm *out, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    *out = MPI_COMM_NULL;
+    if (comm == MPI_COMM_NULL) /* one process without MPI */
+        return SX_OK;
+    st = sx_mpi_check(MPI_Comm_dup(comm, out), "MPI_Comm_dup", err);
+    /* a failed MPI call is an error to report, never the end of the caller's process */
+    if (st == SX_OK)
+        st = sx_mpi_check(MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN),
+                          "MPI_Comm_set_errhandler", err);
+    if (st != SX_OK && *out != MPI_COMM_NULL)
+        MPI_Comm_free(out);
+    return st;
+}
+
+/* NOTE: collective */
+void sx_comm_free(MPI_Comm *comm) {
+    if (*comm != MPI_COMM_NULL)
+        MPI_Comm_free(comm);
+    *comm = MPI_COMM_NULL;
+}
 
 /* NOTE: collective */
 enum sx_status sx_all_ok(MPI_Comm comm, enum sx_status st, struct sx_error *err) {
     int rank = 0, size = 1;
-    if (comm == MPI_COMM_NULL) { /* one process without MPI: nobody to agree with */
+    if (comm == MPI_COMM_NULL) { /* one process without MPI: rank 0 of one */
         if (st != SX_OK && err != NULL) {
             if (err->code == SX_OK)
                 err->code = st;
@@ -15,12 +50,18 @@ enum sx_status sx_all_ok(MPI_Comm comm, enum sx_status st, struct sx_error *err)
         }
         return st;
     }
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
+    enum sx_status mst = sx_mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", err);
+    if (mst == SX_OK)
+        mst = sx_mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size", err);
+    if (mst != SX_OK)
+        return mst;
     /* The lowest failing rank speaks for all: its error is broadcast. */
     int mine = st != SX_OK ? rank : size;
     int first = size;
-    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+    mst = sx_mpi_check(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm),
+                       "MPI_Allreduce", err);
+    if (mst != SX_OK)
+        return mst;
     if (first == size)
         return SX_OK;
     struct sx_error e;
@@ -35,7 +76,10 @@ enum sx_status sx_all_ok(MPI_Comm comm, enum sx_status st, struct sx_error *err)
         if (e.code == SX_OK)
             e.code = SX_ERR_INTERNAL;
     }
-    MPI_Bcast(&e, (int)sizeof e, MPI_BYTE, first, comm);
+    mst = sx_mpi_check(MPI_Bcast(&e, (int)sizeof e, MPI_BYTE, first, comm), "MPI_Bcast",
+                       err);
+    if (mst != SX_OK)
+        return mst;
     if (err != NULL)
         *err = e;
     return e.code;

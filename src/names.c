@@ -28,59 +28,73 @@ char *sx_output_path(const char *base, const char *label, size_t n_runs) {
     return out;
 }
 
+/* The label of the run in 'input', read on this process alone. New string in '*label'. */
+static enum sx_status read_label(const char *input, char **label, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_h5 *h5 = NULL;
+    struct sx_run *run = NULL;
+    char *text = NULL;
+    st = sx_h5_open(MPI_COMM_NULL, input, false, &h5, &run, err);
+    if (st != SX_OK)
+        goto out;
+    for (size_t i = 0; i < run->metadata.u.obj.n && text == NULL; i++) {
+        const struct sx_member *m = &run->metadata.u.obj.items[i];
+        if (strcmp(m->key, "label") == 0 && m->value.kind == SX_V_STR &&
+            m->value.u.str.len > 0)
+            text = sx_strdup(m->value.u.str.s);
+    }
+    if (text == NULL) { /* Path(file_path).stem */
+        const char *slash = strrchr(input, '/');
+        const char *name = slash ? slash + 1 : input;
+        const char *dot = strrchr(name, '.');
+        text =
+            dot && dot != name ? sx_strndup(name, (size_t)(dot - name)) : sx_strdup(name);
+    }
+    SX_CHECK(text != NULL, SX_ERR_NOMEM, err, input, "%s: out of memory", input);
+out:
+    sx_run_free(run);
+    sx_h5_close(h5);
+    *label = text;
+    return st;
+}
+
 enum sx_status sx_run_label(MPI_Comm comm, const char *input, char **label,
                             struct sx_error *err) {
     enum sx_status st = SX_OK;
-    int rank = 0;
+    MPI_Comm c = MPI_COMM_NULL;
+    int rank = 0, n = 0;
     char *text = NULL;
-    struct sx_h5 *h5 = NULL;
-    struct sx_run *run = NULL;
-    if (comm != MPI_COMM_NULL)
-        MPI_Comm_rank(comm, &rank);
+    sx_error_clear(err);
     *label = NULL;
-    if (rank == 0) {
-        st = sx_h5_open(MPI_COMM_NULL, input, false, &h5, &run, err);
-        if (st == SX_OK) {
-            for (size_t i = 0; i < run->metadata.u.obj.n; i++) {
-                const struct sx_member *m = &run->metadata.u.obj.items[i];
-                if (strcmp(m->key, "label") == 0 && m->value.kind == SX_V_STR &&
-                    m->value.u.str.len > 0)
-                    text = sx_strdup(m->value.u.str.s);
-            }
-            if (text == NULL) { /* Path(file_path).stem */
-                const char *slash = strrchr(input, '/');
-                const char *name = slash ? slash + 1 : input;
-                const char *dot = strrchr(name, '.');
-                text = dot && dot != name ? sx_strndup(name, (size_t)(dot - name))
-                                          : sx_strdup(name);
-            }
-            if (text == NULL)
-                st = sx_error_set(err, SX_ERR_NOMEM, input, "out of memory");
-        }
-        sx_run_free(run);
-        sx_h5_close(h5);
+    /* NOTE: collective: rank 0 reads the label, every rank learns it */
+    st = sx_comm_dup(comm, &c, err);
+    if (st != SX_OK)
+        return st;
+    if (c != MPI_COMM_NULL)
+        st = sx_mpi_check(MPI_Comm_rank(c, &rank), "MPI_Comm_rank", err);
+    if (st == SX_OK && rank == 0) {
+        st = read_label(input, &text, err);
+        n = text != NULL ? (int)strlen(text) : 0;
     }
-    st = sx_all_ok(comm, st, err);
+    st = sx_all_ok(c, st, err);
+    if (st != SX_OK || c == MPI_COMM_NULL)
+        goto out;
+    st = sx_mpi_check(MPI_Bcast(&n, 1, MPI_INT, 0, c), "MPI_Bcast", err);
+    if (st == SX_OK && rank != 0) {
+        text = sx_calloc((size_t)n + 1, 1);
+        if (text == NULL)
+            st = sx_error_set(err, SX_ERR_NOMEM, input, "%s: out of memory", input);
+    }
+    st = sx_all_ok(c, st, err);
+    if (st == SX_OK)
+        st = sx_mpi_check(MPI_Bcast(text, n, MPI_CHAR, 0, c), "MPI_Bcast", err);
+    st = sx_all_ok(c, st, err);
+out:
+    sx_comm_free(&c);
     if (st != SX_OK) {
         free(text);
-        return st;
+        text = NULL;
     }
-    if (comm == MPI_COMM_NULL) {
-        *label = text;
-        return SX_OK;
-    }
-    /* NOTE: collective: every rank learns rank 0's label */
-    int n = rank == 0 ? (int)strlen(text) : 0;
-    MPI_Bcast(&n, 1, MPI_INT, 0, comm);
-    if (rank != 0)
-        text = sx_calloc((size_t)n + 1, 1);
-    int ok = text != NULL, all = 0;
-    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
-    if (!all) {
-        free(text);
-        return sx_error_set(err, SX_ERR_NOMEM, input, "out of memory");
-    }
-    MPI_Bcast(text, n, MPI_CHAR, 0, comm);
     *label = text;
-    return SX_OK;
+    return st;
 }

@@ -20,24 +20,84 @@ struct sx_out_file {
 };
 
 /*
- * The temporary file of the output being written, for sx_out_forget_tmp():
- * a signal may be followed by SIGKILL before the export unwinds, so the
- * handler removes the file itself (unlink is async-signal-safe).
+ * Every temporary file this process is writing, or knows another rank to be
+ * writing, for sx_tmp_remove_all(): a signal may be followed by SIGKILL
+ * before the export unwinds, so the handler removes the files itself
+ * (unlink is async-signal-safe). A slot is filled before it is marked set.
  */
-static char pending_tmp[4096];
-static volatile sig_atomic_t pending_set;
+enum { MAX_TMP = 16 };
+static struct {
+    char path[SX_TMP_NAME];
+    volatile sig_atomic_t set;
+} pending[MAX_TMP];
 
-void sx_out_forget_tmp(void) {
-    if (pending_set)
-        unlink(pending_tmp);
+void sx_tmp_track(const char *tmp) {
+    for (int i = 0; tmp != NULL && i < MAX_TMP; i++)
+        if (!pending[i].set && strlen(tmp) < sizeof pending[i].path) {
+            memcpy(pending[i].path, tmp, strlen(tmp) + 1);
+            pending[i].set = 1;
+            return;
+        }
 }
 
-static void set_pending(const char *tmp) {
-    pending_set = 0;
-    if (tmp != NULL && strlen(tmp) < sizeof pending_tmp) {
-        memcpy(pending_tmp, tmp, strlen(tmp) + 1);
-        pending_set = 1;
+void sx_tmp_forget(const char *tmp) {
+    for (int i = 0; tmp != NULL && i < MAX_TMP; i++)
+        if (pending[i].set && strcmp(pending[i].path, tmp) == 0) {
+            pending[i].set = 0;
+            return;
+        }
+}
+
+void sx_tmp_remove_all(void) {
+    for (int i = 0; i < MAX_TMP; i++)
+        if (pending[i].set)
+            unlink(pending[i].path);
+}
+
+enum sx_status sx_tmp_create(const char *path, char **tmp, int *fd,
+                             struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    size_t n = strlen(path) + 32;
+    char *t = NULL;
+    int d = -1;
+    SX_CHECK(n <= SX_TMP_NAME, SX_ERR_IO, err, path,
+             "cannot create %s: the name is too long", path);
+    t = sx_malloc(n);
+    SX_CHECK(t != NULL, SX_ERR_NOMEM, err, path, "%s: out of memory", path);
+    /* same directory, so the final rename is atomic */
+    const char *base = strrchr(path, '/');
+    if (base == NULL)
+        snprintf(t, n, ".%s.XXXXXX", path);
+    else
+        snprintf(t, n, "%.*s/.%s.XXXXXX", (int)(base - path), path, base + 1);
+    d = mkstemp(t);
+    SX_CHECK(d >= 0, SX_ERR_IO, err, path, "cannot create %s: %s", path, strerror(errno));
+    sx_tmp_track(t);
+    /* mkstemp makes 0600; give the file what open(2) with 0666 would under the umask */
+    mode_t um = umask(0);
+    umask(um);
+    if (fchmod(d, 0666 & ~um) != 0) {
+        /* not fatal: the data is what matters */
     }
+out:
+    if (st != SX_OK) {
+        free(t);
+        t = NULL;
+    } else if (fd == NULL) {
+        close(d);
+    } else {
+        *fd = d;
+    }
+    *tmp = t;
+    return st;
+}
+
+/* Whether a write, close or rename fails on purpose (fault tests), as EIO. */
+static bool faulty(void) {
+    if (!sx_fault(SX_FAULT_WRITE, 0))
+        return false;
+    errno = EIO;
+    return true;
 }
 
 /* mkdir -p of the directory part of 'path'. */
@@ -103,28 +163,11 @@ enum sx_status sx_out_open(const char *path, struct sx_out_file **out,
     if (st != SX_OK)
         goto out;
     f = sx_calloc(1, sizeof *f);
-    SX_CHECK(f != NULL, SX_ERR_NOMEM, err, path, "out of memory");
+    SX_CHECK(f != NULL, SX_ERR_NOMEM, err, path, "%s: out of memory", path);
     f->fd = -1;
     f->path = sx_strdup(path);
-    size_t n = strlen(path) + 32;
-    f->tmp = sx_malloc(n);
-    SX_CHECK(f->path != NULL && f->tmp != NULL, SX_ERR_NOMEM, err, path, "out of memory");
-    /* same directory, so the final rename is atomic */
-    const char *base = strrchr(path, '/');
-    if (base == NULL)
-        snprintf(f->tmp, n, ".%s.XXXXXX", path);
-    else
-        snprintf(f->tmp, n, "%.*s/.%s.XXXXXX", (int)(base - path), path, base + 1);
-    f->fd = mkstemp(f->tmp);
-    SX_CHECK(f->fd >= 0, SX_ERR_IO, err, path, "cannot create %s: %s", path,
-             strerror(errno));
-    /* mkstemp makes 0600; give the file what open(2) with 0666 would under the umask */
-    mode_t um = umask(0);
-    umask(um);
-    if (fchmod(f->fd, 0666 & ~um) != 0) {
-        /* not fatal: the data is what matters */
-    }
-    set_pending(f->tmp);
+    SX_CHECK(f->path != NULL, SX_ERR_NOMEM, err, path, "%s: out of memory", path);
+    st = sx_tmp_create(path, &f->tmp, &f->fd, err);
 out:
     free(resolved);
     if (st != SX_OK) {
@@ -140,6 +183,8 @@ enum sx_status sx_out_write(struct sx_out_file *f, const void *p, size_t n,
     const char *c = p;
     while (n > 0) {
         ssize_t w = write(f->fd, c, n > (1u << 30) ? (1u << 30) : n);
+        if (faulty())
+            w = -1;
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -157,11 +202,11 @@ enum sx_status sx_out_commit(struct sx_out_file *f, struct sx_error *err) {
     int fd = f->fd;
     f->fd = -1;
     /* a failed close is a failed write (NFS, quotas) */
-    SX_CHECK(close(fd) == 0, SX_ERR_IO, err, f->path, "cannot write %s: %s", f->path,
-             strerror(errno));
-    SX_CHECK(rename(f->tmp, f->path) == 0, SX_ERR_IO, err, f->path,
+    SX_CHECK(close(fd) == 0 && !faulty(), SX_ERR_IO, err, f->path, "cannot write %s: %s",
+             f->path, strerror(errno));
+    SX_CHECK(!faulty() && rename(f->tmp, f->path) == 0, SX_ERR_IO, err, f->path,
              "cannot rename the finished output to %s: %s", f->path, strerror(errno));
-    set_pending(NULL);
+    sx_tmp_forget(f->tmp);
     free(f->tmp);
     f->tmp = NULL;
 out:
@@ -169,14 +214,17 @@ out:
     return st;
 }
 
+const char *sx_out_tmp_path(const struct sx_out_file *f) { return f->tmp; }
+
 void sx_out_abort(struct sx_out_file *f) {
     if (f == NULL)
         return;
     if (f->fd >= 0)
         close(f->fd);
-    set_pending(NULL);
-    if (f->tmp != NULL)
+    if (f->tmp != NULL) {
         unlink(f->tmp);
+        sx_tmp_forget(f->tmp);
+    }
     free(f->tmp);
     free(f->path);
     free(f);

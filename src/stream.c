@@ -55,7 +55,7 @@ struct block_out {
 };
 
 static enum sx_status make_block(const struct sx_producer *p,
-                                 const struct sx_stream_opts *so, size_t b, int rank,
+                                 const struct sx_stream_opts *so, size_t b,
                                  struct block_out *bo, struct sx_error *err) {
     enum sx_status st = SX_OK;
     sx_buf_reset(&bo->raw);
@@ -64,17 +64,17 @@ static enum sx_status make_block(const struct sx_producer *p,
         return sx_error_set(err, SX_ERR_INTERRUPTED, so->path,
                             "%s: export interrupted by a signal; no output was written",
                             so->path);
-    st = sx_fault_at(rank, SX_FAIL_READ, err);
+    st = sx_fault_at(SX_FAIL_READ, err);
     if (st == SX_OK)
         st = p->block(p->ctx, b, &bo->raw, err);
     if (st == SX_OK && bo->raw.failed)
         st =
             sx_error_set(err, SX_ERR_NOMEM, so->path, "out of memory formatting a block");
     if (st == SX_OK)
-        st = sx_fault_at(rank, SX_FAIL_FORMAT, err);
+        st = sx_fault_at(SX_FAIL_FORMAT, err);
     if (st == SX_OK && so->gz) {
         bo->crc = sx_crc32(0, bo->raw.data, bo->raw.len);
-        st = sx_fault_at(rank, SX_FAIL_COMPRESS, err);
+        st = sx_fault_at(SX_FAIL_COMPRESS, err);
         if (st == SX_OK)
             st = sx_deflate_segment(bo->raw.data, bo->raw.len, so->level, so->eng, false,
                                     &bo->z, err);
@@ -172,11 +172,11 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
     if (st == SX_OK)
         st = write_text(w, &text, NULL, 0, false, err);
     if (st == SX_OK)
-        st = sx_fault_at(0, SX_FAIL_WRITE, err);
+        st = sx_fault_at(SX_FAIL_WRITE, err);
     for (size_t b = 0; st == SX_OK && b < p->nblocks; b++) {
         int owner = sx_stream_owner(b, size, so->gz);
         if (owner == 0) {
-            st = make_block(p, so, b, 0, &mine, err);
+            st = make_block(p, so, b, &mine, err);
             if (st == SX_OK)
                 st = write_text(w, &mine.raw, &mine.z, mine.crc, false, err);
             continue;
@@ -201,7 +201,7 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
             st = write_text(w, &in, so->gz ? &zin : NULL, h.crc, false, err);
     }
     if (st == SX_OK && !remote_failed)
-        st = sx_fault_rest(0, err);
+        st = sx_fault_rest(err);
     bool failed = st != SX_OK || remote_failed;
     int ctrl = failed ? 1 : 0;
     if (failed) /* stop the others producing: only an abort is urgent */
@@ -332,9 +332,9 @@ static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
             break;
         }
         s->nreq = 0;
-        st = make_block(p, so, b, rank, &s->bo, err);
+        st = make_block(p, so, b, &s->bo, err);
         if (st == SX_OK)
-            st = sx_fault_at(rank, SX_FAIL_SEND, err);
+            st = sx_fault_at(SX_FAIL_SEND, err);
         if (st == SX_OK)
             st = post_sends(s, so->gz, comm, err);
         if (st != SX_OK)
@@ -342,7 +342,7 @@ static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
         k++;
     }
     if (st == SX_OK && !got_ctrl)
-        st = sx_fault_rest(rank, err);
+        st = sx_fault_rest(err);
     for (int j = 0; j < NSETS; j++)
         if (MPI_Waitall(set[j].nreq, set[j].reqs, MPI_STATUSES_IGNORE) != MPI_SUCCESS &&
             st == SX_OK)
@@ -401,6 +401,7 @@ enum sx_status sx_stream(MPI_Comm comm, const struct sx_producer *p,
     } else {
         st = stream_worker(comm, rank, size, p, so, err);
     }
+    sx_error_where(err, so->path); /* the protocol's own errors name the output */
     st = sx_all_ok(comm, st, err);
 out:
     sx_buf_free(&w.z);

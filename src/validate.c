@@ -24,7 +24,8 @@ enum sx_status sx_validate(const char *path, struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_run *run = NULL;
 
-    SX_CHECK(path != NULL, SX_ERR_USAGE, err, NULL, "no input file given");
+    sx_error_clear(err);
+    SX_CHECK(path != NULL, SX_ERR_USAGE, err, "", "no input file given");
     if (is_hdf5(path))
         st = sx_h5_load(path, false, &run, err);
     else
@@ -38,7 +39,8 @@ enum sx_status sx_import(const char *input, const char *output, struct sx_error 
     enum sx_status st = SX_OK;
     struct sx_run *run = NULL;
 
-    SX_CHECK(input != NULL && output != NULL, SX_ERR_USAGE, err, NULL,
+    sx_error_clear(err);
+    SX_CHECK(input != NULL && output != NULL, SX_ERR_USAGE, err, "",
              "import needs an input and an output file");
     st = sx_json_load(input, &run, err);
     if (st != SX_OK)

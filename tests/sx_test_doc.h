@@ -9,28 +9,42 @@
 #include <string.h>
 #include <zlib.h>
 
-/* The whole file, gunzipped when it is gzip (gzread passes plain text through). */
-static inline char *sx_test_slurp(const char *path, size_t *len) {
-    gzFile f = gzopen(path, "rb");
-    if (f == NULL)
+/*
+ * The tests' one way to read a whole file: its '*len' bytes, NUL-terminated,
+ * gunzipped when 'gunzip' and it is gzip (gzread passes plain text through).
+ * NULL when it cannot be read.
+ */
+static inline char *sx_test_slurp(const char *path, size_t *len, bool gunzip) {
+    gzFile z = gunzip ? gzopen(path, "rb") : NULL;
+    FILE *f = gunzip ? NULL : fopen(path, "rb");
+    if (z == NULL && f == NULL)
         return NULL;
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
-    int r = 0;
-    while (buf != NULL && (r = gzread(f, buf + n, (unsigned)(cap - n))) > 0) {
+    long r = 0;
+    while (buf != NULL) {
+        r = gunzip ? gzread(z, buf + n, (unsigned)(cap - n - 1))
+                   : (long)fread(buf + n, 1, cap - n - 1, f);
+        if (r <= 0)
+            break;
         n += (size_t)r;
-        if (n == cap) {
+        if (n + 1 == cap) {
             char *more = realloc(buf, cap *= 2);
             if (more == NULL)
                 free(buf);
             buf = more;
         }
     }
-    if (buf != NULL && r < 0) {
+    if (buf != NULL && (r < 0 || (f != NULL && ferror(f)))) {
         free(buf);
         buf = NULL;
     }
-    gzclose(f);
+    if (buf != NULL)
+        buf[n] = '\0';
+    if (z != NULL)
+        gzclose(z);
+    if (f != NULL)
+        fclose(f);
     *len = n;
     return buf;
 }
@@ -60,7 +74,7 @@ static inline size_t sx_test_drop_exporter(char *s, size_t n) {
 static inline bool sx_test_same_text(const char *out, const char *want,
                                      const char *exporter) {
     size_t na = 0, nb = 0;
-    char *a = sx_test_slurp(out, &na), *b = sx_test_slurp(want, &nb);
+    char *a = sx_test_slurp(out, &na, true), *b = sx_test_slurp(want, &nb, true);
     bool same = false;
     if (a == NULL || b == NULL) {
         fprintf(stderr, "cannot read %s\n", a == NULL ? out : want);

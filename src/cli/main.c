@@ -54,6 +54,10 @@ static const char usage_text[] =
     "Exit status: 0 on success, 1 on failure (one line on stderr names the file,\n"
     "the object and the rank), 2 on a usage error.\n";
 
+#ifdef SX_TEST_FAULTS
+int sx_fault_from_env(int rank); /* tests/support/sx_fault.c: the test build only */
+#endif
+
 static int world_rank;
 static int world_size = 1;
 static MPI_Comm world = MPI_COMM_NULL; /* MPI_COMM_WORLD, or NULL when run without MPI */
@@ -74,6 +78,31 @@ static bool want_mpi(void) {
     for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
         if (getenv(marks[i]) != NULL)
             return true;
+    return false;
+}
+
+/*
+ * NOTE: collective over 'world'. Every rank learns whether all passed 'ok'
+ * (this process alone without MPI): -1 when all did, else the lowest rank
+ * that did not. A rank that fails a step never leaves the others waiting in
+ * the next collective: all go on, or all stop.
+ */
+static int first_failed(bool ok) {
+    int mine = ok ? world_size : world_rank, first = mine;
+    if (world != MPI_COMM_NULL &&
+        MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, world) != MPI_SUCCESS)
+        first = world_rank;
+    return first < world_size ? first : -1;
+}
+
+/* NOTE: collective. Agree on a step of the command itself; rank 0 says what failed. */
+static bool all_passed(bool ok, const char *what) {
+    int first = first_failed(ok);
+    if (first < 0)
+        return true;
+    if (world_rank == 0)
+        fprintf(stderr, "scope-export: error: %s: out of memory [rank %d]\n", what,
+                first);
     return false;
 }
 
@@ -349,8 +378,13 @@ static int cmd_export(int argc, char **argv, int first) {
     size_t nin = 0, ninc = 0, nexc = 0, nranks = 0;
     int quiet = 0, progress = -1, rc = 0, stats = 0, native = 0;
     const char *label = NULL;
-    if (inputs == NULL || inc == NULL || exc == NULL)
-        return 1;
+    char **labels = NULL;
+    char **uniq = NULL;
+    char *trace_base = NULL;
+    if (!all_passed(inputs != NULL && inc != NULL && exc != NULL, "arguments")) {
+        rc = 1;
+        goto out;
+    }
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         const char *val = NULL;
@@ -363,7 +397,7 @@ static int cmd_export(int argc, char **argv, int first) {
             val = argv[++i];                                                             \
         else {                                                                           \
             rc = usage_error("option needs a value", a);                                 \
-            goto out;                                                                    \
+            goto parsed;                                                                 \
         }                                                                                \
     } while (0)
 #define IS(name) (strcmp(a, name) == 0 || (strncmp(a, name "=", sizeof(name)) == 0))
@@ -375,7 +409,7 @@ static int cmd_export(int argc, char **argv, int first) {
             NEED_VALUE();
             if (parse_int(val, 0, 1000, &v) != 0) {
                 rc = usage_error("--indent takes a number from 0 to 1000", val);
-                goto out;
+                goto parsed;
             }
             o.indent = (int)v;
         } else if (strcmp(a, "--summary") == 0) {
@@ -386,7 +420,7 @@ static int cmd_export(int argc, char **argv, int first) {
             ranks = NULL;
             if (parse_ranks(val, &ranks, &nranks) != 0) {
                 rc = usage_error("--ranks takes a list like 0,2,5-7", val);
-                goto out;
+                goto parsed;
             }
         } else if (IS("--include")) {
             NEED_VALUE();
@@ -398,7 +432,7 @@ static int cmd_export(int argc, char **argv, int first) {
             NEED_VALUE();
             if (parse_int(val, 0, 9, &v) != 0) {
                 rc = usage_error("--gzip-level takes a number from 0 to 9", val);
-                goto out;
+                goto parsed;
             }
             o.gzip_level = (int)v;
         } else if (IS("--deflate")) {
@@ -409,13 +443,13 @@ static int cmd_export(int argc, char **argv, int first) {
                 o.deflate = SX_DEFLATE_ISAL;
             else {
                 rc = usage_error("--deflate takes zlib or isal", val);
-                goto out;
+                goto parsed;
             }
         } else if (IS("--block-size")) {
             NEED_VALUE();
             if (parse_int(val, 1024, 1L << 30, &v) != 0) {
                 rc = usage_error("--block-size takes bytes from 1024 to 1073741824", val);
-                goto out;
+                goto parsed;
             }
             o.block_bytes = (size_t)v;
         } else if (IS("--format")) {
@@ -428,26 +462,7 @@ static int cmd_export(int argc, char **argv, int first) {
                 o.format = SX_FORMAT_SPEEDSCOPE;
             else {
                 rc = usage_error("--format takes json, chrome-trace or speedscope", val);
-                goto out;
-            }
-        } else if (IS("--fail-rank")) { /* fault tests */
-            NEED_VALUE();
-            if (parse_int(val, 0, 1 << 30, &v) != 0) {
-                rc = usage_error("--fail-rank takes a rank", val);
-                goto out;
-            }
-            o.fail_rank = (int)v;
-        } else if (IS("--fail-stage")) {
-            NEED_VALUE();
-            static const char *const st[] = {"open",     "read", "format",
-                                             "compress", "send", "write"};
-            o.fail_stage = 0;
-            for (int k = 0; k < 6; k++)
-                if (strcmp(val, st[k]) == 0)
-                    o.fail_stage = k + 1;
-            if (o.fail_stage == 0) {
-                rc = usage_error("unknown --fail-stage", val);
-                goto out;
+                goto parsed;
             }
         } else if (strcmp(a, "--progress") == 0) {
             progress = 1;
@@ -464,12 +479,19 @@ static int cmd_export(int argc, char **argv, int first) {
             quiet = 1;
         } else if (a[0] == '-' && a[1] != '\0') {
             rc = usage_error("unknown option", a);
-            goto out;
+            goto parsed;
         } else {
             inputs[nin++] = a;
         }
 #undef NEED_VALUE
 #undef IS
+    }
+parsed:
+    /* NOTE: collective. Parsing is the same on every rank, but for running out of memory
+     * in --ranks: agree before the first collective of the export. */
+    if (first_failed(rc == 0) >= 0) {
+        rc = rc != 0 ? rc : 2;
+        goto out;
     }
     if (nin == 0) {
         rc = usage_error("no input file given", NULL);
@@ -512,37 +534,48 @@ static int cmd_export(int argc, char **argv, int first) {
     }
 
     /* A trace output name without a suffix gets the reference's default one. */
-    char *trace_base = NULL;
     const char *base_name = strrchr(output, '/') ? strrchr(output, '/') + 1 : output;
     if (o.format != SX_FORMAT_JSON && strchr(base_name, '.') == NULL) {
         const char *sfx =
             o.format == SX_FORMAT_CHROME_TRACE ? ".trace.json" : ".speedscope.json";
         trace_base = malloc(strlen(output) + strlen(sfx) + 1);
-        if (trace_base == NULL)
-            return 1;
-        snprintf(trace_base, strlen(output) + strlen(sfx) + 1, "%s%s", output, sfx);
+        if (trace_base != NULL)
+            snprintf(trace_base, strlen(output) + strlen(sfx) + 1, "%s%s", output, sfx);
+        if (!all_passed(trace_base != NULL, "output name")) {
+            rc = 1;
+            goto out;
+        }
     }
-    char **labels = calloc(nin + 1, sizeof *labels);
-    char **uniq = NULL;
+    labels = calloc(nin + 1, sizeof *labels);
     struct sx_error e;
-    if (labels == NULL)
-        return 1;
+    if (!all_passed(labels != NULL, "labels")) {
+        rc = 1;
+        goto out;
+    }
     if (nin > 1) {
         for (size_t k = 0; k < nin; k++) {
             current_input = inputs[k];
             if (sx_run_label(world, inputs[k], &labels[k], &e) != SX_OK) {
-                print_error(&e);
+                print_error(&e); /* an agreed error: every rank stops here */
                 rc = 1;
-                goto free_labels;
+                goto out;
             }
         }
         uniq = unique_labels(labels, nin);
+        bool ok = uniq != NULL;
+        for (size_t k = 0; ok && k < nin; k++)
+            ok = uniq[k] != NULL;
+        if (!all_passed(ok, "labels")) {
+            rc = 1;
+            goto out;
+        }
     }
     for (size_t k = 0; k < nin; k++) {
         char *path =
             sx_output_path(trace_base ? trace_base : output, uniq ? uniq[k] : NULL, nin);
         o.label = o.format != SX_FORMAT_JSON && uniq ? uniq[k] : NULL;
-        if (path == NULL) {
+        if (!all_passed(path != NULL, inputs[k])) {
+            free(path);
             rc = 1;
             break;
         }
@@ -564,16 +597,16 @@ static int cmd_export(int argc, char **argv, int first) {
             print_stats(path, ps.t0);
         free(path);
     }
-free_labels:
+out:
     for (size_t k = 0; k < nin; k++) {
-        free(labels[k]);
-        if (uniq)
+        if (labels != NULL)
+            free(labels[k]);
+        if (uniq != NULL)
             free(uniq[k]);
     }
     free(labels);
     free(uniq);
     free(trace_base);
-out:
     free(inputs);
     free(inc);
     free(exc);
@@ -691,6 +724,10 @@ int main(int argc, char **argv) {
         MPI_Comm_size(world, &world_size);
     }
     install_handlers();
+#ifdef SX_TEST_FAULTS
+    if (sx_fault_from_env(world_rank) != 0)
+        return 2;
+#endif
 
     int rc = 0;
     const char *cmd = argc > 1 ? argv[1] : NULL;

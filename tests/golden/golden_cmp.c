@@ -6,33 +6,13 @@
 #include <string.h>
 #include <zlib.h>
 
-/* Read a whole file, gunzipping it when it is gzip (gzread passes plain files through).
- */
+#include "sx_test_doc.h"
+
+/* Read a whole file, gunzipping it when it is gzip. */
 static char *slurp(const char *path, size_t *n) {
-    gzFile f = gzopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    size_t cap = 1 << 20, len = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (len + (1 << 20) > cap) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-        }
-        int r = gzread(f, buf + len, 1 << 20);
-        if (r < 0) {
-            int e;
-            fprintf(stderr, "golden_cmp: %s: %s\n", path, gzerror(f, &e));
-            gzclose(f);
-            free(buf);
-            return NULL;
-        }
-        if (r == 0)
-            break;
-        len += (size_t)r;
-    }
-    gzclose(f);
-    *n = len;
+    char *buf = sx_test_slurp(path, n, true);
+    if (buf == NULL)
+        fprintf(stderr, "golden_cmp: %s: cannot be read\n", path);
     return buf;
 }
 

@@ -6,6 +6,7 @@
  * rank, no output and an untouched existing output; bad inputs and outputs
  * are agreed errors; no HDF5 id stays open after any call.
  */
+#include "sx_fault.h"
 #include "sx_test.h"
 #include "sx_test_doc.h"
 
@@ -301,8 +302,11 @@ static void test_injected(void) {
                 struct sx_options o;
                 sx_options_init(&o);
                 o.block_bytes = blocks[b];
-                o.fail_rank = r;
-                o.fail_stage = stage;
+                /* the test build's hook: this stage fails on rank r alone */
+                if (wrank == r)
+                    sx_fault_arm_stage(stage);
+                else
+                    sx_fault_off();
                 snprintf(what, sizeof what, "%s failing on rank %d (blocks of %zu)",
                          stages[stage], r, blocks[b]);
                 export_fails(MPI_COMM_WORLD, in, fresh, NULL, &o, SX_OK, r, what);
@@ -310,6 +314,7 @@ static void test_injected(void) {
                 /* plain text has no compress stage */
                 if (stage != SX_FAIL_COMPRESS)
                     export_fails(MPI_COMM_WORLD, in, plain, NULL, &o, SX_OK, r, what);
+                sx_fault_off();
                 if (wrank == 0)
                     check_dir_holds(dir, "existing.json.gz", what);
                 MPI_Barrier(MPI_COMM_WORLD);
@@ -320,15 +325,17 @@ static void test_injected(void) {
     /* The rank an error names is the rank in the communicator given, not in WORLD. */
     MPI_Comm half;
     MPI_Comm_split(MPI_COMM_WORLD, wrank % 2, wsize - wrank, &half);
-    int hsize;
+    int hsize, hrank;
     MPI_Comm_size(half, &hsize);
+    MPI_Comm_rank(half, &hrank);
     struct sx_options o;
     sx_options_init(&o);
-    o.fail_rank = hsize - 1;
-    o.fail_stage = SX_FAIL_READ;
+    if (hrank == hsize - 1)
+        sx_fault_arm_stage(SX_FAIL_READ);
     snprintf(fresh, sizeof fresh, "%s/half%d.json", dir, wrank % 2);
     snprintf(what, sizeof what, "read failing on the last rank of half %d", wrank % 2);
     export_fails(half, in, fresh, NULL, &o, SX_OK, hsize - 1, what);
+    sx_fault_off();
     MPI_Comm_free(&half);
     MPI_Barrier(MPI_COMM_WORLD);
     if (wrank == 0)

@@ -6,7 +6,8 @@
 
 SYNTH="$BIN/scope-export-synth"
 DAMAGE="$BIN/scope-export-damage"
-for t in "$SYNTH" "$DAMAGE"; do
+XF="$BIN/tests/scope-export-faults" # the command with the test-only fault hooks (SX_FAULT)
+for t in "$SYNTH" "$DAMAGE" "$XF"; do
     [ -x "$t" ] || { echo "FAIL: $t is not built" >&2; exit 1; }
 done
 
@@ -19,69 +20,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# mpi NP CMD...: mpiexec with a time limit. Every rank must finish on its own: with
-# orte_abort_on_non_zero_status off, mpiexec does not kill the other ranks when one exits
-# with status 1, so a rank stuck in a collective is a hang, not hidden. mpiexec then exits
-# 0 whatever the ranks return, so each rank's status is written to $RCDIR/rank<R> by a
-# wrapper and mpi returns the ranks' common status (99 when they differ or one is missing).
-# --quiet drops Open MPI's banners: stderr holds what scope-export prints. --foreground: a
-# signal from timeout reaches mpiexec once (on a second one Open MPI exits at once and
-# orphans the ranks). mpiexec forwards stdin to rank 0: it gets /dev/null.
-RCDIR="$TMP/rc"
-mkdir -p "$RCDIR"
-cat >"$TMP/rankrc.sh" <<'EOF_WRAP'
-#!/bin/sh
-echo "$$" >"$SX_RC_DIR/pid$OMPI_COMM_WORLD_RANK"
-"$@"
-rc=$?
-echo "$rc" >"$SX_RC_DIR/rank$OMPI_COMM_WORLD_RANK"
-exit "$rc"
-EOF_WRAP
-RANKS_AGREE=""
-mpi() {
-    local np=$1 r rc first=""
-    shift
-    if [ "$np" = 0 ]; then # bare: one process, no launcher, no MPI
-        RANKS_AGREE=yes
-        env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_RANK -u PMI_SIZE -u PMI_FD \
-            timeout -k 5 "${LIMIT:-60}" "$@" </dev/null
-        return
-    fi
-    rm -f "$RCDIR"/rank* "$RCDIR"/pid*
-    SX_RC_DIR="$RCDIR" OMPI_MCA_orte_abort_on_non_zero_status=0 \
-        timeout --foreground -k 5 "${LIMIT:-60}" "$MPIEXEC" --quiet --oversubscribe \
-        -n "$np" sh "$TMP/rankrc.sh" "$@" </dev/null
-    rc=$?
-    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-        # a hang: mpiexec is gone; its ranks (each leads its own process group) may not be
-        for r in "$RCDIR"/pid*; do
-            [ -f "$r" ] && kill -KILL -- "-$(cat "$r")" 2>/dev/null
-        done
-        return "$rc"
-    fi
-    RANKS_AGREE=yes
-    for ((r = 0; r < np; r++)); do
-        if [ ! -f "$RCDIR/rank$r" ]; then
-            RANKS_AGREE="rank $r did not finish"
-            return 99
-        fi
-        rc=$(cat "$RCDIR/rank$r")
-        [ -n "$first" ] || first=$rc
-        [ "$rc" = "$first" ] || RANKS_AGREE="ranks exit with $(cat "$RCDIR"/rank* | tr '\n' ' ')"
-    done
-    [ "$RANKS_AGREE" = yes ] || return 99
-    return "$first"
-}
-
-state() { if [ -e "$1" ] || [ -L "$1" ]; then cksum <"$1" 2>/dev/null || echo "not a file"; else echo absent; fi; }
-
-# Temporary files .<name>.XXXXXX left beside OUT.
-leftovers() {
-    local dir base
-    dir=$(dirname "$1")
-    base=$(basename "$1")
-    find "$dir" -maxdepth 1 -name ".$base.*" 2>/dev/null | head -3 | tr '\n' ' '
-}
+. "$(dirname "$0")/mpi_lib.sh"
 
 # fails NAME NP OUT 'NEEDLE|NEEDLE...' -- ARGS...: 'scope-export export ARGS -o OUT' fails
 # (NP 0: the bare command, without mpiexec and without MPI)
@@ -312,18 +251,8 @@ for sig in TERM INT; do
     timeout -k 5 120 "$MPIEXEC" --quiet --oversubscribe -n 2 "$X" export "$big" -o "$out" \
         -q 2>"$d.err" </dev/null &
     tpid=$!
-    mpid=""
     started=no
-    for _ in $(seq 400); do # up to 20 s for the temporary output to appear
-        [ -n "$mpid" ] || mpid=$(pgrep -P "$tpid" | head -1)
-        if [ -n "$mpid" ] && [ -n "$(leftovers "$out")" ]; then
-            started=yes
-            break
-        fi
-        kill -0 "$tpid" 2>/dev/null || break
-        sleep 0.05
-    done
-    sleep 0.3
+    mpid=$(mid_export "$tpid" "$out") && started=yes
     [ -n "$mpid" ] && kill -"$sig" "$mpid" 2>/dev/null
     wait "$tpid"
     rc=$?
@@ -351,12 +280,18 @@ for np in 2 4; do
     for r in 0 $((np - 1)); do
         for stage in open read format compress send write; do
             rm -f "$TMP/out/inj.json.gz"
-            LIMIT=30 fails "injected $stage fault on rank $r" "$np" "$TMP/out/inj.json.gz" \
-                "rank $r|$stage" -- "$base" --block-size 1024 --fail-rank "$r" \
-                --fail-stage "$stage"
+            SX_FAULT="stage:$stage:$r" X="$XF" LIMIT=30 fails \
+                "injected $stage fault on rank $r" "$np" "$TMP/out/inj.json.gz" \
+                "rank $r|$stage" -- "$base" --block-size 1024
         done
     done
 done
+
+# The installed command has no fault hooks: the flags of old are unknown options.
+rc=0
+mpi 0 "$X" export "$base" -o "$TMP/out/flags.json" --fail-rank 0 2>"$TMP/err.txt" || rc=$?
+[ "$rc" = 2 ] && grep -q 'unknown option: --fail-rank' "$TMP/err.txt" &&
+    [ ! -e "$TMP/out/flags.json" ] && ok || bad "--fail-rank: status $rc, $(head -c 300 "$TMP/err.txt")"
 
 # The bare command (no mpiexec, no MPI): the same failures, the same one line naming the
 # file and rank 0, the same untouched output.
@@ -366,8 +301,8 @@ fails "bare: missing file" 0 "$TMP/out/bare.json.gz" "$TMP/in/nope.h5|HDF5 file 
 fails "bare: not HDF5" 0 "$TMP/out/bare.json.gz" "$TMP/in/text.h5|$NOT_READABLE" -- \
     "$TMP/in/text.h5"
 for stage in open read format compress write; do
-    fails "bare: injected $stage fault" 0 "$TMP/out/bare.json.gz" "rank 0|$stage" -- "$base" \
-        --block-size 1024 --fail-rank 0 --fail-stage "$stage"
+    SX_FAULT="stage:$stage:0" X="$XF" fails "bare: injected $stage fault" 0 \
+        "$TMP/out/bare.json.gz" "rank 0|$stage" -- "$base" --block-size 1024
 done
 
 # Files on which libhdf5 1.10 itself crashes or loops (tests/fuzz/hdf5_known): a crash
@@ -418,8 +353,8 @@ if [ -f "$compat" ]; then
             "$CMP" "$TMP/out/c4.$ext" "$TMP/out/c1.json" && ok ||
             bad "more ranks than rows: -n 4 on $(basename "$compat") ($ext)"
     done
-    LIMIT=30 fails "more ranks than rows, fault on rank 3" 4 "$TMP/out/c.json" "rank 3" -- \
-        "$compat" --fail-rank 3 --fail-stage read
+    SX_FAULT=stage:read:3 X="$XF" LIMIT=30 fails "more ranks than rows, fault on rank 3" 4 \
+        "$TMP/out/c.json" "rank 3" -- "$compat"
 else
     echo "SKIP: more ranks than rows: no $compat"
 fi

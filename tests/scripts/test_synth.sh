@@ -175,7 +175,7 @@ gen s1 --seed 7 --columns all --events 300 && gen s2 --seed 7 --columns all --ev
 "$bin" --columns bogus "$tmp/bad.h5" 2>/dev/null
 [ $? = 2 ] || fail "usage: --columns bogus did not exit 2"
 [ -e "$tmp/bad.h5" ] && fail "usage: a file was written"
-leftover=$(find "$tmp" -name '*.tmp-*' | head -1)
+leftover=$(find "$tmp" -name '.*.??????' | head -1)
 [ -z "$leftover" ] || fail "temporary file left behind: $leftover"
 
 if [ "$failures" -ne 0 ]; then

@@ -60,6 +60,6 @@ run_np 2 "$SYNTH" --events 10 "$TMP/missing/x.h5" 2>"$TMP/fail.err" &&
     bad "unwritable output: exit status 0"
 [ "$(grep -c 'scope-export-synth:' "$TMP/fail.err")" = 1 ] && ok ||
     bad "unwritable output: not reported exactly once: $(cat "$TMP/fail.err")"
-leftover=$(find "$TMP" -name '*.tmp-*' | head -1)
+leftover=$(find "$TMP" -name '.*.??????' | head -1)
 [ -z "$leftover" ] && ok || bad "temporary file left behind: $leftover"
 finish

@@ -1,7 +1,9 @@
 /* test_json_read.c - JSON profiles and stored JSON snippets read back into the run model
  */
 #include "internal.h"
+#include "sx_fault.h"
 #include "sx_test.h"
+#include "sx_test_doc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -493,19 +495,10 @@ static void bad_row(const char *key, const char *extra, const char *want_text) {
     expect_load_error(key, SX_ERR_FORMAT, want_text);
 }
 
+/* The raw bytes of 'path' (a .gz is not gunzipped). */
 static char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    long len;
-
-    ASSERT(f != NULL);
-    ASSERT(fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0);
-    rewind(f);
-    buf = malloc((size_t)len + 1);
-    ASSERT(buf != NULL && fread(buf, 1, (size_t)len, f) == (size_t)len);
-    fclose(f);
-    buf[len] = '\0';
-    *n = (size_t)len;
+    char *buf = sx_test_slurp(path, n, false);
+    ASSERT(buf != NULL && *n > 0);
     return buf;
 }
 

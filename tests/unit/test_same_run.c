@@ -1,6 +1,7 @@
 /* test_same_run.c - generated runs: load(h5) == load(json) == load(import(json)) */
 #include "internal.h"
 #include "sx_test.h"
+#include "sx_test_doc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,15 +34,9 @@ static void write_doc(const struct sx_run *run, struct sx_h5 *h5, const char *pa
 }
 
 static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    ASSERT(f != NULL);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *s = malloc((size_t)n + 1);
-    ASSERT(fread(s, 1, (size_t)n, f) == (size_t)n);
-    s[n] = '\0';
-    fclose(f);
+    size_t n = 0;
+    char *s = sx_test_slurp(path, &n, false);
+    ASSERT(s != NULL);
     return s;
 }
 

@@ -61,6 +61,28 @@ int main(void) {
     CHECK(e.rank == 0);
     CHECK(access(out, F_OK) != 0);
 
+    /* A stop ends the export under way (or the next one), and no later export. */
+    snprintf(in, sizeof in, "%s/golden/basic_nested/run.h5", SX_SHARED_DIR);
+    snprintf(out, sizeof out, "%s/stopped.json", dir);
+    sx_request_stop();
+    CHECK(sx_export(MPI_COMM_NULL, in, out, NULL, &e) == SX_ERR_INTERRUPTED);
+    CHECK(access(out, F_OK) != 0);
+    CHECK(sx_export(MPI_COMM_NULL, in, out, NULL, &e) == SX_OK);
+    CHECK(access(out, F_OK) == 0);
+    unlink(out);
+
+    /* Every entry point clears the error it is given; outside MPI its rank is -1. */
+    memset(&e, 0x5a, sizeof e);
+    CHECK(sx_run_label(MPI_COMM_NULL, in, &label, &e) == SX_OK);
+    CHECK(e.code == SX_OK && e.text[0] == '\0');
+    free(label);
+    memset(&e, 0x5a, sizeof e);
+    CHECK(sx_validate("/nonexistent/run.json", &e) != SX_OK);
+    CHECK(e.rank == -1 && strstr(e.text, "/nonexistent/run.json") != NULL);
+    memset(&e, 0x5a, sizeof e);
+    CHECK(sx_import("/nonexistent/run.json", out, &e) != SX_OK);
+    CHECK(e.rank == -1 && e.source[0] != '\0' && access(out, F_OK) != 0);
+
     int init = 1;
     MPI_Initialized(&init);
     CHECK(init == 0); /* nothing above started MPI */
