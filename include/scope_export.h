@@ -163,6 +163,43 @@ SX_API enum sx_status sx_import(const char *input, const char *output,
                                 struct sx_error *err);
 
 /*
+ * Export a native run - the per-process files scope-profiler's C and Fortran
+ * APIs write, <prefix>_rank<NNNNN>.h5 and <prefix>_rank<NNNNN>.spt - as one
+ * JSON document to 'output': the document of `scope-profiler import-native
+ * INPUTS -o M` exported, without writing M. 'inputs' are 'n_inputs' files
+ * and directories as import-native takes them (a directory gives its *.spt
+ * and *_rank[0-9]*.h5 entries). 'label' is the run's label; NULL or "" gives
+ * the stem of 'output' (the name without its last suffix), as import-native
+ * takes it from M. 'opts' as for sx_export(); a summary-only read does not
+ * apply.
+ *
+ * Collective over 'comm'. Each rank passes its own inputs (a profiler's
+ * finalize passes just the file it wrote; a command line may pass the same
+ * list everywhere): the run is the union of every rank's files, a path named
+ * by several ranks read once. Each file's index is read by one rank that
+ * named it, and what the document needs of the whole run is agreed with
+ * collectives. Every rank returns the same status and error; on failure no
+ * output is written and an existing 'output' is left as it was. With 'comm'
+ * MPI_COMM_NULL the call runs on this process alone, without MPI.
+ */
+SX_API enum sx_status sx_export_native(MPI_Comm comm, const char *const *inputs,
+                                       size_t n_inputs, const char *output,
+                                       const char *label, const struct sx_options *opts,
+                                       struct sx_error *err);
+
+/*
+ * Merge a native run (inputs and 'label' as for sx_export_native()) into one
+ * schema-3 HDF5 run in 'output', as `scope-profiler import-native INPUTS -o
+ * output [--label L]` does; its export is the document sx_export_native()
+ * writes. Written under a temporary name and renamed when complete.
+ * Collective over 'comm' like sx_export_native(): each rank copies the
+ * events of the files it reads, through MPI-IO.
+ */
+SX_API enum sx_status sx_import_native(MPI_Comm comm, const char *const *inputs,
+                                       size_t n_inputs, const char *output,
+                                       const char *label, struct sx_error *err);
+
+/*
  * Ask running exports on this process to stop at the next block and fail
  * with SX_ERR_INTERRUPTED. Async-signal-safe: meant for a signal handler.
  */

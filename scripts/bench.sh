@@ -391,6 +391,100 @@ for run in "${live[@]}"; do
     done
 done
 rm -f "$W"/*.json "$W"/*.gz "$W"/run.*.h5
+
+# ---------------------------------------------------------------- native runs
+# Per-process files as scope-profiler's C API writes them (<prefix>_rank<N>.h5), $large
+# events in all, exported as one document with export --native: 256 files, and 64 files of
+# the same events (rank 0's memory must not grow with the number of files). Each rank reads
+# only its share of the files; rank 0 under /usr/bin/time as above.
+NSYNTH=$build/scope-export-native-synth
+declare -A NWALL NRSS NEXP
+native_runs=()
+if [ -x "$NSYNTH" ]; then
+    for nf in 256 64; do
+        mkdir -p "$W/nat$nf"
+        echo "bench: native: generating $nf files, $large events" >&2
+        if "$NSYNTH" --prefix "$W/nat$nf/run" --ranks "$nf" --events "$large" \
+            --regions 8 2>"$W/err"; then
+            native_runs+=("$nf")
+        else
+            echo "bench: scope-export-native-synth failed: $(head -1 "$W/err")" >&2
+            broke=1
+        fi
+    done
+else
+    echo "bench: $NSYNTH is not built: no native rows" >&2
+fi
+for ((rep = 1; rep <= reps; rep++)); do
+    for nf in "${native_runs[@]}"; do
+        for n in 1 2; do
+            echo "bench: rep $rep/$reps native $nf files gz.$n" >&2
+            rm -f "$W/nat.json.gz" "$W/time.r0"
+            t0=$(now_us)
+            if ! timeout "$TO" "$MPIEXEC" --oversubscribe -n "$n" "$W/r0" "$W/time.r0" "$X" \
+                export --native "$W/nat$nf" -o "$W/nat.json.gz" --label native --quiet \
+                --stats 2>"$W/err"; then
+                echo "bench: native $nf gz.$n failed: $(head -2 "$W/err" | tr '\n' ' ')" >&2
+                broke=1
+                continue
+            fi
+            t1=$(now_us)
+            NWALL[$nf:$n]+=" $(calc 3 "($t1 - $t0) / 1e6")"
+            NRSS[$nf:$n]+=" $(lastline "$W/time.r0" | cut -d' ' -f2)"
+            NEXP[$nf:$n]+=" $(sed -n 's/.* bytes in \([0-9.]*\) s .*/\1/p' "$W/err" | tail -1)"
+            if [ "$rep" = 1 ]; then   # the same text at 1 and 2 ranks
+                if [ "$n" = 1 ]; then gzip -dc "$W/nat.json.gz" >"$W/nat$nf.json"
+                elif gzip -dc "$W/nat.json.gz" | cmp -s - "$W/nat$nf.json"; then
+                    verified=$((verified + 1))
+                else
+                    verify_fail=$((verify_fail + 1))
+                    vnote+=("native $nf files: -n 2 text differs from -n 1")
+                fi
+            fi
+        done
+    done
+done
+rm -rf "$W"/nat*
+
+native_report() {
+    local nf n w e r a b
+    [ "${#native_runs[@]}" -gt 0 ] || { echo; echo "== native: not run"; return; }
+    echo
+    echo "== native: $(human "$large") events in per-process .h5 files (C API layout), export --native, .json.gz"
+    printf '%-10s %-74s %7s %6s %7s\n' case command "wall s" "exp s" "r0 MiB"
+    for nf in "${native_runs[@]}"; do
+        for n in 1 2; do
+            [ -n "${NWALL[$nf:$n]:-}" ] || continue
+            # shellcheck disable=SC2086
+            printf '%-10s %-74s %7s %6s %7s\n' "n$nf.gz.$n" \
+                "mpiexec -n $n scope-export export --native DIR($nf files) -o out.json.gz" \
+                "$(median ${NWALL[$nf:$n]})" "$(median ${NEXP[$nf:$n]})" \
+                "$(calc 1 "$(maxof ${NRSS[$nf:$n]}) / 1024")"
+        done
+    done
+    if [ -n "${NEXP[256:1]:-}" ] && [ -n "${NEXP[256:2]:-}" ]; then
+        # shellcheck disable=SC2086
+        a=$(median ${NEXP[256:1]}) b=$(median ${NEXP[256:2]})
+        r=$(ratio_of "$a" "$b")
+        verdict "$(le 1.7 "$r")" "native 256 files: .json.gz 1 -> 2 ranks export time $a s -> $b s = ${r}x faster; target >= 1.7x"
+    fi
+    for n in 1 2; do
+        [ -n "${NRSS[256:$n]:-}" ] || continue
+        # shellcheck disable=SC2086
+        a=$(maxof ${NRSS[256:$n]})
+        verdict "$(le "$a" $((128 * 1024 - 1)))" "native 256 files -n $n: rank 0 peak $(calc 1 "$a / 1024") MiB; target < 128 MiB"
+        if [ -n "${NRSS[64:$n]:-}" ]; then
+            # shellcheck disable=SC2086
+            b=$(maxof ${NRSS[64:$n]})
+            verdict "$(le $((a - b)) $((8 * 1024)))" "native -n $n: rank 0 peak 64 -> 256 files $(calc 1 "$b / 1024") -> $(calc 1 "$a / 1024") MiB; target: no growth (<= 8 MiB)"
+        fi
+    done
+    if [ "$large" = 10000000 ] && [ -n "${NEXP[256:2]:-}" ]; then
+        # shellcheck disable=SC2086
+        b=$(median ${NEXP[256:2]})
+        echo "INFO  native 256 files -n 2: $b s against Python's 117 s for the .json.gz export alone (without import-native): >= $(ratio_of 117 "$b")x faster"
+    fi
+}
 end_load=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---------------------------------------------------------------- the table
@@ -674,6 +768,6 @@ targets() {
     [ "$broke" = 0 ] || echo "ERRORS: some commands failed (see above and stderr)"
 }
 
-{ report; targets; } | tee "$outdir/bench.txt"
+{ report; native_report; targets; } | tee "$outdir/bench.txt"
 echo "bench: table in $outdir/bench.txt, every repetition in $raw" >&2
 [ "$broke" = 0 ] && [ "$verify_fail" = 0 ]

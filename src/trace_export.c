@@ -316,24 +316,21 @@ static enum sx_status reduce_mins(MPI_Comm comm, int64_t *m, size_t n, const cha
 }
 
 /*
- * NOTE: collective over 'comm' (MPI_COMM_NULL: this process alone). Stages
- * with the ranks' agreement between them, as sx_export's: open, lanes, GPU
- * columns, the region order, the plan, (speedscope: the survey), the
- * stream, the commit.
+ * NOTE: collective over 'comm' (MPI_COMM_NULL: this process alone). The
+ * stages after the run is open, with the ranks' agreement between them: the
+ * region order, the plan, (speedscope: the survey), the stream. Rank 0 opens
+ * the output into '*fout' and leaves it uncommitted. 'perf' is taken over.
  */
-enum sx_status sx_trace_export(MPI_Comm comm, const char *input, const char *output,
-                               const struct sx_options *o, struct sx_error *err) {
+static enum sx_status export_run(MPI_Comm comm, struct sx_run *run, struct sx_h5 *h5,
+                                 struct sx_perf_rank *perf, size_t nperf,
+                                 const char *output, const struct sx_options *o,
+                                 const struct sx_filter *filter,
+                                 struct sx_out_file **fout, struct sx_error *err) {
     enum sx_status st = SX_OK;
-    struct sx_filter *filter = NULL;
-    struct sx_out_file *f = NULL;
-    struct sx_h5 *h5 = NULL;
-    struct sx_run *run = NULL;
     int64_t *mins = NULL, *rec = NULL, *all = NULL;
-    size_t nrec = 0, nall = 0, nperf = 0;
-    struct sx_perf_rank *perf = NULL;
+    size_t nrec = 0, nall = 0;
     struct sx_trace t;
     struct trace_doc d;
-    bool opened = false;
     int rank = 0, size = 1;
     memset(&t, 0, sizeof t);
     memset(&d, 0, sizeof d);
@@ -342,6 +339,105 @@ enum sx_status sx_trace_export(MPI_Comm comm, const char *input, const char *out
         MPI_Comm_size(comm, &size);
     }
     const bool gz = ends_with_gz(output);
+
+    /* Stage: the rows' first starts (this rank's share), then the region order. */
+    st = sx_trace_row_mins(run, h5, rank, size, &mins, err);
+    st = sx_all_ok(comm, st, err);
+    if (st == SX_OK)
+        st = reduce_mins(comm, mins, run->nrows, run->path, err);
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+    st = sx_trace_plan(&t, run, h5, filter, o, mins, err);
+    mins = NULL;
+    t.perf = perf;
+    t.nperf = nperf; /* borrowed: freed below */
+    d.t = &t;
+    d.format = o->format;
+    if (st == SX_OK)
+        st = check_selection(&t, o->format, err);
+    if (st == SX_OK)
+        st = plan_blocks(&d, o->block_bytes ? o->block_bytes : (size_t)4 << 20, err);
+    if (st == SX_OK && o->format == SX_FORMAT_CHROME_TRACE) {
+        d.cc = sx_chrome_cache_new(&t);
+        if (d.cc == NULL)
+            st = sx_error_set(err, SX_ERR_NOMEM, run->path, "out of memory");
+    }
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+
+    if (o->format == SX_FORMAT_SPEEDSCOPE) {
+        /* Stage: every rank sorts and checks its share of the selected ranks. */
+        st = ss_survey(&d, rank, size, &rec, &nrec, err);
+        st = sx_all_ok(comm, st, err);
+        if (st == SX_OK)
+            st = gather_records(comm, size, rec, nrec, &all, &nall, err);
+        st = sx_all_ok(comm, st, err);
+        if (st == SX_OK)
+            st = ss_frames(&d, all, nall, err); /* the same on every rank */
+        st = sx_all_ok(comm, st, err);
+        if (st != SX_OK)
+            goto out;
+    }
+
+    /* Stage: rank 0 opens the output. */
+    if (rank == 0)
+        st = sx_out_open(output, fout, err);
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* Stage: the block stream (its own protocol and agreement). */
+    uint64_t units = 0;
+    for (size_t b = 0; b < d.nblocks; b++)
+        units += doc_units(&d, b);
+    struct sx_producer prod = {&d,       d.nblocks, units,    doc_head,
+                               doc_tail, doc_block, doc_units};
+    struct sx_stream_opts so = {output,     gz,          o->gzip_level,
+                                o->deflate, o->progress, o->progress_user};
+    st = sx_stream(comm, &prod, &so, rank == 0 ? *fout : NULL, err);
+out:
+    free(mins);
+    free(rec);
+    free(all);
+    sx_ss_free(d.built);
+    sx_chrome_cache_free(d.cc);
+    free(d.blocks);
+    free(d.frames);
+    free(d.frame_of);
+    sx_trace_free(&t);
+    sx_perf_free(perf, nperf);
+    return st;
+}
+
+enum sx_status sx_trace_write_run(struct sx_run *run, struct sx_h5 *h5,
+                                  const char *output, const struct sx_options *o,
+                                  const struct sx_filter *filter,
+                                  struct sx_out_file **fout, struct sx_error *err) {
+    return export_run(MPI_COMM_NULL, run, h5, NULL, 0, output, o, filter, fout, err);
+}
+
+/*
+ * NOTE: collective over 'comm' (MPI_COMM_NULL: this process alone). Stages
+ * with the ranks' agreement between them, as sx_export's: open, lanes, GPU
+ * columns, then export_run's, then the commit.
+ */
+enum sx_status sx_trace_export(MPI_Comm comm, const char *input, const char *output,
+                               const struct sx_options *o, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_filter *filter = NULL;
+    struct sx_out_file *f = NULL;
+    struct sx_h5 *h5 = NULL;
+    struct sx_run *run = NULL;
+    size_t nperf = 0;
+    struct sx_perf_rank *perf = NULL;
+    bool opened = false;
+    int rank = 0, size = 1;
+    if (comm != MPI_COMM_NULL) {
+        MPI_Comm_rank(comm, &rank);
+        MPI_Comm_size(comm, &size);
+    }
 
     /* Stage: options. */
     if (o->summary)
@@ -384,63 +480,9 @@ enum sx_status sx_trace_export(MPI_Comm comm, const char *input, const char *out
             goto out;
     }
 
-    /* Stage: the rows' first starts (this rank's share), then the region order. */
-    st = sx_trace_row_mins(run, h5, rank, size, &mins, err);
-    st = sx_all_ok(comm, st, err);
-    if (st == SX_OK)
-        st = reduce_mins(comm, mins, run->nrows, input, err);
-    st = sx_all_ok(comm, st, err);
-    if (st != SX_OK)
-        goto out;
-    st = sx_trace_plan(&t, run, h5, filter, o, mins, err);
-    mins = NULL;
-    t.perf = perf;
-    t.nperf = nperf;
-    d.t = &t;
-    d.format = o->format;
-    if (st == SX_OK)
-        st = check_selection(&t, o->format, err);
-    if (st == SX_OK)
-        st = plan_blocks(&d, o->block_bytes ? o->block_bytes : (size_t)4 << 20, err);
-    if (st == SX_OK && o->format == SX_FORMAT_CHROME_TRACE) {
-        d.cc = sx_chrome_cache_new(&t);
-        if (d.cc == NULL)
-            st = sx_error_set(err, SX_ERR_NOMEM, input, "out of memory");
-    }
-    st = sx_all_ok(comm, st, err);
-    if (st != SX_OK)
-        goto out;
-
-    if (o->format == SX_FORMAT_SPEEDSCOPE) {
-        /* Stage: every rank sorts and checks its share of the selected ranks. */
-        st = ss_survey(&d, rank, size, &rec, &nrec, err);
-        st = sx_all_ok(comm, st, err);
-        if (st == SX_OK)
-            st = gather_records(comm, size, rec, nrec, &all, &nall, err);
-        st = sx_all_ok(comm, st, err);
-        if (st == SX_OK)
-            st = ss_frames(&d, all, nall, err); /* the same on every rank */
-        st = sx_all_ok(comm, st, err);
-        if (st != SX_OK)
-            goto out;
-    }
-
-    /* Stage: rank 0 opens the output. */
-    if (rank == 0)
-        st = sx_out_open(output, &f, err);
-    st = sx_all_ok(comm, st, err);
-    if (st != SX_OK)
-        goto out;
-
-    /* Stage: the block stream (its own protocol and agreement). */
-    uint64_t units = 0;
-    for (size_t b = 0; b < d.nblocks; b++)
-        units += doc_units(&d, b);
-    struct sx_producer prod = {&d,       d.nblocks, units,    doc_head,
-                               doc_tail, doc_block, doc_units};
-    struct sx_stream_opts so = {output,     gz,          o->gzip_level,
-                                o->deflate, o->progress, o->progress_user};
-    st = sx_stream(comm, &prod, &so, f, err);
+    /* Stages: the document, streamed. */
+    st = export_run(comm, run, h5, perf, nperf, output, o, filter, &f, err);
+    perf = NULL;
     if (st != SX_OK)
         goto out;
 
@@ -453,15 +495,6 @@ enum sx_status sx_trace_export(MPI_Comm comm, const char *input, const char *out
     st = sx_all_ok(comm, st, err);
 out:
     sx_out_abort(f);
-    free(mins);
-    free(rec);
-    free(all);
-    sx_ss_free(d.built);
-    sx_chrome_cache_free(d.cc);
-    free(d.blocks);
-    free(d.frames);
-    free(d.frame_of);
-    sx_trace_free(&t);
     sx_perf_free(perf, nperf);
     sx_filter_free(filter);
     sx_run_free(run);

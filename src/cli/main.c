@@ -17,6 +17,9 @@ static const char usage_text[] =
     "       scope-export IN.h5 -o OUT.json[.gz] [options]\n"
     "       scope-export validate FILE [FILE ...]\n"
     "       scope-export import IN.json[.gz] -o OUT.h5\n"
+    "       scope-export export --native INPUT... -o OUT.json[.gz] [--label L] "
+    "[options]\n"
+    "       scope-export import-native INPUT... -o OUT.h5 [--label L]\n"
     "\n"
     "Export scope-profiler HDF5 runs as JSON documents (scope-profiler-profile,\n"
     "format_version 1), byte-identical to scope_profiler.json_export. Run it under\n"
@@ -40,6 +43,10 @@ static const char usage_text[] =
     "  --progress            show progress on stderr (default: when a terminal)\n"
     "  --no-progress         no progress, even on a terminal\n"
     "  --stats               print the export's own time and rate on stderr\n"
+    "  --native              the inputs are a native run: per-process .spt and\n"
+    "                        *_rank<N>.h5 files of the C and Fortran APIs, or\n"
+    "                        directories of them, exported as one document\n"
+    "  --label L             the native run's label (default: the output's stem)\n"
     "  -q, --quiet           print nothing but errors\n"
     "  -h, --help            this text\n"
     "  -V, --version         print the version\n"
@@ -324,6 +331,22 @@ static void print_error(const struct sx_error *e) {
     fprintf(stderr, "\n");
 }
 
+/* --stats: the export alone, without process and MPI start-up (rank 0). */
+static void print_stats(const char *path, double t0) {
+    if (world_rank != 0)
+        return;
+    double el = now() - t0;
+    struct stat sb;
+    long long bytes = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+    char how[32];
+    if (world == MPI_COMM_NULL)
+        snprintf(how, sizeof how, "1 process, no MPI");
+    else
+        snprintf(how, sizeof how, "%d rank%s", world_size, world_size == 1 ? "" : "s");
+    fprintf(stderr, "scope-export: stats: %s: %lld bytes in %.3f s (%.1f MB/s, %s)\n",
+            path, bytes, el, el > 0 ? (double)bytes / el / 1e6 : 0.0, how);
+}
+
 /* _unique_labels: the k-th repeat of a label becomes "<label> (k)". */
 static char **unique_labels(char **labels, size_t n) {
     char **out = calloc(n + 1, sizeof *out);
@@ -354,7 +377,8 @@ static int cmd_export(int argc, char **argv, int first) {
     const char **exc = calloc((size_t)argc + 1, sizeof *exc);
     int64_t *ranks = NULL;
     size_t nin = 0, ninc = 0, nexc = 0, nranks = 0;
-    int quiet = 0, progress = -1, rc = 0, stats = 0;
+    int quiet = 0, progress = -1, rc = 0, stats = 0, native = 0;
+    const char *label = NULL;
     char **labels = NULL;
     char **uniq = NULL;
     char *trace_base = NULL; /* the output name with a trace suffix added, or NULL */
@@ -445,6 +469,11 @@ static int cmd_export(int argc, char **argv, int first) {
             progress = 1;
         } else if (strcmp(a, "--stats") == 0) {
             stats = 1;
+        } else if (strcmp(a, "--native") == 0) {
+            native = 1;
+        } else if (IS("--label")) {
+            NEED_VALUE();
+            label = val;
         } else if (strcmp(a, "--no-progress") == 0) {
             progress = 0;
         } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
@@ -485,6 +514,24 @@ parsed:
     if (progress && !quiet && world_rank == 0) {
         o.progress = show_progress;
         o.progress_user = &ps;
+    }
+    if (native) { /* one document of all the inputs */
+        struct sx_error ne;
+        current_input = inputs[0];
+        if (sx_export_native(world, inputs, nin, output, label, &o, &ne) != SX_OK) {
+            print_error(&ne);
+            rc = ne.code == SX_ERR_USAGE ? 2 : 1;
+        } else {
+            if (!quiet && world_rank == 0)
+                printf("Wrote %s\n", output);
+            if (stats)
+                print_stats(output, ps.t0);
+        }
+        goto out;
+    }
+    if (label != NULL) {
+        rc = usage_error("--label applies to --native", NULL);
+        goto out;
     }
 
     /* A trace output name without a suffix gets the reference's default one. */
@@ -546,21 +593,8 @@ parsed:
         }
         if (!quiet && world_rank == 0)
             printf("Wrote %s\n", path);
-        if (stats && world_rank == 0) {
-            /* the export alone, without process and MPI start-up */
-            double el = now() - ps.t0;
-            struct stat sb;
-            long long bytes = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
-            char how[32];
-            if (world == MPI_COMM_NULL)
-                snprintf(how, sizeof how, "1 process, no MPI");
-            else
-                snprintf(how, sizeof how, "%d rank%s", world_size,
-                         world_size == 1 ? "" : "s");
-            fprintf(stderr,
-                    "scope-export: stats: %s: %lld bytes in %.3f s (%.1f MB/s, %s)\n",
-                    path, bytes, el, el > 0 ? (double)bytes / el / 1e6 : 0.0, how);
-        }
+        if (stats)
+            print_stats(path, ps.t0);
         free(path);
     }
 out:
@@ -639,6 +673,46 @@ static int cmd_import(int argc, char **argv, int first) {
     return rc;
 }
 
+static int cmd_import_native(int argc, char **argv, int first) {
+    const char *out = NULL, *label = NULL;
+    const char **in = calloc((size_t)argc + 1, sizeof *in);
+    size_t n = 0;
+    int rc = 0;
+    if (in == NULL)
+        return 1;
+    for (int i = first; i < argc; i++) {
+        const bool o = strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0;
+        if (o || strcmp(argv[i], "--label") == 0) {
+            if (i + 1 >= argc) {
+                rc = usage_error("option needs a value", argv[i]);
+                goto out;
+            }
+            *(o ? &out : &label) = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            rc = usage_error("unknown option", argv[i]);
+            goto out;
+        } else {
+            in[n++] = argv[i];
+        }
+    }
+    if (n == 0 || out == NULL) {
+        rc = usage_error(
+            "usage: scope-export import-native INPUT... -o OUT.h5 [--label L]", NULL);
+        goto out;
+    }
+    struct sx_error e;
+    current_input = in[0];
+    if (sx_import_native(world, in, n, out, label, &e) != SX_OK) {
+        print_error(&e);
+        rc = e.code == SX_ERR_USAGE ? 2 : 1;
+    } else if (world_rank == 0) {
+        printf("Wrote %s\n", out);
+    }
+out:
+    free(in);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (want_mpi()) {
         if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
@@ -670,6 +744,8 @@ int main(int argc, char **argv) {
         rc = cmd_export(argc, argv, 2);
     } else if (strcmp(cmd, "validate") == 0) {
         rc = cmd_validate(argc, argv, 2);
+    } else if (strcmp(cmd, "import-native") == 0) {
+        rc = cmd_import_native(argc, argv, 2);
     } else if (strcmp(cmd, "import") == 0) {
         rc = cmd_import(argc, argv, 2);
     } else {
