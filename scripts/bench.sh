@@ -419,7 +419,7 @@ for ((rep = 1; rep <= reps; rep++)); do
     for nf in "${native_runs[@]}"; do
         for n in 1 2; do
             echo "bench: rep $rep/$reps native $nf files gz.$n" >&2
-            rm -f "$W/nat.json.gz" "$W/time.r0"
+            rm -f "$W/nat.json.gz" "$W"/time.r0.*
             t0=$(now_us)
             if ! timeout "$TO" "$MPIEXEC" --oversubscribe -n "$n" "$W/r0" "$W/time.r0" "$X" \
                 export --native "$W/nat$nf" -o "$W/nat.json.gz" --label native --quiet \
@@ -430,7 +430,7 @@ for ((rep = 1; rep <= reps; rep++)); do
             fi
             t1=$(now_us)
             NWALL[$nf:$n]+=" $(calc 3 "($t1 - $t0) / 1e6")"
-            NRSS[$nf:$n]+=" $(lastline "$W/time.r0" | cut -d' ' -f2)"
+            NRSS[$nf:$n]+=" $(lastline "$W/time.r0.0" | cut -d' ' -f2)"
             NEXP[$nf:$n]+=" $(sed -n 's/.* bytes in \([0-9.]*\) s .*/\1/p' "$W/err" | tail -1)"
             if [ "$rep" = 1 ]; then   # the same text at 1 and 2 ranks
                 if [ "$n" = 1 ]; then gzip -dc "$W/nat.json.gz" >"$W/nat$nf.json"
