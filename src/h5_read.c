@@ -1211,7 +1211,7 @@ static enum sx_status read_pool(hid_t d, uint64_t nrows, struct pool *p, const c
             goto out;
         bool ok = true;
         for (size_t k = 0; k < n && ok; k++) {
-            const char *q = text.data + off[k];
+            const char *q = text.data != NULL ? text.data + off[k] : "";
             size_t len = strnlen(q, off[k + 1] - off[k]);
             char *v = sx_utf8_sanitize(q, len);
             SX_CHECK(v != NULL, SX_ERR_NOMEM, err, src, "out of memory");

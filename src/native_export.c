@@ -149,7 +149,8 @@ static enum sx_status nd_block(void *ctx, size_t b, struct sx_buf *out,
         if (mine)
             jobs[njobs++] = (struct read_job){i, l->file, l->row};
     }
-    qsort(jobs, njobs, sizeof *jobs, cmp_job);
+    if (njobs > 1) /* qsort wants a valid array even for none */
+        qsort(jobs, njobs, sizeof *jobs, cmp_job);
     for (size_t k = 0; k < njobs && st == SX_OK; k++)
         st = read_row(nd, bl, jobs[k].i, err);
     if (st == SX_OK)

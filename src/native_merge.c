@@ -368,7 +368,8 @@ static enum sx_status merge(struct sx_native *nr, const char *label, const char 
     for (size_t i = 0; i < nr->nfiles; i++)
         for (size_t j = 0; j < nr->files[i].nranks; j++)
             seen[nseen++] = (struct rank_seen){nr->files[i].ranks[j], i};
-    qsort(seen, nseen, sizeof *seen, cmp_seen);
+    if (nseen > 1) /* qsort wants a valid array even for none */
+        qsort(seen, nseen, sizeof *seen, cmp_seen);
     size_t dup_at = SIZE_MAX, dup_first = 0;
     int64_t dup_rank = 0;
     for (size_t k = 1; k < nseen; k++) {
@@ -447,7 +448,8 @@ static enum sx_status merge(struct sx_native *nr, const char *label, const char 
     for (size_t i = 0; i < nmr; i++)
         mr[i].gpos = gpos[mr[i].region];
     /* write_results: rank by rank, each rank's regions in G order */
-    qsort(mr, nmr, sizeof *mr, cmp_mrow);
+    if (nmr > 1)
+        qsort(mr, nmr, sizeof *mr, cmp_mrow);
 
     run = sx_run_new();
     SX_CHECK(run != NULL, SX_ERR_NOMEM, err, what, "out of memory");
@@ -516,7 +518,8 @@ static enum sx_status merge(struct sx_native *nr, const char *label, const char 
          sx_value_set(md, "label", 5, v);
     free(lab);
     SX_CHECK(ok, SX_ERR_NOMEM, err, what, "out of memory");
-    qsort(md->u.obj.items, md->u.obj.n, sizeof *md->u.obj.items, cmp_member);
+    if (md->u.obj.n > 1) /* qsort wants a valid array even for none */
+        qsort(md->u.obj.items, md->u.obj.n, sizeof *md->u.obj.items, cmp_member);
     /* num_ranks as read_h5 gives it for the merged file */
     if (run->nrows == 0) {
         run->num_ranks = 0;
@@ -572,7 +575,8 @@ static enum sx_status assign(struct sx_native *nr, char **claim_path, int *claim
     SX_CHECK(cl != NULL, SX_ERR_NOMEM, err, "native run", "out of memory");
     for (size_t i = 0; i < nclaim; i++)
         cl[i] = (struct claim){claim_path[i], claim_rank[i], i};
-    qsort(cl, nclaim, sizeof *cl, cmp_claim);
+    if (nclaim > 1) /* qsort wants a valid array even for none */
+        qsort(cl, nclaim, sizeof *cl, cmp_claim);
     for (size_t i = 0; i < nclaim; i++)
         idx[i] = cl[i].i;
     free(cl);

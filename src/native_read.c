@@ -657,7 +657,8 @@ enum sx_status sx_native_sort_keys(size_t *idx, size_t n, const double *key) {
         return SX_ERR_NOMEM;
     for (size_t i = 0; i < n; i++)
         d[i] = (struct dkey){key[idx[i]], i, idx[i]};
-    qsort(d, n, sizeof *d, cmp_dkey);
+    if (n > 1) /* qsort wants a valid array even for none */
+        qsort(d, n, sizeof *d, cmp_dkey);
     for (size_t i = 0; i < n; i++)
         idx[i] = d[i].v;
     free(d);
@@ -756,7 +757,8 @@ static enum sx_status read_h5_index(struct sx_nfile *f, struct sx_error *err) {
         rk[i] = (struct row_key){sr->rank, pos[sr->region], i};
     }
     free(pos);
-    qsort(rk, f->nrows, sizeof *rk, cmp_row_key);
+    if (f->nrows > 1) /* qsort wants a valid array even for none */
+        qsort(rk, f->nrows, sizeof *rk, cmp_row_key);
     for (size_t i = 0; i < f->nrows; i++)
         order[i] = rk[i].i;
     free(rk);

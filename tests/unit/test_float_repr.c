@@ -66,7 +66,8 @@ int main(void) {
             v = ((double)(int64_t)(r % 4000000000000u) / 1e9 - 1.7) * 1000000;
             break;
         case 2: /* few mantissa bits: differences of large times */
-            v = ldexp((double)(r % (1u << (r % 40 + 1))), (int)(next() % 110) - 80);
+            v = ldexp((double)(r % ((uint64_t)1 << (r % 40 + 1))),
+                      (int)(next() % 110) - 80);
             break;
         case 3: /* a power of two */
             v = ldexp(1.0, (int)(r % 200) - 100);
