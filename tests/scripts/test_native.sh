@@ -65,7 +65,7 @@ for d in "${cases[@]}"; do
     [ -f "$ref" ] || ref=$d/run.chrome.json.gz
     sel=""
     [ "$n" -gt 0 ] && sel="0-$((n - 1))"
-    for np in 0 1 3; do
+    for np in 0 1 2 3 5; do # bare, 1 to 3 ranks, and more ranks than files
         for ext in json json.gz; do
             rm -f "$TMP/c.$ext"
             (cd "$d" && mpi_rc "$np" "$X" export --native ranks -o "$TMP/c.$ext" --label merged \
