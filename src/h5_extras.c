@@ -1,6 +1,9 @@
 /* h5_extras.c - the parts of a run beside its events: thread and task lanes, LIKWID
  * groups, line profiles */
 #include "h5_int.h"
+#include "h5_read.h"
+#include "run.h"
+#include "value.h"
 
 #include <errno.h>
 #include <fcntl.h>

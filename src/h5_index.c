@@ -1,6 +1,12 @@
 /* h5_index.c - open a run and read its index: schema, metadata, region table, the
  * rank-region index (lazy or full), schema-1 groups, summary-only runs */
 #include "h5_int.h"
+#include "h5_read.h"
+#include "json_parse.h"
+#include "json_write.h"
+#include "mpi_util.h"
+#include "run.h"
+#include "value.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,7 +2,9 @@
 #ifndef SX_H5_INT_H
 #define SX_H5_INT_H
 
-#include "internal.h"
+#include "json_write.h"
+#include "run.h"
+#include "value.h"
 
 #include <hdf5.h>
 

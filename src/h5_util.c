@@ -1,6 +1,10 @@
 /* h5_util.c - HDF5 helpers the readers share: ids, a quiet error stack, typed reads of
  * datasets and attributes, group listings, object names for messages */
+#include "fault.h"
 #include "h5_int.h"
+#include "json_write.h"
+#include "run.h"
+#include "value.h"
 
 #include <errno.h>
 #include <fcntl.h>
