@@ -1,9 +1,9 @@
 /* main.c - the scope-export command: argv, MPI_Init/Finalize, all printing */
 #include "scope_export.h"
+#include "signals.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,125 +109,6 @@ static bool all_passed(bool ok, const char *what) {
 static void rank0_bcast_rc(int *rc) {
     if (world != MPI_COMM_NULL)
         MPI_Bcast(rc, 1, MPI_INT, 0, world);
-}
-
-/* ------------------------------------------------------------------ */
-/* Signals: a clean stop, a deadline for it, and crash reports          */
-
-/* Seconds a stop may take before the process ends itself (see on_signal). */
-enum { STOP_GRACE_S = 10 };
-
-static const char *volatile current_input; /* the run being exported, for the reports */
-
-/* Async-signal-safe output: pieces of one line, written at once. */
-struct line {
-    char text[1024];
-    size_t len;
-};
-
-static void line_add(struct line *l, const char *s) {
-    while (s != NULL && *s != '\0' && l->len < sizeof l->text - 2)
-        l->text[l->len++] = *s++;
-}
-
-static void line_int(struct line *l, int v) {
-    char d[16];
-    int n = 0;
-    unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
-    do
-        d[n++] = (char)('0' + u % 10);
-    while ((u /= 10) != 0 && n < (int)sizeof d);
-    if (v < 0)
-        line_add(l, "-");
-    while (n > 0 && l->len < sizeof l->text - 2)
-        l->text[l->len++] = d[--n];
-}
-
-/* "scope-export: error: FILE: ", FILE being the one HDF5 is reading, else the run. */
-static void line_subject(struct line *l, const char *h5) {
-    line_add(l, "scope-export: error: ");
-    line_add(l, h5 != NULL ? h5 : current_input != NULL ? current_input : "scope-export");
-    line_add(l, ": ");
-}
-
-/* End the line with the rank, write it, and end the process with status 1. */
-static void line_exit(struct line *l) {
-    line_add(l, "; no output was written [rank ");
-    line_int(l, world_rank);
-    line_add(l, "]");
-    l->text[l->len++] = '\n';
-    ssize_t w = write(STDERR_FILENO, l->text, l->len);
-    (void)w;
-    _exit(1);
-}
-
-/*
- * SIGALRM after a stop was asked for: the export did not unwind in time,
- * which happens when the HDF5 library loops on a damaged file. The temporary
- * output is already gone (sx_request_stop); say where it was stuck and end.
- */
-static void on_deadline(int sig) {
-    (void)sig;
-    struct line l = {.len = 0};
-    const char *h5 = sx_hdf5_file_in_use();
-    line_subject(&l, h5);
-    line_add(&l, h5 != NULL ? "stopped by a signal, but still inside the HDF5 library "
-                              "reading this file after "
-                            : "stopped by a signal, but the export did not end within ");
-    line_int(&l, STOP_GRACE_S);
-    line_add(&l, h5 != NULL ? " s (libhdf5 can loop on a damaged file); ending now"
-                            : " s; ending now");
-    line_exit(&l);
-}
-
-static void on_signal(int sig) {
-    (void)sig;
-    sx_request_stop();
-    alarm(STOP_GRACE_S); /* a stop that does not come in time ends the process */
-}
-
-/*
- * SIGSEGV, SIGBUS, SIGFPE, SIGILL: one line that says which file, and
- * whether the HDF5 library was reading it (it crashes on some damaged files)
- * or scope-export itself failed; the temporary output is removed; exit 1.
- */
-static void on_crash(int sig) {
-    struct line l = {.len = 0};
-    const char *h5 = sx_hdf5_file_in_use();
-    sx_request_stop(); /* removes the temporary output */
-    line_subject(&l, h5);
-    line_add(&l, h5 != NULL ? "the HDF5 library crashed (" : "scope-export crashed (");
-    line_add(&l, sig == SIGSEGV  ? "SIGSEGV"
-                 : sig == SIGBUS ? "SIGBUS"
-                 : sig == SIGFPE ? "SIGFPE"
-                                 : "SIGILL");
-    line_add(&l, h5 != NULL
-                     ? ") reading this file; it does so on some damaged files, so "
-                       "the file is most likely damaged"
-                     : ") exporting this run, a bug in scope-export: please report "
-                       "it with the file");
-    line_exit(&l);
-}
-
-static void install_handlers(void) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    /* the first signal asks for a clean stop; a second one ends the process at once */
-    sa.sa_flags = SA_RESETHAND;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sa.sa_handler = on_deadline;
-    sa.sa_flags = 0;
-    sigaction(SIGALRM, &sa, NULL);
-    /* (in sanitizer builds too: their checks do not wait for a SIGSEGV, and the tests
-     * check this report there as well) */
-    sa.sa_handler = on_crash;
-    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
-    sigaction(SIGSEGV, &sa, NULL);
-    sigaction(SIGBUS, &sa, NULL);
-    sigaction(SIGFPE, &sa, NULL);
-    sigaction(SIGILL, &sa, NULL);
 }
 
 static int usage_error(const char *msg, const char *arg) {
@@ -517,7 +398,7 @@ parsed:
     }
     if (native) { /* one document of all the inputs */
         struct sx_error ne;
-        current_input = inputs[0];
+        sx_cli_input(inputs[0]);
         if (sx_export_native(world, inputs, nin, output, label, &o, &ne) != SX_OK) {
             print_error(&ne);
             rc = ne.code == SX_ERR_USAGE ? 2 : 1;
@@ -554,7 +435,7 @@ parsed:
     }
     if (nin > 1) {
         for (size_t k = 0; k < nin; k++) {
-            current_input = inputs[k];
+            sx_cli_input(inputs[k]);
             if (sx_run_label(world, inputs[k], &labels[k], &e) != SX_OK) {
                 print_error(&e); /* an agreed error: every rank stops here */
                 rc = 1;
@@ -580,7 +461,7 @@ parsed:
             break;
         }
         ps.t0 = now();
-        current_input = inputs[k];
+        sx_cli_input(inputs[k]);
         enum sx_status st = sx_export(world, inputs[k], path, &o, &e);
         alarm(0); /* it ended: no deadline for it */
         if (o.progress != NULL)
@@ -625,7 +506,7 @@ static int cmd_validate(int argc, char **argv, int first) {
         struct sx_error e;
         memset(&e, 0, sizeof e);
         e.rank = -1;
-        current_input = argv[i];
+        sx_cli_input(argv[i]);
         if (sx_validate(argv[i], &e) == SX_OK) {
             printf("%s: OK\n", argv[i]);
         } else {
@@ -661,7 +542,7 @@ static int cmd_import(int argc, char **argv, int first) {
     memset(&e, 0, sizeof e);
     e.rank = -1;
     if (world_rank == 0) {
-        current_input = in;
+        sx_cli_input(in);
         if (sx_import(in, out, &e) != SX_OK) {
             print_error(&e);
             rc = 1;
@@ -701,7 +582,7 @@ static int cmd_import_native(int argc, char **argv, int first) {
         goto out;
     }
     struct sx_error e;
-    current_input = in[0];
+    sx_cli_input(in[0]);
     if (sx_import_native(world, in, n, out, label, &e) != SX_OK) {
         print_error(&e);
         rc = e.code == SX_ERR_USAGE ? 2 : 1;
@@ -723,7 +604,7 @@ int main(int argc, char **argv) {
         MPI_Comm_rank(world, &world_rank);
         MPI_Comm_size(world, &world_size);
     }
-    install_handlers();
+    sx_cli_signals_install(world_rank);
 #ifdef SX_TEST_FAULTS
     if (sx_fault_from_env(world_rank) != 0)
         return 2;

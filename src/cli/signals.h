@@ -1,0 +1,14 @@
+/* signals.h - the command's signal handling: a clean stop, its deadline, crash reports */
+#ifndef SX_CLI_SIGNALS_H
+#define SX_CLI_SIGNALS_H
+
+/*
+ * SIGTERM and SIGINT ask the export for a clean stop (a second one ends the
+ * process); a stop that takes too long, and a crash, end the process with one
+ * line naming the file and 'rank'. The temporary output is removed in every case.
+ */
+void sx_cli_signals_install(int rank);
+/* The run being exported now, named by those lines. */
+void sx_cli_input(const char *path);
+
+#endif /* SX_CLI_SIGNALS_H */
