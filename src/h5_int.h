@@ -2,6 +2,7 @@
 #ifndef SX_H5_INT_H
 #define SX_H5_INT_H
 
+#include "h5_read.h"
 #include "json_write.h"
 #include "run.h"
 #include "value.h"

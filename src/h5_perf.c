@@ -1,8 +1,8 @@
 /* h5_perf.c - rank<N>/perf_events/<region>/ groups: Linux perf counter totals */
+#include "h5_int.h"
 #include "json_write.h"
 #include "trace.h"
 
-#include <hdf5.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,33 +21,6 @@ void sx_perf_free(struct sx_perf_rank *p, size_t n) {
         free(p[i].regions);
     }
     free(p);
-}
-
-static void close_id(hid_t id) {
-    if (id < 0)
-        return;
-    switch (H5Iget_type(id)) {
-    case H5I_FILE:
-        H5Fclose(id);
-        break;
-    case H5I_GROUP:
-        H5Gclose(id);
-        break;
-    case H5I_DATASET:
-        H5Dclose(id);
-        break;
-    case H5I_ATTR:
-        H5Aclose(id);
-        break;
-    case H5I_DATASPACE:
-        H5Sclose(id);
-        break;
-    case H5I_DATATYPE:
-        H5Tclose(id);
-        break;
-    default:
-        break;
-    }
 }
 
 struct names {
@@ -135,10 +108,10 @@ out:
         free(v);
     }
     free(fixed);
-    close_id(mt);
-    close_id(ft);
-    close_id(sp);
-    close_id(a);
+    h5_close_id(mt);
+    h5_close_id(ft);
+    h5_close_id(sp);
+    h5_close_id(a);
     return st;
 }
 
@@ -175,10 +148,10 @@ static enum sx_status read_region(hid_t pe, const char *path, int64_t rank,
                                r->values) >= 0,
              SX_ERR_IO, err, src, "%s/values cannot be read", src);
 out:
-    close_id(sp);
-    close_id(d);
-    close_id(a);
-    close_id(g);
+    h5_close_id(sp);
+    h5_close_id(d);
+    h5_close_id(a);
+    h5_close_id(g);
     return st;
 }
 
@@ -231,15 +204,15 @@ enum sx_status sx_h5_perf_read(const char *path, int64_t num_ranks,
         for (size_t i = 0; i < l.n; i++)
             free(l.v[i]);
         l.n = 0;
-        close_id(pe);
+        h5_close_id(pe);
         pe = -1;
     }
 out:
     for (size_t i = 0; i < l.n; i++)
         free(l.v[i]);
     free(l.v);
-    close_id(pe);
-    close_id(f);
+    h5_close_id(pe);
+    h5_close_id(f);
     H5Eset_auto2(H5E_DEFAULT, func, data);
     if (st != SX_OK) {
         sx_perf_free(p, n);
@@ -285,13 +258,13 @@ enum sx_status sx_h5_perf_write(const char *path, const struct sx_perf_rank *p, 
             a = H5Acreate2(rg, "calls", H5T_STD_I64LE, one, H5P_DEFAULT, H5P_DEFAULT);
             SX_CHECK(a >= 0 && H5Awrite(a, H5T_NATIVE_INT64, &calls) >= 0, SX_ERR_IO, err,
                      path, "%s: perf calls of %s cannot be written", path, r->name);
-            close_id(a);
+            h5_close_id(a);
             hsize_t dim = r->nevents;
             sp = H5Screate_simple(1, &dim, NULL);
             a = H5Acreate2(rg, "event_names", st_t, sp, H5P_DEFAULT, H5P_DEFAULT);
             SX_CHECK(a >= 0 && H5Awrite(a, st_t, r->event_names) >= 0, SX_ERR_IO, err,
                      path, "%s: perf event names of %s cannot be written", path, r->name);
-            close_id(a);
+            h5_close_id(a);
             a = -1;
             d = H5Dcreate2(rg, "values", H5T_STD_U64LE, sp, H5P_DEFAULT, H5P_DEFAULT,
                            H5P_DEFAULT);
@@ -300,27 +273,27 @@ enum sx_status sx_h5_perf_write(const char *path, const struct sx_perf_rank *p, 
                                                H5P_DEFAULT, r->values) >= 0),
                      SX_ERR_IO, err, path, "%s: perf values of %s cannot be written",
                      path, r->name);
-            close_id(d);
+            h5_close_id(d);
             d = -1;
-            close_id(sp);
+            h5_close_id(sp);
             sp = -1;
-            close_id(rg);
+            h5_close_id(rg);
             rg = -1;
         }
-        close_id(pe);
+        h5_close_id(pe);
         pe = -1;
-        close_id(g);
+        h5_close_id(g);
         g = -1;
     }
 out:
-    close_id(d);
-    close_id(a);
-    close_id(sp);
-    close_id(rg);
-    close_id(pe);
-    close_id(g);
-    close_id(one);
-    close_id(st_t);
+    h5_close_id(d);
+    h5_close_id(a);
+    h5_close_id(sp);
+    h5_close_id(rg);
+    h5_close_id(pe);
+    h5_close_id(g);
+    h5_close_id(one);
+    h5_close_id(st_t);
     if (f >= 0 && H5Fclose(f) < 0 && st == SX_OK)
         st = sx_error_set(err, SX_ERR_IO, path, "%s cannot be closed", path);
     H5Eset_auto2(H5E_DEFAULT, func, data);

@@ -81,6 +81,9 @@ enum sx_status sx_h5_gpu_present(struct sx_h5 *h5, const struct sx_run *run,
 enum sx_status sx_h5_load(const char *path, bool summary, struct sx_run **run,
                           struct sx_error *err);
 
+/* Whether 'path' starts with the HDF5 signature (a missing file is not HDF5). */
+bool sx_is_hdf5(const char *path);
+
 /* Number of HDF5 ids this library has open (0 after every call). */
 long sx_h5_open_ids(void);
 

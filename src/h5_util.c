@@ -26,6 +26,8 @@ const char *const h5_rd_names[RD_N] = {"source_files", "source_texts", "tags",
                                        "source_lines", "exclusive_totals"};
 
 void h5_quiet_begin(struct h5_quiet *q) {
+    q->func = NULL;
+    q->data = NULL;
     H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
@@ -990,4 +992,20 @@ void h5_enter(const char *path) {
 void h5_leave(void) {
     if (--h5_depth == 0)
         h5_file_in_use = NULL;
+}
+
+static const unsigned char hdf5_magic[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+
+/* Whether 'path' starts with the HDF5 signature (a missing file is not HDF5). */
+bool sx_is_hdf5(const char *path) {
+    unsigned char head[8] = {0};
+    FILE *f = fopen(path, "rb");
+    bool yes = false;
+
+    if (f == NULL)
+        return false;
+    yes = fread(head, 1, sizeof head, f) == sizeof head &&
+          memcmp(head, hdf5_magic, sizeof head) == 0;
+    fclose(f);
+    return yes;
 }

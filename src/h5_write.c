@@ -1,14 +1,14 @@
 /* h5_write.c - write a run as a schema-3 HDF5 file in scope-profiler's layout */
 #include "h5_write.h"
 
+#include "h5_int.h"
+
 #include "fault.h"
 #include "json_write.h"
 #include "mpi_util.h"
 #include "out_file.h"
 #include "run.h"
 #include "value.h"
-
-#include <hdf5.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -101,23 +101,6 @@ static int64_t fill_value(int c) { return c == SX_COL_AWAIT ? 0 : -1; }
 /* ------------------------------------------------------------------ */
 /* HDF5 error handling                                                */
 
-/* HDF5's automatic error printer, saved while one of our calls runs. */
-struct quiet {
-    H5E_auto2_t func;
-    void *data;
-};
-
-static void quiet_on(struct quiet *q) {
-    q->func = NULL;
-    q->data = NULL;
-    H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-}
-
-static void quiet_off(const struct quiet *q) {
-    H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
-}
-
 /* Each write may fail on purpose in the fault tests (SX_FAULT_WRITE). */
 static herr_t dwrite(hid_t d, hid_t mt, hid_t ms, hid_t fs, hid_t x, const void *buf) {
     return sx_fault(SX_FAULT_WRITE, 0) ? -1 : H5Dwrite(d, mt, ms, fs, x, buf);
@@ -156,35 +139,10 @@ static const char *src(struct sx_h5w *w, const char *obj) {
     SX_CHECK((expr) >= 0, SX_ERR_IO, err, src(w, (obj)), "cannot %s: %s", (what),        \
              h5_detail())
 
+/* Close any kind of id and mark it closed. */
 static void close_id(hid_t *id) {
-    if (*id < 0)
-        return;
-    switch (H5Iget_type(*id)) {
-    case H5I_FILE:
-        H5Fclose(*id);
-        break;
-    case H5I_GROUP:
-        H5Gclose(*id);
-        break;
-    case H5I_DATASET:
-        H5Dclose(*id);
-        break;
-    case H5I_DATASPACE:
-        H5Sclose(*id);
-        break;
-    case H5I_DATATYPE:
-        H5Tclose(*id);
-        break;
-    case H5I_ATTR:
-        H5Aclose(*id);
-        break;
-    case H5I_GENPROP_LST:
-        H5Pclose(*id);
-        break;
-    default:
-        break;
-    }
-    *id = H5I_INVALID_HID;
+    h5_close_id(*id);
+    *id = -1;
 }
 
 /*
@@ -482,12 +440,12 @@ static void close_all(struct sx_h5w *w) {
 }
 
 void sx_h5w_abort(struct sx_h5w *w) {
-    struct quiet q;
+    struct h5_quiet q;
     if (w == NULL)
         return;
-    quiet_on(&q);
+    h5_quiet_begin(&q);
     close_all(w);
-    quiet_off(&q);
+    h5_quiet_end(&q);
     if (w->tmp != NULL && w->rank == 0) {
         unlink(w->tmp);
         sx_tmp_forget(w->tmp);
@@ -556,11 +514,11 @@ enum sx_status sx_h5w_create_mpi(MPI_Comm comm, const char *path,
     struct sx_h5w *w = NULL;
     MPI_Comm dup = MPI_COMM_NULL;
     hid_t fapl = H5I_INVALID_HID, g = H5I_INVALID_HID;
-    struct quiet q;
+    struct h5_quiet q;
     static const char *const groups[] = {"metadata", "region_table", "rank_region_index",
                                          "events"};
 
-    quiet_on(&q);
+    h5_quiet_begin(&q);
     *wp = NULL;
     if (comm != MPI_COMM_NULL && MPI_Comm_dup(comm, &dup) != MPI_SUCCESS) {
         /* The default handler aborts first; this is for a caller's own handler. */
@@ -614,7 +572,7 @@ out:
     close_id(&fapl);
     st = agree(w, st, err);
 early:
-    quiet_off(&q);
+    h5_quiet_end(&q);
     if (st != SX_OK) {
         sx_h5w_abort(w); /* NOTE: collective: every process failed alike */
         w = NULL;
@@ -747,9 +705,9 @@ enum sx_status sx_h5w_metadata(struct sx_h5w *w, const struct sx_value *meta,
                                struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t g = H5I_INVALID_HID;
-    struct quiet q;
+    struct h5_quiet q;
 
-    quiet_on(&q);
+    h5_quiet_begin(&q);
     SX_CHECK(!w->failed, SX_ERR_USAGE, err, src(w, NULL), "writer used after a failure");
     if (meta == NULL || meta->kind == SX_V_NULL)
         goto out;
@@ -769,7 +727,7 @@ enum sx_status sx_h5w_metadata(struct sx_h5w *w, const struct sx_value *meta,
 out:
     close_id(&g);
     st = agree(w, st, err);
-    quiet_off(&q);
+    h5_quiet_end(&q);
     if (st != SX_OK)
         w->failed = true;
     return st;
@@ -779,9 +737,9 @@ enum sx_status sx_h5w_names(struct sx_h5w *w, char *const *names, size_t n,
                             struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t g = H5I_INVALID_HID;
-    struct quiet q;
+    struct h5_quiet q;
 
-    quiet_on(&q);
+    h5_quiet_begin(&q);
     SX_CHECK(!w->failed && !w->names_done, SX_ERR_USAGE, err, src(w, "/region_table"),
              "region names written twice or after a failure");
     g = H5Gopen2(w->file, "region_table", H5P_DEFAULT);
@@ -793,7 +751,7 @@ out:
     close_id(&g);
     st = agree(w, st, err);
     w->names_done = st == SX_OK;
-    quiet_off(&q);
+    h5_quiet_end(&q);
     if (st != SX_OK)
         w->failed = true;
     return st;
@@ -979,10 +937,10 @@ enum sx_status sx_h5w_index(struct sx_h5w *w, const struct sx_row *const *rows, 
     enum sx_status st = SX_OK;
     hid_t g = H5I_INVALID_HID, ge = H5I_INVALID_HID;
     struct index_buf ib = {0};
-    struct quiet q;
+    struct h5_quiet q;
     const char *obj = "/rank_region_index";
 
-    quiet_on(&q);
+    h5_quiet_begin(&q);
     st = index_prepare(w, rows, n, &ib, err);
     if ((st = agree(w, st, err)) != SX_OK)
         goto out;
@@ -1066,7 +1024,7 @@ out:
     close_id(&g);
     st = agree(w, st, err);
     w->index_done = st == SX_OK;
-    quiet_off(&q);
+    h5_quiet_end(&q);
     if (st != SX_OK)
         w->failed = true;
     return st;
@@ -1184,12 +1142,12 @@ enum sx_status sx_h5w_events(struct sx_h5w *w, size_t row, uint64_t first, uint6
                              const int64_t *const col[SX_NCOLS], struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t mspace = H5I_INVALID_HID;
-    struct quiet q;
+    struct h5_quiet q;
     struct row_acc *a = NULL;
     hsize_t off = 0, cnt = n ? n : 1;
     static const int64_t none = 0; /* a valid buffer for an empty selection */
 
-    quiet_on(&q);
+    h5_quiet_begin(&q);
     st = events_prepare(w, row, first, n, col, err);
     if ((st = agree(w, st, err)) != SX_OK || (n == 0 && !w->collective))
         goto out;
@@ -1262,7 +1220,7 @@ enum sx_status sx_h5w_events(struct sx_h5w *w, size_t row, uint64_t first, uint6
 out:
     close_id(&mspace);
     st = agree(w, st, err);
-    quiet_off(&q);
+    h5_quiet_end(&q);
     if (st != SX_OK)
         w->failed = true;
     return st;
@@ -1304,12 +1262,12 @@ enum sx_status sx_h5w_threads(struct sx_h5w *w, const struct sx_lane_rank *lanes
     int8_t *daemon = NULL;
     int64_t *v = NULL;
     const char **names = NULL;
-    struct quiet q;
+    struct h5_quiet q;
     const char *obj = "/thread_table";
     static const char *const cols[] = {"index",    "ident",  "native_id",
                                        "start_ns", "end_ns", "cpu_ns"};
 
-    quiet_on(&q);
+    h5_quiet_begin(&q);
     st = lanes_check(w, lanes, n, true, &total, err);
     if (st == SX_OK) {
         ranks = sx_calloc(total ? total : 1, sizeof *ranks);
@@ -1355,7 +1313,7 @@ out:
     free(v);
     free(daemon);
     free(ranks);
-    quiet_off(&q);
+    h5_quiet_end(&q);
     if (st != SX_OK)
         w->failed = true;
     return st;
@@ -1369,13 +1327,13 @@ enum sx_status sx_h5w_tasks(struct sx_h5w *w, const struct sx_lane_rank *lanes, 
     uint32_t *ranks = NULL;
     int64_t *v = NULL;
     const char **s = NULL;
-    struct quiet q;
+    struct h5_quiet q;
     const char *obj = "/task_table";
     static const char *const cols[] = {"index", "thread_index", "created_ns",  "done_ns",
                                        "steps", "running_ns",   "suspended_ns"};
     static const char *const scols[] = {"kind", "name", "coro_name"};
 
-    quiet_on(&q);
+    h5_quiet_begin(&q);
     st = lanes_check(w, lanes, n, false, &total, err);
     if (st == SX_OK) {
         ranks = sx_calloc(total ? total : 1, sizeof *ranks);
@@ -1421,7 +1379,7 @@ out:
     free(s);
     free(v);
     free(ranks);
-    quiet_off(&q);
+    h5_quiet_end(&q);
     if (st != SX_OK)
         w->failed = true;
     return st;
@@ -1525,9 +1483,9 @@ enum sx_status sx_h5w_likwid(struct sx_h5w *w, const struct sx_likwid_rank *lk, 
     hid_t gr = H5I_INVALID_HID, gl = H5I_INVALID_HID, gg = H5I_INVALID_HID;
     char rname[32], obj[96];
     struct likwid_buf lb = {0};
-    struct quiet q;
+    struct h5_quiet q;
 
-    quiet_on(&q);
+    h5_quiet_begin(&q);
     st = likwid_prepare(w, lk, n, &lb, err);
     if ((st = agree(w, st, err)) != SX_OK)
         goto out;
@@ -1560,7 +1518,7 @@ out:
     free(lb.strs);
     free(lb.name);
     st = agree(w, st, err);
-    quiet_off(&q);
+    h5_quiet_end(&q);
     if (st != SX_OK)
         w->failed = true;
     return st;
@@ -1623,9 +1581,9 @@ enum sx_status sx_h5w_line_profile(struct sx_h5w *w, const struct sx_lp_rank *lp
     hid_t gr = H5I_INVALID_HID, gl = H5I_INVALID_HID;
     size_t *order = NULL;
     char rname[32], name[24], obj[128];
-    struct quiet q;
+    struct h5_quiet q;
 
-    quiet_on(&q);
+    h5_quiet_begin(&q);
     st = lp_prepare(w, lp, n, &order, err);
     if ((st = agree(w, st, err)) != SX_OK)
         goto out;
@@ -1655,7 +1613,7 @@ out:
     close_id(&gl);
     close_id(&gr);
     st = agree(w, st, err);
-    quiet_off(&q);
+    h5_quiet_end(&q);
     if (st != SX_OK)
         w->failed = true;
     return st;
@@ -1866,7 +1824,7 @@ out:
 
 enum sx_status sx_h5w_finish(struct sx_h5w *w, struct sx_error *err) {
     enum sx_status st = SX_OK;
-    struct quiet q;
+    struct h5_quiet q;
     bool quieted = false;
     herr_t rc;
 
@@ -1879,7 +1837,7 @@ enum sx_status sx_h5w_finish(struct sx_h5w *w, struct sx_error *err) {
         st = sx_h5w_index(w, NULL, 0, err);
     if (st != SX_OK)
         goto out;
-    quiet_on(&q);
+    h5_quiet_begin(&q);
     quieted = true;
     SX_CHECK(!w->failed, SX_ERR_USAGE, err, src(w, NULL), "writer used after a failure");
     if ((st = write_stats(w, err)) != SX_OK)
@@ -1927,7 +1885,7 @@ enum sx_status sx_h5w_finish(struct sx_h5w *w, struct sx_error *err) {
         st = sx_all_ok(w->comm, st, err); /* NOTE: collective */
 out:
     if (quieted)
-        quiet_off(&q);
+        h5_quiet_end(&q);
     if (st != SX_OK)
         sx_h5w_abort(w);
     else

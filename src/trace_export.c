@@ -15,20 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const unsigned char hdf5_magic[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
-
-static bool is_hdf5(const char *path) {
-    unsigned char head[8] = {0};
-    FILE *f = fopen(path, "rb");
-    bool yes = false;
-    if (f == NULL)
-        return false;
-    yes = fread(head, 1, sizeof head, f) == sizeof head &&
-          memcmp(head, hdf5_magic, sizeof head) == 0;
-    fclose(f);
-    return yes;
-}
-
 static bool ends_with_gz(const char *path) {
     size_t n = strlen(path);
     return n >= 3 && path[n - 3] == '.' && (path[n - 2] | 0x20) == 'g' &&
@@ -464,7 +450,7 @@ enum sx_status sx_trace_export(MPI_Comm comm, const char *input, const char *out
         goto out;
 
     /* Stage: NOTE: collective open of an HDF5 run; a JSON profile is read by each. */
-    const bool hdf5 = is_hdf5(input);
+    const bool hdf5 = sx_is_hdf5(input);
     if (hdf5) {
         st = sx_h5_open(comm, input, false, &h5, &run, err);
         opened = true;

@@ -1,5 +1,5 @@
 /* scope_export_damage.c - write deliberately damaged scope-profiler runs for tests */
-#include <hdf5.h>
+#include "h5_int.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -63,36 +63,6 @@ static const char *const bad_suffixes[] = {
 
 static const char *out_path = "";
 
-static void close_any(hid_t id) {
-    if (id < 0)
-        return;
-    switch (H5Iget_type(id)) {
-    case H5I_FILE:
-        H5Fclose(id);
-        break;
-    case H5I_GROUP:
-        H5Gclose(id);
-        break;
-    case H5I_DATASET:
-        H5Dclose(id);
-        break;
-    case H5I_ATTR:
-        H5Aclose(id);
-        break;
-    case H5I_DATATYPE:
-        H5Tclose(id);
-        break;
-    case H5I_DATASPACE:
-        H5Sclose(id);
-        break;
-    case H5I_GENPROP_LST:
-        H5Pclose(id);
-        break;
-    default:
-        break;
-    }
-}
-
 static int copy_file(const char *from, const char *to) {
     FILE *in = fopen(from, "rb"), *out = NULL;
     char buf[65536];
@@ -131,8 +101,8 @@ static int64_t dset_len(hid_t f, const char *path) {
     if (sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 &&
         H5Sget_simple_extent_dims(sp, dims, NULL) == 1)
         n = (int64_t)dims[0];
-    close_any(sp);
-    close_any(d);
+    h5_close_id(sp);
+    h5_close_id(d);
     return n;
 }
 
@@ -154,7 +124,7 @@ static int io_column(hid_t f, const char *path, hid_t mem, size_t elem, void **b
     }
     rc = 0;
 out:
-    close_any(d);
+    h5_close_id(d);
     if (rc != 0)
         fprintf(stderr, "scope-export-damage: %s: cannot %s %s\n", out_path,
                 write ? "write" : "read", path);
@@ -175,8 +145,8 @@ static int replace_dataset(hid_t f, const char *path, hid_t ftype, hsize_t n, hi
         H5TRY(H5Dwrite(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf), path);
     rc = 0;
 out:
-    close_any(d);
-    close_any(sp);
+    h5_close_id(d);
+    h5_close_id(sp);
     return rc;
 }
 
@@ -288,7 +258,7 @@ static int damage_huge_claim(hid_t f) {
     rc = replace_dataset(f, "events/durations", H5T_STD_I64LE, (hsize_t)1 << 40, dcpl,
                          H5T_NATIVE_INT64, NULL);
 out:
-    close_any(dcpl);
+    h5_close_id(dcpl);
     return rc;
 }
 
@@ -327,7 +297,7 @@ out:
         free(s[i]);
     free(s);
     free(v);
-    close_any(t);
+    h5_close_id(t);
     return rc;
 }
 
@@ -345,9 +315,9 @@ static int write_string_attr(hid_t loc, const char *name, const char *const *v, 
     H5TRY(H5Awrite(a, t, v), name);
     rc = 0;
 out:
-    close_any(a);
-    close_any(sp);
-    close_any(t);
+    h5_close_id(a);
+    h5_close_id(sp);
+    h5_close_id(t);
     return rc;
 }
 
@@ -394,15 +364,15 @@ out:
     if (names != NULL && d >= 0) {
         hid_t sp = H5Dget_space(d);
         H5Dvlen_reclaim(t, sp, H5P_DEFAULT, names);
-        close_any(sp);
+        h5_close_id(sp);
     }
     for (int64_t i = 0; bad != NULL && i < n; i++)
         free(bad[i]);
     free(bad);
     free(names);
-    close_any(g);
-    close_any(d);
-    close_any(t);
+    h5_close_id(g);
+    h5_close_id(d);
+    h5_close_id(t);
     return rc;
 }
 
@@ -426,7 +396,7 @@ static int damage_deflate(hid_t f) {
                          H5T_NATIVE_INT64, v);
 out:
     free(v);
-    close_any(dcpl);
+    h5_close_id(dcpl);
     return rc;
 }
 
@@ -495,8 +465,8 @@ static int damage_schema(hid_t f, bool as_float) {
     }
     rc = 0;
 out:
-    close_any(a);
-    close_any(sp);
+    h5_close_id(a);
+    h5_close_id(sp);
     return rc;
 }
 
@@ -524,9 +494,9 @@ static int write_not_profile(const char *path) {
         goto out;
     rc = 0;
 out:
-    close_any(d);
-    close_any(sp);
-    close_any(g);
+    h5_close_id(d);
+    h5_close_id(sp);
+    h5_close_id(g);
     if (f >= 0 && H5Fclose(f) < 0)
         rc = -1;
     return rc;
@@ -598,7 +568,7 @@ int main(int argc, char **argv) {
         goto out;
     rc = 0;
 out:
-    close_any(f);
+    h5_close_id(f);
     if (rc != 0)
         remove(out_path);
     return rc;
