@@ -1,7 +1,6 @@
-/* doc.c - the JSON document's text: row order, blocks, header, rows, trailer */
+/* doc.c - the JSON document's text from its plan: header, blocks of rows, trailer */
 #include "doc.h"
 
-#include "h5_read.h"
 #include "json_load.h"
 #include "json_write.h"
 #include "regex.h"
@@ -21,254 +20,6 @@ static const char *const seg_keys[SX_NSEGS] = {
     "call_ids", "parent_ids",     "thread_ids",   "task_ids",       "await_ns",
     NULL,
 };
-
-/* The event column behind a segment, or -1. */
-static int seg_col(unsigned seg) {
-    switch (seg) {
-    case SX_SEG_START:
-        return SX_COL_START;
-    case SX_SEG_END:
-        return SX_COL_END;
-    case SX_SEG_GPU:
-        return SX_COL_GPU;
-    case SX_SEG_CALL:
-        return SX_COL_CALL;
-    case SX_SEG_PARENT:
-        return SX_COL_PARENT;
-    case SX_SEG_THREAD:
-        return SX_COL_THREAD;
-    case SX_SEG_TASK:
-        return SX_COL_TASK;
-    case SX_SEG_AWAIT:
-        return SX_COL_AWAIT;
-    default:
-        return -1;
-    }
-}
-
-/* Whether 'row' writes segment 'seg' at all. */
-static bool row_has_seg(const struct sx_row *row, unsigned seg) {
-    if (seg == SX_SEG_HEAD || seg == SX_SEG_TAIL)
-        return true;
-    if (row->is_aggregate)
-        return false;
-    if (seg == SX_SEG_META)
-        return row->has_meta_col || row->meta_text != NULL;
-    int c = seg_col(seg);
-    return c >= 0 && (row->cols & SX_COLBIT(c));
-}
-
-/* Events a segment spans: atomic segments count as one unit. */
-static uint64_t seg_units(const struct sx_row *row, unsigned seg) {
-    return seg_col(seg) >= 0 ? row->count : 1;
-}
-
-/* ------------------------------------------------------------------ */
-/* Plan                                                               */
-
-/* Rows of a lazily read run: the plan knows them by their index entry alone. */
-enum { SX_BLOCK_ROWS = 4096 }; /* most rows a block of a lazy run holds */
-static bool is_lazy(const struct sx_run *run) { return run->index != NULL; }
-
-static size_t run_rows(const struct sx_run *run) {
-    return is_lazy(run) ? run->nindex : run->nrows;
-}
-
-/* The plan's view of row 'r' of the run: its own row, or one made from the index. */
-static const struct sx_row *plan_row(const struct sx_run *run, uint64_t r,
-                                     struct sx_row *tmp) {
-    if (!is_lazy(run))
-        return &run->rows[r];
-    const struct sx_index_row *x = &run->index[r];
-    memset(tmp, 0, sizeof *tmp);
-    tmp->region = x->region;
-    tmp->rank = x->rank;
-    tmp->count = x->count;
-    tmp->offset = x->offset;
-    tmp->file_row = x->file_row;
-    tmp->cols = SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END) | run->file_cols;
-    if (x->flags & SX_IR_NO_GPU)
-        tmp->cols &= ~SX_COLBIT(SX_COL_GPU);
-    tmp->has_meta_col = run->has_meta_col;
-    return tmp;
-}
-
-static const struct sx_run *sort_run; /* qsort has no context argument in C11 */
-
-static int cmp_doc_rows(const void *a, const void *b) {
-    uint64_t i = *(const uint64_t *)a, j = *(const uint64_t *)b;
-    uint32_t xr, yr;
-    int64_t xk, yk;
-    if (is_lazy(sort_run)) {
-        xr = sort_run->index[i].region, yr = sort_run->index[j].region;
-        xk = sort_run->index[i].rank, yk = sort_run->index[j].rank;
-    } else {
-        xr = sort_run->rows[i].region, yr = sort_run->rows[j].region;
-        xk = sort_run->rows[i].rank, yk = sort_run->rows[j].rank;
-    }
-    if (xr != yr)
-        return xr < yr ? -1 : 1;
-    if (xk != yk)
-        return xk < yk ? -1 : 1;
-    return (i > j) - (i < j);
-}
-
-static size_t str_weight(const char *s) { return s ? strlen(s) + 24 : 0; }
-
-/* Estimated bytes of one event of a segment: weights only balance blocks. */
-static uint64_t ev_weight(const struct sx_doc *doc, unsigned seg) {
-    uint64_t w = seg == SX_SEG_START || seg == SX_SEG_END ? 21
-                 : seg == SX_SEG_META                     ? 40
-                                                          : 8;
-    if (doc->indent >= 0)
-        w += (uint64_t)doc->indent * 4 + 1;
-    return w;
-}
-
-static uint64_t head_weight(const struct sx_row *row, const struct sx_run *run) {
-    uint64_t w = 64 + strlen(run->names[row->region]);
-    if (is_lazy(run)) /* strings not read yet: a typical source file, text and tags */
-        w += 96;
-    w += str_weight(row->source_file) + str_weight(row->source_text);
-    for (size_t i = 0; i < row->ntags; i++)
-        w += str_weight(row->tags[i]);
-    if (row->is_aggregate)
-        w += 24 * row->nagg;
-    return w;
-}
-
-/* Append block [from, to) of weight 'w' and progress 'units'; false when out of memory.
- */
-static bool add_block(struct sx_doc *doc, size_t *cap, struct sx_pos from,
-                      struct sx_pos to, uint64_t w, uint64_t units) {
-    if (doc->nblocks == *cap) {
-        struct sx_block *nb = sx_realloc(doc->blocks, 2 * *cap * sizeof *nb);
-        if (nb == NULL)
-            return false;
-        doc->blocks = nb;
-        *cap *= 2;
-    }
-    doc->blocks[doc->nblocks++] = (struct sx_block){from, to, w, units};
-    doc->total_weight += w;
-    doc->total_units += units;
-    return true;
-}
-
-enum sx_status sx_doc_plan(struct sx_doc *doc, const struct sx_run *run,
-                           const struct sx_filter *filter, int indent, size_t block_bytes,
-                           struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    bool *keep_name = NULL;
-    memset(doc, 0, sizeof *doc);
-    doc->run = run;
-    doc->indent = indent;
-    doc->filter = filter;
-    if (block_bytes == 0)
-        block_bytes = 4u << 20;
-
-    keep_name = sx_calloc(run->nnames + 1, sizeof *keep_name);
-    SX_CHECK(keep_name != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
-    for (size_t i = 0; i < run->nnames; i++)
-        keep_name[i] = sx_filter_name(filter, run->names[i]);
-    const size_t nall = run_rows(run);
-    struct sx_row tmp, tmp2;
-    doc->order = sx_malloc((nall + 1) * sizeof *doc->order);
-    SX_CHECK(doc->order != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
-    uint64_t n = 0;
-    for (size_t r = 0; r < nall; r++) {
-        const struct sx_row *row = plan_row(run, r, &tmp);
-        if (keep_name[row->region] && sx_filter_rank(filter, row->rank))
-            doc->order[n++] = r;
-    }
-    /* Region-major (region table order), then rank ascending. */
-    sort_run = run;
-    qsort(doc->order, n, sizeof *doc->order, cmp_doc_rows);
-    /* A (name, rank) written twice: the later row wins, as in the reader's dict. */
-    uint64_t k = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        const struct sx_row *row = plan_row(run, doc->order[i], &tmp);
-        if (i + 1 < n) {
-            const struct sx_row *nx = plan_row(run, doc->order[i + 1], &tmp2);
-            if (nx->region == row->region && nx->rank == row->rank)
-                continue;
-        }
-        doc->order[k++] = doc->order[i];
-    }
-    doc->nrows = k;
-
-    /* Cut the rows into blocks of about block_bytes, splitting big columns by event.
-     * A block's progress units count its rows and the events of its start column:
-     * exact, so that the progress ends at its total. */
-    size_t cap = 16;
-    doc->blocks = sx_malloc(cap * sizeof *doc->blocks);
-    SX_CHECK(doc->blocks != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
-    struct sx_pos from = {0, 0, 0};
-    uint64_t acc = 0, acc_units = 0;
-    for (uint64_t i = 0; i < doc->nrows; i++) {
-        const struct sx_row *row = plan_row(run, doc->order[i], &tmp);
-        /* a lazy block reads its rows in full: bound how many it holds */
-        if (is_lazy(run) && acc > 0 && i - from.row >= SX_BLOCK_ROWS) {
-            struct sx_pos to = {i, 0, 0};
-            SX_CHECK(add_block(doc, &cap, from, to, acc, acc_units), SX_ERR_NOMEM, err,
-                     run->path, "out of memory");
-            from = to;
-            acc = acc_units = 0;
-        }
-        for (unsigned seg = 0; seg < SX_NSEGS; seg++) {
-            if (!row_has_seg(row, seg))
-                continue;
-            uint64_t units = seg_units(row, seg);
-            uint64_t per = seg == SX_SEG_HEAD   ? head_weight(row, run)
-                           : seg == SX_SEG_TAIL ? 24
-                                                : ev_weight(doc, seg);
-            if (seg == SX_SEG_META)
-                per = ev_weight(doc, seg) * (row->count + 1);
-            uint64_t ev = 0;
-            while (ev < units) {
-                uint64_t room = acc < block_bytes ? block_bytes - acc : 0;
-                uint64_t take = (room + per - 1) / per;
-                if (take == 0)
-                    take = 1;
-                if (take > units - ev)
-                    take = units - ev;
-                acc += take * per;
-                acc_units += seg == SX_SEG_HEAD ? 1 : seg == SX_SEG_START ? take : 0;
-                ev += take;
-                if (acc >= block_bytes) {
-                    struct sx_pos to = {i, seg, ev};
-                    if (ev == units) { /* normalise: end of segment = start of the next */
-                        to.seg = seg + 1;
-                        to.ev = 0;
-                        if (to.seg == SX_NSEGS) {
-                            to.row = i + 1;
-                            to.seg = 0;
-                        }
-                    }
-                    SX_CHECK(add_block(doc, &cap, from, to, acc, acc_units), SX_ERR_NOMEM,
-                             err, run->path, "out of memory");
-                    from = to;
-                    acc = acc_units = 0;
-                }
-            }
-        }
-    }
-    if (acc > 0 || doc->nblocks == 0) {
-        struct sx_pos end = {doc->nrows, 0, 0};
-        SX_CHECK(add_block(doc, &cap, from, end, acc, acc_units), SX_ERR_NOMEM, err,
-                 run->path, "out of memory");
-    }
-out:
-    free(keep_name);
-    return st;
-}
-
-void sx_doc_free(struct sx_doc *doc) {
-    if (doc == NULL)
-        return;
-    free(doc->order);
-    free(doc->blocks);
-    memset(doc, 0, sizeof *doc);
-}
 
 /* ------------------------------------------------------------------ */
 /* Header and trailer                                                 */
@@ -692,18 +443,19 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
     for (uint64_t i = blk->from.row; i < doc->nrows && i <= blk->to.row; i++) {
         if (i == blk->to.row && blk->to.seg == 0 && blk->to.ev == 0)
             break;
-        const struct sx_row *row = plan_row(run, doc->order[i], &tmp);
+        const struct sx_row *row = sx_plan_row(run, doc->order[i], &tmp);
         unsigned s0 = i == blk->from.row ? blk->from.seg : 0;
         for (unsigned seg = s0; seg < SX_NSEGS; seg++) {
             if (i == blk->to.row && seg > blk->to.seg)
                 break;
             if (i == blk->to.row && seg == blk->to.seg && blk->to.ev == 0)
                 break;
-            if (!row_has_seg(row, seg))
+            if (!sx_row_has_seg(row, seg))
                 continue;
             uint64_t a = (i == blk->from.row && seg == blk->from.seg) ? blk->from.ev : 0;
-            uint64_t z = (i == blk->to.row && seg == blk->to.seg) ? blk->to.ev
-                                                                  : seg_units(row, seg);
+            uint64_t z = (i == blk->to.row && seg == blk->to.seg)
+                             ? blk->to.ev
+                             : sx_seg_units(row, seg);
             if (np == capp) {
                 capp = capp ? capp * 2 : 64;
                 struct piece *nv = sx_realloc(pieces, capp * sizeof *nv);
@@ -715,22 +467,22 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
     }
 
     /* A lazy run's rows of this block, read in full (one read per index column). */
-    if (is_lazy(run) && np > 0) {
+    if (sx_run_is_lazy(run) && np > 0) {
         nbr = (size_t)(pieces[np - 1].i - r0 + 1);
         brows = sx_calloc(nbr, sizeof *brows);
         bix = sx_malloc(nbr * sizeof *bix);
-        SX_CHECK(brows != NULL && bix != NULL && src->h5 != NULL, SX_ERR_NOMEM, err,
+        SX_CHECK(brows != NULL && bix != NULL && src->ops != NULL, SX_ERR_NOMEM, err,
                  run->path, "out of memory");
         for (size_t k = 0; k < nbr; k++)
             bix[k] = &run->index[doc->order[r0 + k]];
-        st = sx_h5_fill_rows(src->h5, run, bix, nbr, brows, err);
+        st = src->ops->fill_rows(src->ctx, run, bix, nbr, brows, err);
         if (st != SX_OK)
             goto out;
     }
 #define BLOCK_ROW(i) (brows != NULL ? &brows[(i)-r0] : &run->rows[doc->order[i]])
 
     /* 2. The event_metadata of every row of the block, in one read. */
-    for (size_t k = 0; src->h5 != NULL && k < np; k++)
+    for (size_t k = 0; src->ops != NULL && k < np; k++)
         nmeta += pieces[k].seg == SX_SEG_META;
     if (nmeta > 0) {
         mrows = sx_malloc(nmeta * sizeof *mrows);
@@ -742,7 +494,7 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
         for (size_t k = 0; k < np; k++)
             if (pieces[k].seg == SX_SEG_META)
                 mrows[m++] = BLOCK_ROW(pieces[k].i);
-        st = sx_h5_read_metas(src->h5, run, mrows, nmeta, &mb, moff, many, err);
+        st = src->ops->read_metas(src->ctx, run, mrows, nmeta, &mb, moff, many, err);
         if (st != SX_OK)
             goto out;
     }
@@ -757,7 +509,7 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
         uint64_t evs = 0;
         while (q < np) {
             const struct piece *pc = &pieces[q];
-            if (seg_col(pc->seg) >= 0) {
+            if (sx_seg_col(pc->seg) >= 0) {
                 uint64_t n = pc->z - pc->a;
                 if (evs > 0 && evs + n > PIECE_EVENTS)
                     break;
@@ -791,7 +543,7 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
         uint64_t used = 0;
         for (size_t k = p; k < q; k++) {
             const struct piece *pc = &pieces[k];
-            int c = seg_col(pc->seg);
+            int c = sx_seg_col(pc->seg);
             if (c < 0)
                 continue;
             uint64_t n = pc->z - pc->a;
@@ -805,8 +557,8 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
             sl->col[c] = arena + used;
             used += n;
         }
-        if (src->h5 != NULL && ns > 0) {
-            st = sx_h5_read_slices(src->h5, run, slices, ns, err);
+        if (src->ops != NULL && ns > 0) {
+            st = src->ops->read_slices(src->ctx, run, slices, ns, err);
             if (st != SX_OK)
                 goto out;
         }
@@ -814,7 +566,7 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
         for (size_t k = p; k < q; k++) {
             struct piece *pc = &pieces[k];
             const struct sx_row *row = BLOCK_ROW(pc->i);
-            int c = seg_col(pc->seg);
+            int c = sx_seg_col(pc->seg);
             if (pc->seg == SX_SEG_HEAD) {
                 st = write_head(doc, pc->i, row, out, err);
                 if (st != SX_OK)
@@ -822,7 +574,7 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
             } else if (pc->seg == SX_SEG_TAIL) {
                 write_tail(doc, row, out);
             } else if (pc->seg == SX_SEG_META) {
-                if (src->h5 != NULL) {
+                if (src->ops != NULL) {
                     size_t m = mi++;
                     if (many[m]) {
                         st = write_meta(doc, row, mb.data + moff[m],
@@ -838,7 +590,8 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
                 }
             } else {
                 struct sx_slice *sl = &slices[si++];
-                const int64_t *v = src->h5 != NULL ? sl->col[c] : row->col[c] + sl->first;
+                const int64_t *v =
+                    src->ops != NULL ? sl->col[c] : row->col[c] + sl->first;
                 if (pc->a == 0) {
                     sx_write_sep(out, doc->indent, 3);
                     key(out, seg_keys[pc->seg]);

@@ -57,17 +57,29 @@ enum sx_status sx_doc_plan(struct sx_doc *doc, const struct sx_run *run,
                            struct sx_error *err);
 void sx_doc_free(struct sx_doc *doc);
 
+/* The plan's view of rows and segments, shared by the plan and the text (doc_plan.c). */
+/* The event column behind a segment, or -1. */
+int sx_seg_col(unsigned seg);
+
+/* Whether 'row' writes segment 'seg' at all. */
+bool sx_row_has_seg(const struct sx_row *row, unsigned seg);
+
+/* Events a segment spans: atomic segments count as one unit. */
+uint64_t sx_seg_units(const struct sx_row *row, unsigned seg);
+
+/* most rows a block of a lazy run holds */
+bool sx_run_is_lazy(const struct sx_run *run);
+
+/* The plan's view of row 'r' of the run: its own row, or one made from the index. */
+const struct sx_row *sx_plan_row(const struct sx_run *run, uint64_t r,
+                                 struct sx_row *tmp);
+
 /* The document's text up to and including "regions": [ . */
 enum sx_status sx_doc_header(const struct sx_doc *doc, struct sx_buf *out,
                              struct sx_error *err);
 /* "]" and the rest of the document after the region rows. */
 enum sx_status sx_doc_trailer(const struct sx_doc *doc, struct sx_buf *out,
                               struct sx_error *err);
-
-/* Where a block's events come from. */
-struct sx_event_source {
-    struct sx_h5 *h5; /* NULL: the run's loaded columns */
-};
 
 /* Append the text of block 'b' (header and trailer excluded) to 'out'. */
 enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_source *src,

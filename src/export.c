@@ -183,7 +183,7 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
         goto out;
 
     /* Stage: the block stream (its own protocol and agreement). */
-    struct sx_event_source src = {h5};
+    struct sx_event_source src = sx_h5_event_source(h5);
     struct json_doc jd = {&doc, &src};
     struct sx_producer prod = {&jd,       doc.nblocks, doc.total_units, json_head,
                                json_tail, json_block,  json_units};

@@ -651,3 +651,30 @@ enum sx_status sx_h5_read_slices(struct sx_h5 *h5, const struct sx_run *run,
     h5_leave();
     return st;
 }
+
+static enum sx_status src_fill_rows(void *ctx, const struct sx_run *run,
+                                    const struct sx_index_row *const *ix, size_t n,
+                                    struct sx_row *out, struct sx_error *err) {
+    return sx_h5_fill_rows(ctx, run, ix, n, out, err);
+}
+
+static enum sx_status src_read_metas(void *ctx, const struct sx_run *run,
+                                     const struct sx_row *const *rows, size_t n,
+                                     struct sx_buf *out, size_t *off, bool *any,
+                                     struct sx_error *err) {
+    return sx_h5_read_metas(ctx, run, rows, n, out, off, any, err);
+}
+
+static enum sx_status src_read_slices(void *ctx, const struct sx_run *run,
+                                      struct sx_slice *s, size_t ns,
+                                      struct sx_error *err) {
+    return sx_h5_read_slices(ctx, run, s, ns, err);
+}
+
+struct sx_event_source sx_h5_event_source(struct sx_h5 *h5) {
+    static const struct sx_event_ops ops = {src_fill_rows, src_read_metas,
+                                            src_read_slices};
+    if (h5 == NULL)
+        return (struct sx_event_source){NULL, NULL};
+    return (struct sx_event_source){&ops, h5};
+}

@@ -84,16 +84,12 @@ enum sx_status sx_h5_load(const char *path, bool summary, struct sx_run **run,
 /* Whether 'path' starts with the HDF5 signature (a missing file is not HDF5). */
 bool sx_is_hdf5(const char *path);
 
+/* The open run as a source of rows and events for the documents (sx_doc_block); for
+ * NULL, the source of a run in memory. */
+struct sx_event_source sx_h5_event_source(struct sx_h5 *h5);
+
 /* Number of HDF5 ids this library has open (0 after every call). */
 long sx_h5_open_ids(void);
-
-/* Events [first, first + n) of one row, for the columns in 'cols'. */
-struct sx_slice {
-    const struct sx_row *row;
-    uint64_t first, n;
-    unsigned cols;
-    int64_t *col[SX_NCOLS]; /* filled by the reader */
-};
 
 /*
  * Read many slices at once: one hyperslab selection per column, nearby

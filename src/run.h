@@ -2,6 +2,7 @@
 #ifndef SX_RUN_H
 #define SX_RUN_H
 
+#include "json_write.h"
 #include "value.h"
 
 /* Event columns, in the order the document writes them (after the times). */
@@ -180,6 +181,39 @@ struct sx_run {
     size_t nlikwid;
     struct sx_lp_rank *line_profile;
     size_t nline_profile;
+};
+
+/* Events [first, first + n) of one row, for the columns in 'cols'. */
+struct sx_slice {
+    const struct sx_row *row;
+    uint64_t first, n;
+    unsigned cols;
+    int64_t *col[SX_NCOLS]; /* filled by the reader */
+};
+
+/*
+ * Where a document's rows and events come from: an open HDF5 run
+ * (sx_h5_event_source), or, with 'ops' NULL, the run's rows and columns in
+ * memory. The document's text knows no more of its source than these calls.
+ */
+struct sx_event_ops {
+    /* Rows ix[0..n) of a lazily read run, in full but for events (sx_h5_fill_rows). */
+    enum sx_status (*fill_rows)(void *ctx, const struct sx_run *run,
+                                const struct sx_index_row *const *ix, size_t n,
+                                struct sx_row *out, struct sx_error *err);
+    /* The canonical event_metadata text of n rows (sx_h5_read_metas). */
+    enum sx_status (*read_metas)(void *ctx, const struct sx_run *run,
+                                 const struct sx_row *const *rows, size_t n,
+                                 struct sx_buf *out, size_t *off, bool *any,
+                                 struct sx_error *err);
+    /* Many slices of events at once (sx_h5_read_slices). */
+    enum sx_status (*read_slices)(void *ctx, const struct sx_run *run, struct sx_slice *s,
+                                  size_t ns, struct sx_error *err);
+};
+
+struct sx_event_source {
+    const struct sx_event_ops *ops; /* NULL: the run's loaded rows and columns */
+    void *ctx;
 };
 
 struct sx_run *sx_run_new(void);

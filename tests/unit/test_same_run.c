@@ -25,7 +25,7 @@ static void write_doc(const struct sx_run *run, struct sx_h5 *h5, const char *pa
     sx_error_clear(&e);
     ASSERT(sx_filter_new(NULL, &f, &e) == SX_OK);
     ASSERT(sx_doc_plan(&doc, run, f, -1, 1024, &e) == SX_OK);
-    struct sx_event_source src = {h5};
+    struct sx_event_source src = sx_h5_event_source(h5);
     ASSERT(sx_doc_header(&doc, &b, &e) == SX_OK);
     for (size_t i = 0; i < doc.nblocks; i++)
         ASSERT(sx_doc_block(&doc, &src, i, &b, &e) == SX_OK);
