@@ -1,6 +1,8 @@
 /* json_read.c - JSON profiles and stored JSON snippets -> run model (jansson) */
 #include "internal.h"
 
+#include "meta_canon.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -345,6 +347,10 @@ enum sx_status sx_json_canon_meta(const char *text, size_t n, struct sx_buf *out
     if (n == 0) { /* json.loads(text or "[]") */
         text = "[]";
         n = 2;
+    }
+    if (sx_meta_canon_fast(text, n, out, any, count)) {
+        SX_CHECK(!out->failed, SX_ERR_NOMEM, err, NULL, "out of memory");
+        goto out;
     }
     st = parse_text(text, n, &root, NULL, "event metadata", false, err);
     if (st != SX_OK)
