@@ -2,6 +2,7 @@
  * their digits; re-print canonically as json.dumps(json.loads(text)) does */
 #include "json_parse.h"
 #include "json_tree.h"
+#include "meta_canon.h"
 
 #include "json_write.h"
 
@@ -336,6 +337,10 @@ enum sx_status sx_json_canon_meta(const char *text, size_t n, struct sx_buf *out
     if (n == 0) { /* json.loads(text or "[]") */
         text = "[]";
         n = 2;
+    }
+    if (sx_meta_canon_fast(text, n, out, any, count)) {
+        SX_CHECK(!out->failed, SX_ERR_NOMEM, err, NULL, "out of memory");
+        goto out;
     }
     st = sx_json_parse_text(text, n, &root, NULL, "event metadata", false, err);
     if (st != SX_OK)

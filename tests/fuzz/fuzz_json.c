@@ -1,6 +1,7 @@
 /* fuzz_json.c - libFuzzer harness: JSON snippets, the JSON profile loader and the writer
  */
 #include "fuzz_common.h"
+#include "meta_canon.h"
 
 #include <zlib.h>
 
@@ -41,6 +42,25 @@ static void fuzz_snippets(const char *text, size_t n, uint64_t h) {
         sx_buf_free(&again);
     }
     sx_buf_free(&canon);
+
+    /* the fast path takes only text that jansson writes back unchanged */
+    struct sx_buf fast = {0}, slow = {0};
+    bool fany = false, sany = false;
+    uint64_t fcount = 0, scount = 0;
+    if (sx_meta_canon_fast(text, n, &fast, &fany, &fcount)) {
+        sx_meta_canon_fast_enable(false);
+        sx_error_clear(&err);
+        const enum sx_status st =
+            sx_json_canon_meta(text, n, &slow, &sany, &scount, &err);
+        sx_meta_canon_fast_enable(true);
+        if (st != SX_OK)
+            fz_fail("event metadata the fast path took does not parse", err.text);
+        if (slow.len != fast.len || memcmp(slow.data, fast.data, fast.len) != 0 ||
+            sany != fany || scount != fcount)
+            fz_fail("the fast path and jansson disagree on event metadata", fast.data);
+    }
+    sx_buf_free(&fast);
+    sx_buf_free(&slow);
 
     sx_error_clear(&err);
     if (sx_json_parse_tags(text, n, &tags, &ntags, &err) == SX_OK) {
