@@ -2,6 +2,8 @@
  * model */
 #include "internal.h"
 
+#include "h5_vlen.h"
+
 #include <hdf5.h>
 
 #include <errno.h>
@@ -32,6 +34,8 @@ struct sx_h5 {
     bool lazy;          /* sx_h5_open_index: rows are read by sx_h5_fill_rows */
     bool open_only;     /* a rank other than 0 of a shared index: opens, reads no rows */
     hid_t rd[5];        /* lazily read index columns (RD_*), or -1 */
+    /* the strings of 'meta' read from the file's global heap, or NULL: HDF5 reads them */
+    struct sx_vlen *meta_vlen;
     /* running sums of start_deltas at piece ends, so that a row read in
      * pieces does not re-sum from its first event for every piece */
     struct ckpt {
@@ -1286,6 +1290,8 @@ static enum sx_status open_meta(struct sx_h5 *h5, struct sx_run *run, uint64_t n
     st = req_len(h5, "/rank_region_index/event_metadata", (uint64_t)(nm < 0 ? 0 : nm),
                  nrows, err);
     if (st == SX_OK)
+        st = sx_vlen_open(h5->meta, h5->fd, src, &h5->meta_vlen, err);
+    if (st == SX_OK)
         run->has_meta_col = true;
 out:
     return st;
@@ -2506,6 +2512,7 @@ static void h5_close_impl(struct sx_h5 *h5) {
     quiet_begin(&q);
     for (int c = 0; c < SX_NCOLS; c++)
         close_id(h5->ev[c]);
+    sx_vlen_close(h5->meta_vlen);
     close_id(h5->meta);
     for (int k = 0; k < RD_N; k++)
         close_id(h5->rd[k]);
@@ -2777,7 +2784,9 @@ static enum sx_status h5_read_metas_impl(struct sx_h5 *h5, const struct sx_run *
     SX_CHECK(pts != NULL && roff != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     for (size_t k = 0; k < n; k++)
         pts[k] = rows[k]->file_row;
-    st = read_point_strings(h5->meta, pts, 0, n, &raw, roff, src, err);
+    st = h5->meta_vlen != NULL
+             ? sx_vlen_read(h5->meta_vlen, pts, n, &raw, roff, src, err)
+             : read_point_strings(h5->meta, pts, 0, n, &raw, roff, src, err);
     if (st != SX_OK)
         goto out;
     for (size_t k = 0; k < n; k++) {
