@@ -20,8 +20,9 @@
  * lengths, header included), then its objects: 2-byte index, 2-byte
  * reference count, 4 reserved bytes, size (size of lengths), the data
  * padded to 8 bytes; both headers are padded to 8 bytes too. Index 0 is
- * the free space, which HDF5 always keeps last: the walk ends there, and
- * space left too small for an object header is free space too.
+ * the free space (its size counts its header), which HDF5 keeps last. The
+ * walk reads on as HDF5's does: space too small for an object header is
+ * free, and an object that overruns the collection ends it.
  */
 
 /* Reads less than GAP bytes apart are merged into one of at most SPAN bytes. */
@@ -202,13 +203,19 @@ static enum sx_status load_col(struct sx_vlen *v, uint64_t addr, const struct re
     for (size_t p = hdr; p + objhdr <= size;) {
         const unsigned char *o = *buf + p;
         uint32_t idx = (uint32_t)get_le(o, 2);
-        if (idx == 0)
-            break;
         uint64_t osize = get_le(o + 8, v->sl);
-        SX_CHECK(osize <= size - p - objhdr, SX_ERR_FORMAT, err, src,
-                 "%s: object %" PRIu32 " of %" PRIu64
-                 " bytes overruns the collection; the file is truncated or damaged",
-                 where, idx, osize);
+        if (idx == 0) { /* free space, its header included */
+            if (osize < objhdr || osize > size - p)
+                break;
+            p += (size_t)osize;
+            continue;
+        }
+        /*
+         * As in HDF5, an object that overruns the collection ends the walk
+         * and is not there: a damaged tail costs only the strings in it.
+         */
+        if (osize > size - p - objhdr)
+            break;
         if (idx > count) {
             if (first + idx > v->obj_cap) {
                 size_t ncap = v->obj_cap ? v->obj_cap : 1024;

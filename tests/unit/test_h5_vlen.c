@@ -486,6 +486,99 @@ static void test_damage(const char *good) {
     unlink(bad);
 }
 
+/*
+ * An object whose size overruns its collection ends the walk there, as in
+ * HDF5: the strings before it still read, its own is a clean error.
+ */
+static void test_overrun(const char *good) {
+    char bad[300];
+    path_of(bad, sizeof bad, "overrun.h5");
+    size_t at[1];
+    ASSERT(count_collections(good, at, 1) > 0);
+    int fd = open(good, O_RDONLY);
+    ASSERT(fd >= 0);
+    /* the objects of the first collection that rows of "mixed" read */
+    static bool used[65536];
+    hid_t f = H5Fopen(good, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = H5Dopen2(f, "mixed", H5P_DEFAULT);
+    uint64_t table = (uint64_t)H5Dget_offset(d);
+    H5Dclose(d);
+    H5Fclose(f);
+    for (size_t row = 0; row < 3000; row++) {
+        unsigned char el[16];
+        uint32_t len = 0, idx = 0;
+        uint64_t addr = 0;
+        ASSERT(pread(fd, el, 16, (off_t)(table + 16 * row)) == 16);
+        memcpy(&len, el, 4);
+        memcpy(&addr, el + 4, 8);
+        memcpy(&idx, el + 12, 4);
+        if (addr == at[0] && len > 0 && idx < 65536)
+            used[idx] = true;
+    }
+    /* the one of them that lies last */
+    unsigned char hdr[16];
+    ASSERT(pread(fd, hdr, 16, (off_t)at[0]) == 16);
+    uint64_t size = 0, p = 16, last = 0, last_idx = 0;
+    memcpy(&size, hdr + 8, 8);
+    while (p + 16 <= size) {
+        ASSERT(pread(fd, hdr, 16, (off_t)(at[0] + p)) == 16);
+        uint64_t osize = 0, idx = (uint64_t)hdr[0] | (uint64_t)hdr[1] << 8;
+        memcpy(&osize, hdr + 8, 8);
+        if (idx == 0)
+            break;
+        if (used[idx]) {
+            last = p;
+            last_idx = idx;
+        }
+        p += 16 + ((osize + 7) & ~(uint64_t)7);
+    }
+    ASSERT(last_idx > 1);
+    copy_file(good, bad);
+    poke(bad, at[0] + last + 8, "\0\0\1\0\0\0\0\0", 8);
+
+    struct ds x; /* H5Dread of the good file; sx_vlen of the damaged one */
+    ds_open(&x, good, "mixed");
+    sx_vlen_close(x.v);
+    int bfd = open(bad, O_RDONLY);
+    hid_t bf = H5Fopen(bad, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t bd = H5Dopen2(bf, "mixed", H5P_DEFAULT);
+    ASSERT(bfd >= 0 && bd >= 0);
+    struct sx_error e;
+    ASSERT(sx_vlen_open(bd, bfd, "t.h5:/ds", &x.v, &e) == SX_OK && x.v != NULL);
+    size_t before = 0, lost = 0;
+    for (size_t row = 0; row < x.n; row++) {
+        unsigned char el[16];
+        uint32_t len = 0, idx = 0;
+        uint64_t addr = 0;
+        ASSERT(pread(fd, el, 16, (off_t)(table + 16 * row)) == 16);
+        memcpy(&len, el, 4);
+        memcpy(&addr, el + 4, 8);
+        memcpy(&idx, el + 12, 4);
+        if (addr != at[0] || len == 0)
+            continue;
+        hsize_t r = row;
+        if (idx != last_idx) {
+            before++;
+            CHECK(same_rows(&x, &r, 1));
+            continue;
+        }
+        lost++;
+        struct sx_buf text = {0};
+        size_t off[2];
+        sx_error_clear(&e);
+        CHECK(sx_vlen_read(x.v, &r, 1, &text, off, "t.h5:/ds", &e) == SX_ERR_FORMAT);
+        CHECK(strstr(e.text, "is missing") != NULL);
+        sx_buf_free(&text);
+    }
+    CHECK(before > 100 && lost == 1);
+    ds_close(&x);
+    H5Dclose(bd);
+    H5Fclose(bf);
+    close(bfd);
+    close(fd);
+    unlink(bad);
+}
+
 /* A NULL string (heap address 0) with a length: NULL for HDF5, so empty here too. */
 static void test_null_length(const char *good) {
     char bad[300];
@@ -573,10 +666,13 @@ int main(void) {
     check_unsupported(big);
     test_damage(big);
     test_null_length(big);
+    test_overrun(big);
     test_faults(big);
 
-    unlink(big);
-    unlink(small);
-    rmdir(dir);
+    if (getenv("KEEP") == NULL) {
+        unlink(big);
+        unlink(small);
+        rmdir(dir);
+    }
     TEST_DONE();
 }
