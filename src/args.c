@@ -5,7 +5,7 @@
  * the command's long option names, so that struct sx_options may change its
  * layout without breaking them.
  */
-#include "internal.h"
+#include "args.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,5 +1,13 @@
 /* doc.c - the JSON document's text: row order, blocks, header, rows, trailer */
-#include "internal.h"
+#include "doc.h"
+
+#include "h5_read.h"
+#include "json_load.h"
+#include "json_write.h"
+#include "regex.h"
+#include "run.h"
+#include "stop.h"
+#include "value.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -1,4 +1,5 @@
 /* h5_perf.c - rank<N>/perf_events/<region>/ groups: Linux perf counter totals */
+#include "json_write.h"
 #include "trace.h"
 
 #include <hdf5.h>

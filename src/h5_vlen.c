@@ -1,8 +1,9 @@
 /* h5_vlen.c - variable-length string datasets read straight from the file's global heap
  */
-#include "internal.h"
-
 #include "h5_vlen.h"
+#include "fault.h"
+#include "internal.h"
+#include "json_write.h"
 
 #include <errno.h>
 #include <inttypes.h>

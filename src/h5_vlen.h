@@ -4,6 +4,7 @@
 #define SX_H5_VLEN_H
 
 #include "internal.h"
+#include "json_write.h"
 
 #include <hdf5.h>
 

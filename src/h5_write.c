@@ -1,7 +1,12 @@
 /* h5_write.c - write a run as a schema-3 HDF5 file in scope-profiler's layout */
-#include "internal.h"
-
 #include "h5_write.h"
+
+#include "fault.h"
+#include "json_write.h"
+#include "mpi_util.h"
+#include "out_file.h"
+#include "run.h"
+#include "value.h"
 
 #include <hdf5.h>
 

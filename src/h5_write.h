@@ -2,10 +2,15 @@
 #ifndef SX_H5_WRITE_H
 #define SX_H5_WRITE_H
 
-#include "internal.h"
+#include "run.h"
+#include "value.h"
+
+/* A fully loaded run as a schema-3 HDF5 file (scope-profiler's layout). */
+enum sx_status sx_h5_write(const struct sx_run *run, const char *path,
+                           struct sx_error *err);
 
 /*
- * sx_h5_write() (declared in internal.h) writes a fully loaded run in one
+ * sx_h5_write() writes a fully loaded run in one
  * call. The calls below are the same writer taken apart, for producers that
  * must not hold every event in memory (tools/scope_export_synth.c): the
  * index is written first, then the events row by row, in pieces of any size.

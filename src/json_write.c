@@ -1,5 +1,5 @@
 /* json_write.c - byte-exact JSON text: buffers, integers, floats and strings */
-#include "internal.h"
+#include "json_write.h"
 
 #include <math.h>
 #include <stdio.h>

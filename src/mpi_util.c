@@ -1,6 +1,6 @@
 /* mpi_util.c - the library's communicator; ranks agree on errors before the next
  * collective */
-#include "internal.h"
+#include "mpi_util.h"
 
 #include <stdio.h>
 #include <string.h>

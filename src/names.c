@@ -1,5 +1,9 @@
 /* names.c - output file names and run labels, as export_json chooses them */
-#include "internal.h"
+#include "h5_read.h"
+#include "mpi_util.h"
+#include "regex.h"
+#include "run.h"
+#include "value.h"
 
 #include <stdio.h>
 #include <stdlib.h>

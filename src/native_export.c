@@ -1,7 +1,13 @@
 /* native_export.c - sx_export_native(), sx_import_native(): native runs, no merged file
  */
+#include "doc.h"
 #include "h5_write.h"
+#include "json_write.h"
+#include "mpi_util.h"
 #include "native.h"
+#include "out_file.h"
+#include "regex.h"
+#include "run.h"
 #include "stream.h"
 #include "trace.h"
 

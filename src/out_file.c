@@ -1,6 +1,8 @@
 /* out_file.c - output under a temporary name, renamed into place only when complete */
 #define _XOPEN_SOURCE 700 /* realpath */
-#include "internal.h"
+#include "out_file.h"
+
+#include "fault.h"
 
 #include <errno.h>
 #include <fcntl.h>

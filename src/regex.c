@@ -1,6 +1,6 @@
 /* regex.c - region name and rank filters, matched as Python's re.match */
 #define PCRE2_CODE_UNIT_WIDTH 8
-#include "internal.h"
+#include "regex.h"
 
 #include <pcre2.h>
 #include <stdio.h>

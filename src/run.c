@@ -1,5 +1,7 @@
 /* run.c - the in-memory run model: construction, destruction, lane timestamps */
-#include "internal.h"
+#include "run.h"
+
+#include "value.h"
 
 #include <math.h>
 #include <stdlib.h>

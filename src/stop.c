@@ -1,5 +1,7 @@
 /* stop.c - a stop asked for by a signal handler: the flag, and the temporary files */
-#include "internal.h"
+#include "stop.h"
+
+#include "out_file.h"
 
 #include <signal.h>
 

@@ -1,7 +1,12 @@
 /* stream.c - the block stream: owners format blocks, rank 0 writes them in order */
 #include "stream.h"
 
+#include "deflate_out.h"
 #include "fault.h"
+#include "json_write.h"
+#include "mpi_util.h"
+#include "out_file.h"
+#include "stop.h"
 
 #include <stdlib.h>
 #include <string.h>

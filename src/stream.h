@@ -2,7 +2,8 @@
 #ifndef SX_STREAM_H
 #define SX_STREAM_H
 
-#include "internal.h"
+#include "json_write.h"
+#include "out_file.h"
 
 /*
  * A document cut into blocks. Rank 0 writes 'head', then blocks 0 ..

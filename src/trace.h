@@ -2,7 +2,10 @@
 #ifndef SX_TRACE_H
 #define SX_TRACE_H
 
-#include "internal.h"
+#include "json_write.h"
+#include "out_file.h"
+#include "regex.h"
+#include "run.h"
 
 /*
  * What both documents are made from: the selected ranks in the order asked

@@ -1,4 +1,6 @@
 /* trace_chrome.c - the Chrome Trace Event document (Perfetto, chrome://tracing) */
+#include "json_write.h"
+#include "run.h"
 #include "trace.h"
 
 #include <inttypes.h>

@@ -1,5 +1,10 @@
 /* trace_common.c - what the trace documents share: region order, selection, lanes */
+#include "h5_read.h"
+#include "json_write.h"
+#include "regex.h"
+#include "run.h"
 #include "trace.h"
+#include "value.h"
 
 #include <ctype.h>
 #include <inttypes.h>

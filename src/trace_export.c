@@ -1,4 +1,12 @@
 /* trace_export.c - sx_export() of the Chrome trace and speedscope documents */
+#include "gpu_rows.h"
+#include "h5_read.h"
+#include "json_load.h"
+#include "json_write.h"
+#include "mpi_util.h"
+#include "out_file.h"
+#include "regex.h"
+#include "run.h"
 #include "stream.h"
 #include "trace.h"
 

@@ -1,4 +1,6 @@
 /* trace_speedscope.c - speedscope's evented profiles: calls sorted, nested, per lane */
+#include "json_write.h"
+#include "run.h"
 #include "trace.h"
 
 #include <inttypes.h>

@@ -1,5 +1,8 @@
 /* validate.c - check a JSON profile or HDF5 run; import JSON into HDF5 */
-#include "internal.h"
+#include "h5_read.h"
+#include "h5_write.h"
+#include "json_load.h"
+#include "run.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,7 @@
 /* value.c - small JSON-like value trees and their json.dumps text */
-#include "internal.h"
+#include "value.h"
+
+#include "json_write.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,8 +1,11 @@
 /* scope_export_synth.c - write synthetic scope-profiler runs (schema 3) for tests and
  * benchmarks */
-#include "internal.h"
-
 #include "h5_write.h"
+#include "json_write.h"
+#include "mpi_util.h"
+#include "run.h"
+#include "value.h"
+
 #include "trace.h"
 
 #include <errno.h>

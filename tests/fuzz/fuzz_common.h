@@ -3,7 +3,11 @@
 #ifndef SX_FUZZ_COMMON_H
 #define SX_FUZZ_COMMON_H
 
-#include "internal.h"
+#include "doc.h"
+#include "json_load.h"
+#include "json_write.h"
+#include "run.h"
+#include "run_compare.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,7 +6,10 @@
  * The run is read in full by the non-streaming reader (sx_h5_load), the document by the
  * JSON loader: a check of an export that shares no code with the export's reading.
  */
-#include "internal.h"
+#include "h5_read.h"
+#include "json_load.h"
+#include "run.h"
+#include "run_compare.h"
 
 #include <stdio.h>
 

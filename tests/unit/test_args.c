@@ -3,7 +3,8 @@
  * allocation failures, and exports through sx_export_args and sx_export_args_f
  * without MPI that equal scope-profiler's text
  */
-#include "internal.h"
+#include "args.h"
+#include "fault.h"
 #include "sx_test.h"
 #include "sx_test_doc.h"
 

@@ -1,5 +1,5 @@
 /* test_float_repr.c - sx_fmt_double is Python's float.__repr__ over many doubles */
-#include "internal.h"
+#include "json_write.h"
 #include "sx_test.h"
 
 #include <math.h>

@@ -1,6 +1,6 @@
 /* test_fmt_list.c - the event-column fast path writes what one-at-a-time formatting
  * writes */
-#include "internal.h"
+#include "json_write.h"
 #include "sx_test.h"
 
 #include <inttypes.h>

@@ -1,7 +1,7 @@
 /* test_h5_vlen.c - sx_vlen_read against H5Dread on variable-length string datasets */
-#include "internal.h"
-
 #include "h5_vlen.h"
+#include "internal.h"
+#include "json_write.h"
 #include "sx_fault.h"
 #include "sx_test.h"
 

@@ -1,7 +1,8 @@
 /* test_h5_write.c - sx_h5_write and the streaming writer against the schema-3 layout */
-#include "internal.h"
-
 #include "h5_write.h"
+#include "run.h"
+#include "value.h"
+
 #include "sx_test.h"
 
 #include <hdf5.h>

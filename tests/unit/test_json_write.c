@@ -1,5 +1,5 @@
 /* test_json_write.c - json_write.c against what CPython 3.11's json.dumps prints */
-#include "internal.h"
+#include "json_write.h"
 #include "sx_test.h"
 
 #include <inttypes.h>

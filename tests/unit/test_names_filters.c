@@ -1,6 +1,10 @@
 /* test_names_filters.c - output names as export_json picks them; region and rank filters
  */
-#include "internal.h"
+#include "doc.h"
+#include "h5_read.h"
+#include "json_write.h"
+#include "regex.h"
+#include "run.h"
 #include "sx_test.h"
 
 #include <stdlib.h>

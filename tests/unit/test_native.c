@@ -1,6 +1,10 @@
 /* test_native.c - native runs: paths as pathlib has them, the merged run model, and every
  * allocation failing in turn */
+#include "fault.h"
+#include "h5_read.h"
 #include "native.h"
+#include "run.h"
+#include "run_compare.h"
 #include "sx_test.h"
 
 #include <dirent.h>

@@ -1,9 +1,14 @@
-/* json_read.c - JSON profiles and stored JSON snippets -> run model (jansson) */
-#include "internal.h"
+/* json_load.c - a JSON profile (.json, .json.gz) into the run model */
+#include "json_load.h"
+
+#include "fault.h"
+#include "json_tree.h"
+#include "json_write.h"
+#include "run.h"
+#include "value.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,404 +19,6 @@
 #define SX_FORMAT_NAME "scope-profiler-profile"
 #define SX_FORMAT_VERSION 1
 
-/* Python's json.dumps raises this for NaN/Infinity under allow_nan=False. */
-#define SX_NAN_TEXT "Out of range float values are not JSON compliant"
-
-static bool big_int(const json_t *v, const char **digits, size_t *len);
-
-static const char *json_kind(const json_t *v) {
-    if (big_int(v, NULL, NULL))
-        return "an integer beyond the int64 range";
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        return "object";
-    case JSON_ARRAY:
-        return "array";
-    case JSON_STRING:
-        return "string";
-    case JSON_INTEGER:
-        return "integer";
-    case JSON_REAL:
-        return "real";
-    case JSON_TRUE:
-        return "true";
-    case JSON_FALSE:
-        return "false";
-    case JSON_NULL:
-        return "null";
-    }
-    return "unknown";
-}
-
-/*
- * Whether 'text' holds a bare NaN, Infinity or -Infinity token outside
- * strings: Python's json.loads accepts those, jansson does not.
- */
-static bool has_nonfinite_token(const char *text, size_t n) {
-    bool in_str = false;
-    for (size_t i = 0; i < n; i++) {
-        const char c = text[i];
-        if (in_str) {
-            if (c == '\\')
-                i++;
-            else if (c == '"')
-                in_str = false;
-            continue;
-        }
-        if (c == '"')
-            in_str = true;
-        else if (c == 'N' && n - i >= 3 && memcmp(text + i, "NaN", 3) == 0)
-            return true;
-        else if (c == 'I' && n - i >= 8 && memcmp(text + i, "Infinity", 8) == 0)
-            return true;
-    }
-    return false;
-}
-
-/*
- * jansson stops at int64; Python's ints do not (metadata holds uint64 values
- * such as 18446744073709551615). Before parsing, every integer token outside
- * the int64 range is rewritten as a string "\u0000sxbig:<digits>", which no
- * real document contains (checked), and turned back into a number where it is
- * used: verbatim digits in canonical text, SX_V_UINT or SX_V_RAW in metadata.
- */
-#define BIG_PREFIX "\0sxbig:"
-#define BIG_PREFIX_LEN 7
-#define BIG_ESCAPED "\\u0000sxbig:"
-
-static bool big_int(const json_t *v, const char **digits, size_t *len) {
-    if (!json_is_string(v) || json_string_length(v) <= BIG_PREFIX_LEN ||
-        memcmp(json_string_value(v), BIG_PREFIX, BIG_PREFIX_LEN) != 0)
-        return false;
-    if (digits != NULL) {
-        *digits = json_string_value(v) + BIG_PREFIX_LEN;
-        *len = json_string_length(v) - BIG_PREFIX_LEN;
-    }
-    return true;
-}
-
-static bool is_str(const json_t *v) {
-    return json_is_string(v) && !big_int(v, NULL, NULL);
-}
-
-/* Whether the decimal integer token [p, p + n) lies outside int64. */
-static bool beyond_int64(const char *p, size_t n) {
-    const bool neg = *p == '-';
-    const char *d = p + neg;
-    const size_t nd = n - neg;
-    const char *lim = neg ? "9223372036854775808" : "9223372036854775807";
-
-    if (nd > 1 && d[0] == '0')
-        return false; /* not JSON; let the parser say so */
-    return nd > 19 || (nd == 19 && memcmp(d, lim, 19) > 0);
-}
-
-/*
- * A copy of 'text' with the big integers marked (NULL in '*out' when there
- * are none). False when 'text' already holds the marker.
- */
-static bool mark_big_ints(const char *text, size_t n, struct sx_buf *out, bool *marked,
-                          size_t *count) {
-    size_t last = 0, i = 0;
-    bool in_str = false;
-
-    *marked = false;
-    *count = 0;
-    while (i < n) {
-        const char c = text[i];
-        if (in_str) {
-            if (c == '\\') {
-                if (n - i >= sizeof BIG_ESCAPED - 1 &&
-                    memcmp(text + i, BIG_ESCAPED, sizeof BIG_ESCAPED - 1) == 0)
-                    return false;
-                i += 2;
-                continue;
-            }
-            in_str = c != '"';
-            i++;
-            continue;
-        }
-        if (c == '"') {
-            in_str = true;
-            i++;
-            continue;
-        }
-        if (c != '-' && !(c >= '0' && c <= '9')) {
-            i++;
-            continue;
-        }
-        size_t j = i + (c == '-');
-        while (j < n && text[j] >= '0' && text[j] <= '9')
-            j++;
-        if (j < n && (text[j] == '.' || text[j] == 'e' || text[j] == 'E')) {
-            /* a real: skip it whole */
-            while (j < n &&
-                   ((text[j] >= '0' && text[j] <= '9') || text[j] == '.' ||
-                    text[j] == 'e' || text[j] == 'E' || text[j] == '+' || text[j] == '-'))
-                j++;
-        } else if (j > i + (c == '-') && beyond_int64(text + i, j - i)) {
-            sx_buf_append(out, text + last, i - last);
-            sx_buf_puts(out, "\"" BIG_ESCAPED);
-            sx_buf_append(out, text + i, j - i);
-            sx_buf_putc(out, '"');
-            last = j;
-            *marked = true;
-            (*count)++;
-        }
-        i = j > i ? j : i + 1;
-    }
-    if (*marked)
-        sx_buf_append(out, text + last, n - last);
-    return true;
-}
-
-/* String values that read as a marked big integer (keys never are). */
-static size_t count_big(const json_t *v) {
-    size_t n = 0;
-    if (big_int(v, NULL, NULL))
-        return 1;
-    if (json_is_array(v)) {
-        for (size_t i = 0; i < json_array_size(v); i++)
-            n += count_big(json_array_get(v, i));
-    } else if (json_is_object(v)) {
-        const char *k;
-        const json_t *x;
-        json_object_foreach((json_t *)(uintptr_t)v, k, x) n += count_big(x);
-    }
-    return n;
-}
-
-/*
- * Parse 'n' bytes with jansson. Turns jansson's failures into the errors
- * Python's json.loads + json.dumps would give: NaN/Infinity and float
- * overflow are SX_ERR_VALUE, the rest SX_ERR_FORMAT. 'what' prefixes the
- * message ("event metadata", a path, ...). 'is_doc': a whole document, read
- * as strict UTF-8 (stored snippets are decoded with errors="replace").
- */
-static enum sx_status parse_text(const char *text, size_t n, json_t **out,
-                                 const char *source, const char *what, bool is_doc,
-                                 struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    json_error_t je;
-    char *clean = NULL;
-    struct sx_buf big = {0};
-    bool marked = false;
-    size_t nmarked = 0;
-    json_t *root = NULL;
-
-    SX_CHECK(mark_big_ints(text, n, &big, &marked, &nmarked), SX_ERR_UNSUPPORTED, err,
-             source, "%s holds the reserved string \"\\u0000sxbig:\"", what);
-    SX_CHECK(!big.failed, SX_ERR_NOMEM, err, source, "out of memory");
-    if (marked) {
-        text = big.data;
-        n = big.len;
-    }
-    root = json_loadb(text, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-    if (root == NULL && !is_doc && json_error_code(&je) == json_error_invalid_utf8) {
-        clean = sx_utf8_sanitize(text, n);
-        SX_CHECK(clean != NULL, SX_ERR_NOMEM, err, source, "out of memory");
-        root = json_loadb(clean, strlen(clean), JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-    }
-    if (root == NULL) {
-        const enum json_error_code code = json_error_code(&je);
-        SX_CHECK(code != json_error_out_of_memory, SX_ERR_NOMEM, err, source,
-                 "out of memory");
-        const bool nonfinite =
-            has_nonfinite_token(text, n) || strstr(je.text, "real number") != NULL;
-        /* A document read back: Python would accept NaN, but no exporter writes it. */
-        SX_CHECK(
-            !nonfinite || !is_doc, SX_ERR_UNSUPPORTED, err, source,
-            "%s holds NaN, Infinity or an out-of-range float, which JSON profiles never "
-            "contain (%s, line %d, column %d)",
-            what, je.text, je.line, je.column);
-        SX_CHECK(!nonfinite, SX_ERR_VALUE, err, source, SX_NAN_TEXT);
-        SX_CHECK(false, SX_ERR_FORMAT, err, source,
-                 "%s is not valid JSON: %s (line %d, column %d)", what, je.text, je.line,
-                 je.column);
-    }
-    /* A string spelled with other escapes can decode to the marker: refuse it. */
-    SX_CHECK(count_big(root) == nmarked, SX_ERR_UNSUPPORTED, err, source,
-             "%s holds the reserved string \"\\u0000sxbig:\"", what);
-    *out = root;
-    root = NULL;
-out:
-    json_decref(root);
-    free(clean);
-    sx_buf_free(&big);
-    return st;
-}
-
-/* ------------------------------------------------------------------ */
-/* Canonical re-emission: json.dumps(json.loads(text))                */
-
-static enum sx_status emit_canon(struct sx_buf *b, const json_t *v, const char *source,
-                                 struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    size_t i, ndigits = 0;
-    const char *sep = "", *digits = NULL;
-
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        sx_buf_putc(b, '{');
-        /* jansson keeps insertion order; a repeated key kept its first slot. */
-        for (void *it = json_object_iter((json_t *)v); it != NULL;
-             it = json_object_iter_next((json_t *)v, it)) {
-            sx_buf_puts(b, sep);
-            sx_buf_str(b, json_object_iter_key(it), json_object_iter_key_len(it));
-            sx_buf_puts(b, ": ");
-            st = emit_canon(b, json_object_iter_value(it), source, err);
-            if (st != SX_OK)
-                goto out;
-            sep = ", ";
-        }
-        sx_buf_putc(b, '}');
-        break;
-    case JSON_ARRAY:
-        sx_buf_putc(b, '[');
-        for (i = 0; i < json_array_size(v); i++) {
-            sx_buf_puts(b, sep);
-            st = emit_canon(b, json_array_get(v, i), source, err);
-            if (st != SX_OK)
-                goto out;
-            sep = ", ";
-        }
-        sx_buf_putc(b, ']');
-        break;
-    case JSON_STRING:
-        if (big_int(v, &digits, &ndigits))
-            sx_buf_append(b, digits, ndigits); /* Python prints any int exactly */
-        else
-            sx_buf_str(b, json_string_value(v), json_string_length(v));
-        break;
-    case JSON_INTEGER:
-        sx_buf_i64(b, (int64_t)json_integer_value(v));
-        break;
-    case JSON_REAL:
-        SX_CHECK(isfinite(json_real_value(v)), SX_ERR_VALUE, err, source, SX_NAN_TEXT);
-        sx_buf_double(b, json_real_value(v));
-        break;
-    case JSON_TRUE:
-        sx_buf_puts(b, "true");
-        break;
-    case JSON_FALSE:
-        sx_buf_puts(b, "false");
-        break;
-    case JSON_NULL:
-        sx_buf_puts(b, "null");
-        break;
-    }
-out:
-    return st;
-}
-
-/*
- * Check that 'list' is a list of objects and write it canonically. Shared by
- * sx_json_canon_meta (stored text) and the document loader (parsed rows).
- */
-static enum sx_status canon_meta_list(const json_t *list, struct sx_buf *out, bool *any,
-                                      const char *source, const char *what,
-                                      struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    bool nonempty = false;
-
-    SX_CHECK(json_is_array(list), SX_ERR_FORMAT, err, source,
-             "%s must be a list of objects, got %s", what, json_kind(list));
-    for (size_t i = 0; i < json_array_size(list); i++) {
-        const json_t *item = json_array_get(list, i);
-        SX_CHECK(json_is_object(item), SX_ERR_FORMAT, err, source,
-                 "%s: item %zu must be an object, got %s", what, i, json_kind(item));
-        if (json_object_size(item) > 0)
-            nonempty = true;
-    }
-    st = emit_canon(out, list, source, err);
-    if (st != SX_OK)
-        goto out;
-    SX_CHECK(!out->failed, SX_ERR_NOMEM, err, source, "out of memory");
-    if (any != NULL)
-        *any = nonempty;
-out:
-    return st;
-}
-
-enum sx_status sx_json_canon_meta(const char *text, size_t n, struct sx_buf *out,
-                                  bool *any, uint64_t *count, struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    json_t *root = NULL;
-
-    if (any != NULL)
-        *any = false;
-    if (count != NULL)
-        *count = 0;
-    if (n == 0) { /* json.loads(text or "[]") */
-        text = "[]";
-        n = 2;
-    }
-    st = parse_text(text, n, &root, NULL, "event metadata", false, err);
-    if (st != SX_OK)
-        goto out;
-    st = canon_meta_list(root, out, any, NULL, "event metadata", err);
-    if (st != SX_OK)
-        goto out;
-    if (count != NULL)
-        *count = json_array_size(root);
-out:
-    json_decref(root);
-    return st;
-}
-
-/* A new array of copies of the strings in 'list' (a JSON array of strings). */
-static enum sx_status string_list(const json_t *list, char ***strs, size_t *nstrs,
-                                  const char *source, const char *what,
-                                  struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    char **v = NULL;
-    size_t n = 0, i;
-
-    SX_CHECK(json_is_array(list), SX_ERR_FORMAT, err, source,
-             "%s must be a list of strings, got %s", what, json_kind(list));
-    v = sx_calloc(json_array_size(list) + 1, sizeof *v);
-    SX_CHECK(v != NULL, SX_ERR_NOMEM, err, source, "out of memory");
-    for (i = 0; i < json_array_size(list); i++) {
-        const json_t *s = json_array_get(list, i);
-        SX_CHECK(is_str(s), SX_ERR_FORMAT, err, source,
-                 "%s: item %zu must be a string, got %s", what, i, json_kind(s));
-        v[i] = sx_strndup(json_string_value(s), json_string_length(s));
-        SX_CHECK(v[i] != NULL, SX_ERR_NOMEM, err, source, "out of memory");
-        n = i + 1;
-    }
-    *strs = v;
-    *nstrs = n;
-    v = NULL;
-out:
-    if (v != NULL) {
-        for (i = 0; i < n; i++)
-            free(v[i]);
-        free(v);
-    }
-    return st;
-}
-
-enum sx_status sx_json_parse_tags(const char *text, size_t n, char ***tags, size_t *ntags,
-                                  struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    json_t *root = NULL;
-
-    *tags = NULL;
-    *ntags = 0;
-    if (n == 0) {
-        text = "[]";
-        n = 2;
-    }
-    st = parse_text(text, n, &root, NULL, "tags", false, err);
-    if (st != SX_OK)
-        goto out;
-    st = string_list(root, tags, ntags, NULL, "tags", err);
-out:
-    json_decref(root);
-    return st;
-}
-
-/* ------------------------------------------------------------------ */
 /* Reading the file                                                   */
 
 /* The whole (decompressed) content of 'path'. gzip is detected by content. */
@@ -554,7 +161,7 @@ static enum sx_status get_int(struct loader *ld, const json_t *obj, const char *
         goto out;
     SX_CHECK(json_is_integer(v), SX_ERR_FORMAT, err, ld->path,
              "%s: %s: '%s' must be an integer, got %s", ld->path, ld->where, key,
-             json_kind(v));
+             sx_json_kind(v));
     *out = (int64_t)json_integer_value(v);
 out:
     return st;
@@ -575,9 +182,9 @@ static enum sx_status get_str(struct loader *ld, const json_t *obj, const char *
         }
         goto out;
     }
-    SX_CHECK(is_str(v), SX_ERR_FORMAT, err, ld->path,
+    SX_CHECK(sx_json_is_str(v), SX_ERR_FORMAT, err, ld->path,
              "%s: %s: '%s' must be a string, got %s", ld->path, ld->where, key,
-             json_kind(v));
+             sx_json_kind(v));
     *out = sx_strndup(json_string_value(v), json_string_length(v));
     SX_CHECK(*out != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
 out:
@@ -599,14 +206,14 @@ static enum sx_status get_i64s(struct loader *ld, const json_t *obj, const char 
         goto out;
     SX_CHECK(json_is_array(v), SX_ERR_FORMAT, err, ld->path,
              "%s: %s: '%s' must be a list of integers, got %s", ld->path, ld->where, key,
-             json_kind(v));
+             sx_json_kind(v));
     a = sx_malloc((json_array_size(v) + 1) * sizeof *a);
     SX_CHECK(a != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
     for (size_t i = 0; i < json_array_size(v); i++) {
         const json_t *x = json_array_get(v, i);
         SX_CHECK(json_is_integer(x), SX_ERR_FORMAT, err, ld->path,
                  "%s: %s: '%s'[%zu] must be an integer, got %s", ld->path, ld->where, key,
-                 i, json_kind(x));
+                 i, sx_json_kind(x));
         a[i] = (int64_t)json_integer_value(x);
     }
     *n = json_array_size(v);
@@ -642,14 +249,14 @@ static enum sx_status get_f64s(struct loader *ld, const json_t *obj, const char 
         goto out;
     SX_CHECK(json_is_array(v), SX_ERR_FORMAT, err, ld->path,
              "%s: %s: '%s' must be a list of numbers, got %s", ld->path, ld->where, key,
-             json_kind(v));
+             sx_json_kind(v));
     a = sx_malloc((json_array_size(v) + 1) * sizeof *a);
     SX_CHECK(a != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
     for (size_t i = 0; i < json_array_size(v); i++) {
         const json_t *x = json_array_get(v, i);
         SX_CHECK(num_or_null(x, &a[i]), SX_ERR_FORMAT, err, ld->path,
                  "%s: %s: '%s'[%zu] must be a number or null, got %s", ld->path,
-                 ld->where, key, i, json_kind(x));
+                 ld->where, key, i, sx_json_kind(x));
     }
     *n = json_array_size(v);
     *out = a;
@@ -670,7 +277,7 @@ static enum sx_status get_strs(struct loader *ld, const json_t *obj, const char 
     if (v == NULL)
         return SX_OK;
     snprintf(what, sizeof what, "%s: %s: '%s'", ld->path, ld->where, key);
-    return string_list(v, out, n, ld->path, what, ld->err);
+    return sx_json_string_list(v, out, n, ld->path, what, ld->err);
 }
 
 /* Decimal digits (no sign) that fit uint64. */
@@ -723,7 +330,7 @@ static enum sx_status to_value(struct loader *ld, const json_t *v, struct sx_val
         }
         break;
     case JSON_STRING:
-        if (big_int(v, &digits, &ndigits)) {
+        if (sx_json_big_int(v, &digits, &ndigits)) {
             uint64_t u = 0;
             if (digits[0] != '-' && parse_u64(digits, ndigits, &u))
                 *out = (struct sx_value){.kind = SX_V_UINT, .u.u = u};
@@ -762,7 +369,7 @@ enum sx_status sx_json_to_value(const char *text, size_t n, struct sx_value *out
     struct loader ld = {.err = err};
 
     *out = sx_value_null();
-    st = parse_text(text, n, &root, NULL, "JSON text", false, err);
+    st = sx_json_parse_text(text, n, &root, NULL, "JSON text", false, err);
     if (st != SX_OK)
         goto out;
     st = to_value(&ld, root, out);
@@ -842,7 +449,7 @@ static enum sx_status load_aggregate(struct loader *ld, const json_t *agg,
 
     SX_CHECK(json_is_object(agg), SX_ERR_FORMAT, err, ld->path,
              "%s: %s: 'aggregate' must be an object, got %s", ld->path, ld->where,
-             json_kind(agg));
+             sx_json_kind(agg));
     for (void *it = json_object_iter((json_t *)agg); it != NULL;
          it = json_object_iter_next((json_t *)agg, it)) {
         const char *key = json_object_iter_key(it);
@@ -858,11 +465,11 @@ static enum sx_status load_aggregate(struct loader *ld, const json_t *agg,
         const char *digits = NULL;
         size_t ndigits = 0;
         uint64_t u = 0;
-        const bool big = big_int(v, &digits, &ndigits);
+        const bool big = sx_json_big_int(v, &digits, &ndigits);
         SX_CHECK(json_is_number(v) || (big && parse_u64(digits, ndigits, &u)),
                  SX_ERR_FORMAT, err, ld->path,
                  "%s: %s: aggregate '%s' must be a number, got %s", ld->path, ld->where,
-                 key, json_kind(v));
+                 key, sx_json_kind(v));
         struct sx_agg_field *f = &row->agg[row->nagg++];
         *f = (struct sx_agg_field){.key = skey};
         if (big) {
@@ -939,13 +546,13 @@ static enum sx_status load_events(struct loader *ld, const json_t *obj,
         char what[240];
         snprintf(what, sizeof what, "%s: %s: 'event_metadata'", ld->path, ld->where);
         SX_CHECK(json_is_array(em), SX_ERR_FORMAT, err, ld->path,
-                 "%s must be a list of objects, got %s", what, json_kind(em));
+                 "%s must be a list of objects, got %s", what, sx_json_kind(em));
         if (json_array_size(em) > 0) {
             SX_CHECK(json_array_size(em) == n, SX_ERR_FORMAT, err, ld->path,
                      "%s: %s: event metadata must match the call count (%zu entries, %zu "
                      "calls)",
                      ld->path, ld->where, json_array_size(em), n);
-            st = canon_meta_list(em, &meta, &row->meta_any, ld->path, what, err);
+            st = sx_json_canon_list(em, &meta, &row->meta_any, ld->path, what, err);
             if (st != SX_OK)
                 goto out;
             row->meta_text = meta.data;
@@ -971,19 +578,19 @@ static enum sx_status load_row(struct loader *ld, size_t i, const json_t *obj) {
 
     snprintf(ld->where, sizeof ld->where, "regions[%zu]", i);
     SX_CHECK(json_is_object(obj), SX_ERR_FORMAT, err, ld->path,
-             "%s: %s must be an object, got %s", ld->path, ld->where, json_kind(obj));
+             "%s: %s must be an object, got %s", ld->path, ld->where, sx_json_kind(obj));
     name = json_object_get(obj, "name");
     rank = json_object_get(obj, "rank");
     SX_CHECK(name != NULL, SX_ERR_FORMAT, err, ld->path, "%s: %s has no 'name'", ld->path,
              ld->where);
-    SX_CHECK(is_str(name), SX_ERR_FORMAT, err, ld->path,
+    SX_CHECK(sx_json_is_str(name), SX_ERR_FORMAT, err, ld->path,
              "%s: %s: 'name' must be a string, got %s", ld->path, ld->where,
-             json_kind(name));
+             sx_json_kind(name));
     SX_CHECK(rank != NULL, SX_ERR_FORMAT, err, ld->path, "%s: %s ('%.60s') has no 'rank'",
              ld->path, ld->where, json_string_value(name));
     SX_CHECK(py_int(rank, &row.rank), SX_ERR_FORMAT, err, ld->path,
              "%s: %s ('%.60s'): 'rank' must be an integer, got %s", ld->path, ld->where,
-             json_string_value(name), json_kind(rank));
+             json_string_value(name), sx_json_kind(rank));
     snprintf(ld->where, sizeof ld->where, "regions[%zu] ('%.60s', rank %lld)", i,
              json_string_value(name), (long long)row.rank);
 
@@ -1014,7 +621,7 @@ static enum sx_status load_row(struct loader *ld, size_t i, const json_t *obj) {
         if (v != NULL) {
             SX_CHECK(json_is_boolean(v), SX_ERR_FORMAT, err, ld->path,
                      "%s: %s: 'event_data_available' must be true or false, got %s",
-                     ld->path, ld->where, json_kind(v));
+                     ld->path, ld->where, sx_json_kind(v));
             row.event_data_available = json_is_true(v);
         }
     } else {
@@ -1042,7 +649,7 @@ static enum sx_status load_regions(struct loader *ld, const json_t *regions) {
     size_t n;
 
     SX_CHECK(regions == NULL || json_is_array(regions), SX_ERR_FORMAT, err, ld->path,
-             "%s: 'regions' must be a list, got %s", ld->path, json_kind(regions));
+             "%s: 'regions' must be a list, got %s", ld->path, sx_json_kind(regions));
     n = regions != NULL ? json_array_size(regions) : 0;
     run->names = sx_calloc(n + 1, sizeof *run->names);
     run->rows = sx_calloc(n + 1, sizeof *run->rows);
@@ -1087,7 +694,7 @@ static enum sx_status lane_int(struct loader *ld, const json_t *obj, const char 
              ld->where, key);
     SX_CHECK(py_int(v, out), SX_ERR_FORMAT, err, ld->path,
              "%s: %s: '%s' must be an integer, got %s", ld->path, ld->where, key,
-             json_kind(v));
+             sx_json_kind(v));
 out:
     return st;
 }
@@ -1112,7 +719,7 @@ static enum sx_status load_thread(struct loader *ld, const json_t *o,
     const json_t *d = NULL;
 
     SX_CHECK(json_is_object(o), SX_ERR_FORMAT, err, ld->path,
-             "%s: %s must be an object, got %s", ld->path, ld->where, json_kind(o));
+             "%s: %s must be an object, got %s", ld->path, ld->where, sx_json_kind(o));
     if ((st = lane_int(ld, o, "index", &t->index)) != SX_OK ||
         (st = lane_str(ld, o, "name", &t->name)) != SX_OK ||
         (st = lane_int(ld, o, "ident", &t->ident)) != SX_OK ||
@@ -1130,7 +737,7 @@ static enum sx_status load_thread(struct loader *ld, const json_t *o,
         int64_t x = 0;
         SX_CHECK(py_int(d, &x), SX_ERR_FORMAT, err, ld->path,
                  "%s: %s: 'daemon' must be true or false, got %s", ld->path, ld->where,
-                 json_kind(d));
+                 sx_json_kind(d));
         t->daemon = x != 0;
     }
 out:
@@ -1142,7 +749,7 @@ static enum sx_status load_task(struct loader *ld, const json_t *o, struct sx_ta
     struct sx_error *err = ld->err;
 
     SX_CHECK(json_is_object(o), SX_ERR_FORMAT, err, ld->path,
-             "%s: %s must be an object, got %s", ld->path, ld->where, json_kind(o));
+             "%s: %s must be an object, got %s", ld->path, ld->where, sx_json_kind(o));
     if ((st = lane_int(ld, o, "index", &t->index)) != SX_OK ||
         (st = lane_str(ld, o, "kind", &t->kind)) != SX_OK ||
         (st = lane_str(ld, o, "name", &t->name)) != SX_OK ||
@@ -1168,7 +775,7 @@ static enum sx_status load_lanes(struct loader *ld, const json_t *sec,
     size_t n = 0;
 
     SX_CHECK(json_is_object(sec), SX_ERR_FORMAT, err, ld->path,
-             "%s: '%s' must be an object, got %s", ld->path, section, json_kind(sec));
+             "%s: '%s' must be an object, got %s", ld->path, section, sx_json_kind(sec));
     lanes = sx_calloc(json_object_size(sec) + 1, sizeof *lanes);
     SX_CHECK(lanes != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
     for (void *it = json_object_iter((json_t *)sec); it != NULL;
@@ -1180,7 +787,7 @@ static enum sx_status load_lanes(struct loader *ld, const json_t *sec,
             goto out;
         SX_CHECK(json_is_array(rows), SX_ERR_FORMAT, err, ld->path,
                  "%s: %s[\"%lld\"] must be a list, got %s", ld->path, section,
-                 (long long)lr->rank, json_kind(rows));
+                 (long long)lr->rank, sx_json_kind(rows));
         const size_t m = json_array_size(rows);
         if (tasks)
             lr->tasks = sx_calloc(m + 1, sizeof *lr->tasks);
@@ -1217,7 +824,7 @@ static enum sx_status load_matrix(struct loader *ld, const json_t *obj, const ch
     if (v != NULL) {
         SX_CHECK(json_is_array(v), SX_ERR_FORMAT, err, ld->path,
                  "%s: %s: '%s' must be a list, got %s", ld->path, ld->where, key,
-                 json_kind(v));
+                 sx_json_kind(v));
         for (size_t i = 0; i < json_array_size(v); i++) {
             const json_t *r = json_array_get(v, i);
             total += json_is_array(r) ? json_array_size(r) : 1;
@@ -1252,7 +859,7 @@ static enum sx_status load_matrix(struct loader *ld, const json_t *obj, const ch
             const json_t *x = json_is_array(r) ? json_array_get(r, j) : r;
             SX_CHECK(num_or_null(x, &m->v[k]), SX_ERR_FORMAT, err, ld->path,
                      "%s: %s: '%s' values must be numbers or null, got %s", ld->path,
-                     ld->where, key, json_kind(x));
+                     ld->where, key, sx_json_kind(x));
             k++;
         }
     }
@@ -1267,7 +874,7 @@ static enum sx_status load_likwid_entry(struct loader *ld, const char *key,
     bool present = false, has_gid = false;
 
     SX_CHECK(json_is_object(o), SX_ERR_FORMAT, err, ld->path,
-             "%s: %s must be an object, got %s", ld->path, ld->where, json_kind(o));
+             "%s: %s must be an object, got %s", ld->path, ld->where, sx_json_kind(o));
     e->group_id = -1;
     if ((st = get_str(ld, o, "tag", key, &e->tag)) != SX_OK ||
         (st = get_int(ld, o, "group_id", &has_gid, &e->group_id)) != SX_OK ||
@@ -1306,7 +913,7 @@ static enum sx_status load_likwid(struct loader *ld, const json_t *sec) {
     struct sx_run *run = ld->run;
 
     SX_CHECK(json_is_object(sec), SX_ERR_FORMAT, err, ld->path,
-             "%s: 'likwid' must be an object, got %s", ld->path, json_kind(sec));
+             "%s: 'likwid' must be an object, got %s", ld->path, sx_json_kind(sec));
     run->likwid = sx_calloc(json_object_size(sec) + 1, sizeof *run->likwid);
     SX_CHECK(run->likwid != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
     for (void *it = json_object_iter((json_t *)sec); it != NULL;
@@ -1318,7 +925,7 @@ static enum sx_status load_likwid(struct loader *ld, const json_t *sec) {
             goto out;
         SX_CHECK(json_is_object(tags), SX_ERR_FORMAT, err, ld->path,
                  "%s: likwid[\"%lld\"] must be an object, got %s", ld->path,
-                 (long long)lr->rank, json_kind(tags));
+                 (long long)lr->rank, sx_json_kind(tags));
         lr->entries = sx_calloc(json_object_size(tags) + 1, sizeof *lr->entries);
         SX_CHECK(lr->entries != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
         for (void *jt = json_object_iter((json_t *)tags); jt != NULL;
@@ -1344,7 +951,7 @@ static enum sx_status load_lp_record(struct loader *ld, const json_t *o,
     const json_t *u = NULL;
 
     SX_CHECK(json_is_object(o), SX_ERR_FORMAT, err, ld->path,
-             "%s: %s must be an object, got %s", ld->path, ld->where, json_kind(o));
+             "%s: %s must be an object, got %s", ld->path, ld->where, sx_json_kind(o));
     if ((st = get_str(ld, o, "region", "", &r->region)) != SX_OK ||
         (st = get_str(ld, o, "filename", "", &r->filename)) != SX_OK ||
         (st = get_str(ld, o, "function", "", &r->function)) != SX_OK ||
@@ -1359,7 +966,7 @@ static enum sx_status load_lp_record(struct loader *ld, const json_t *o,
     if (u != NULL) {
         SX_CHECK(json_is_number(u), SX_ERR_FORMAT, err, ld->path,
                  "%s: %s: 'unit' must be a number, got %s", ld->path, ld->where,
-                 json_kind(u));
+                 sx_json_kind(u));
         r->unit = json_number_value(u);
     }
 out:
@@ -1373,7 +980,7 @@ static enum sx_status load_line_profile(struct loader *ld, const json_t *sec) {
     struct sx_run *run = ld->run;
 
     SX_CHECK(json_is_object(sec), SX_ERR_FORMAT, err, ld->path,
-             "%s: 'line_profile' must be an object, got %s", ld->path, json_kind(sec));
+             "%s: 'line_profile' must be an object, got %s", ld->path, sx_json_kind(sec));
     run->line_profile = sx_calloc(json_object_size(sec) + 1, sizeof *run->line_profile);
     SX_CHECK(run->line_profile != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
     for (void *it = json_object_iter((json_t *)sec); it != NULL;
@@ -1385,7 +992,7 @@ static enum sx_status load_line_profile(struct loader *ld, const json_t *sec) {
             goto out;
         SX_CHECK(json_is_array(recs), SX_ERR_FORMAT, err, ld->path,
                  "%s: line_profile[\"%lld\"] must be a list, got %s", ld->path,
-                 (long long)lr->rank, json_kind(recs));
+                 (long long)lr->rank, sx_json_kind(recs));
         lr->records = sx_calloc(json_array_size(recs) + 1, sizeof *lr->records);
         SX_CHECK(lr->records != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
         for (size_t j = 0; j < json_array_size(recs); j++) {
@@ -1409,7 +1016,7 @@ static enum sx_status load_document(struct loader *ld, const json_t *doc) {
     bool present = false;
 
     v = json_object_get(doc, "format");
-    SX_CHECK(json_is_object(doc) && is_str(v) &&
+    SX_CHECK(json_is_object(doc) && sx_json_is_str(v) &&
                  strcmp(json_string_value(v), SX_FORMAT_NAME) == 0 &&
                  json_string_length(v) == strlen(SX_FORMAT_NAME),
              SX_ERR_FORMAT, err, ld->path,
@@ -1419,7 +1026,7 @@ static enum sx_status load_document(struct loader *ld, const json_t *doc) {
     v = json_object_get(doc, "format_version");
     SX_CHECK(v == NULL || py_int(v, &version), SX_ERR_FORMAT, err, ld->path,
              "%s: 'format_version' must be an integer, got %s", ld->path,
-             v != NULL ? json_kind(v) : "nothing");
+             v != NULL ? sx_json_kind(v) : "nothing");
     SX_CHECK(version <= SX_FORMAT_VERSION, SX_ERR_UNSUPPORTED, err, ld->path,
              "%s uses JSON profile format version %lld; this package supports versions "
              "through %d. Upgrade scope-profiler to read this file.",
@@ -1432,7 +1039,7 @@ static enum sx_status load_document(struct loader *ld, const json_t *doc) {
     v = json_object_get(doc, "metadata");
     if (v != NULL) {
         SX_CHECK(json_is_object(v), SX_ERR_FORMAT, err, ld->path,
-                 "%s: 'metadata' must be an object, got %s", ld->path, json_kind(v));
+                 "%s: 'metadata' must be an object, got %s", ld->path, sx_json_kind(v));
         sx_value_free(&run->metadata);
         st = to_value(ld, v, &run->metadata);
         if (st != SX_OK)
@@ -1449,7 +1056,7 @@ static enum sx_status load_document(struct loader *ld, const json_t *doc) {
     if (v != NULL) {
         SX_CHECK(json_is_boolean(v), SX_ERR_FORMAT, err, ld->path,
                  "%s: 'event_data_available' must be true or false, got %s", ld->path,
-                 json_kind(v));
+                 sx_json_kind(v));
         run->event_data_available = json_is_true(v);
     }
 
@@ -1492,7 +1099,7 @@ enum sx_status sx_json_load(const char *path, struct sx_run **run_out,
     st = read_all(path, &data, &len, err);
     if (st != SX_OK)
         goto out;
-    st = parse_text(data, len, &doc, path, path, true, err);
+    st = sx_json_parse_text(data, len, &doc, path, path, true, err);
     if (st != SX_OK)
         goto out;
     free(data); /* the parsed tree is all we need; halve the peak memory */

@@ -1,0 +1,17 @@
+/* deflate_out.h - gzip as independently deflated segments, CRCs combined */
+#ifndef SX_DEFLATE_OUT_H
+#define SX_DEFLATE_OUT_H
+
+#include "json_write.h"
+
+/* Compress 'n' bytes into a raw deflate segment ending on a byte boundary
+ * ('final': the segment ends the stream). Appends to 'out'. */
+enum sx_status sx_deflate_segment(const void *p, size_t n, int level, enum sx_deflate eng,
+                                  bool final, struct sx_buf *out, struct sx_error *err);
+uint32_t sx_crc32(uint32_t crc, const void *p, size_t n);
+uint32_t sx_crc32_combine(uint32_t crc1, uint32_t crc2, uint64_t len2);
+/* The 10-byte gzip header (mtime 0, no name) and the 8-byte trailer. */
+void sx_gzip_header(unsigned char out[10], int level);
+void sx_gzip_trailer(unsigned char out[8], uint32_t crc, uint64_t isize);
+
+#endif /* SX_DEFLATE_OUT_H */

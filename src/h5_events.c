@@ -1,0 +1,655 @@
+/* h5_events.c - event data of rows: slices of the event columns (batched), delta
+ * decoding, event_metadata, the GPU column's presence */
+#include "h5_int.h"
+#include "h5_read.h"
+#include "json_parse.h"
+#include "json_write.h"
+#include "run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The nearest known running sum at or before event 'first' of 'row'. */
+static void ckpt_find(const struct sx_h5 *h5, const struct sx_row *row, uint64_t first,
+                      uint64_t *pos, uint64_t *sum) {
+    *pos = 0;
+    *sum = 0;
+    for (size_t i = 0; i < sizeof h5->ck / sizeof h5->ck[0]; i++) {
+        const struct ckpt *c = &h5->ck[i];
+        if (c->pos > 0 && c->offset == row->offset && c->pos <= first && c->pos > *pos) {
+            *pos = c->pos;
+            *sum = c->sum;
+        }
+    }
+}
+
+static void ckpt_add(struct sx_h5 *h5, const struct sx_row *row, uint64_t pos,
+                     uint64_t sum) {
+    if (pos >= row->count)
+        return;
+    struct ckpt *c = &h5->ck[h5->ck_next++ % (sizeof h5->ck / sizeof h5->ck[0])];
+    c->offset = row->offset;
+    c->pos = pos;
+    c->sum = sum;
+}
+
+/* ------------------------------------------------------------------ */
+/* Event reads                                                        */
+
+static enum sx_status read_slab(hid_t d, uint64_t first, uint64_t n, int64_t *out,
+                                const char *src, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t fs = -1, ms = -1;
+    if (n == 0)
+        goto out;
+    hsize_t start = first, count = n;
+    fs = H5Dget_space(d);
+    ms = H5Screate_simple(1, &count, NULL);
+    SX_CHECK(fs >= 0 && ms >= 0, SX_ERR_IO, err, src, "%s: dataspace error", src);
+    SX_CHECK(H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL) >= 0,
+             SX_ERR_FORMAT, err, src,
+             "%s: events %" PRIu64 "..%" PRIu64 " are out of range", src, first,
+             first + n);
+    SX_CHECK(H5Dread(d, H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, out) >= 0, SX_ERR_IO, err,
+             src,
+             "%s cannot be read (events %" PRIu64 "..%" PRIu64
+             "); the file is truncated or damaged",
+             src, first, first + n);
+out:
+    h5_close_id(ms);
+    h5_close_id(fs);
+    return st;
+}
+
+/* Sum of start_deltas over [from, to) of the file, read in bounded pieces. */
+static enum sx_status sum_deltas(struct sx_h5 *h5, uint64_t from, uint64_t to,
+                                 uint64_t *sum, const char *src, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    enum { PIECE = 1 << 16 };
+    int64_t *buf = NULL;
+    uint64_t s = 0;
+    if (to <= from)
+        goto done;
+    buf = sx_malloc(PIECE * sizeof *buf);
+    SX_CHECK(buf != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    for (uint64_t p = from; p < to; p += PIECE) {
+        uint64_t n = to - p < PIECE ? to - p : PIECE;
+        st = read_slab(h5->ev[SX_COL_START], p, n, buf, src, err);
+        if (st != SX_OK)
+            goto out;
+        for (uint64_t i = 0; i < n; i++)
+            s += (uint64_t)buf[i];
+    }
+done:
+    *sum = s;
+out:
+    free(buf);
+    return st;
+}
+
+static enum sx_status read_schema1_events(struct sx_h5 *h5, const struct sx_row *row,
+                                          uint64_t first, uint64_t n, unsigned cols,
+                                          int64_t *const out[SX_NCOLS],
+                                          struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t g = -1, d = -1;
+    char src[1400];
+    h5_src_name(src, sizeof src, h5->path, row->group);
+    g = H5Gopen2(h5->file, row->group, H5P_DEFAULT);
+    SX_CHECK(g >= 0, SX_ERR_FORMAT, err, src, "%s cannot be opened", src);
+    for (int c = 0; c < SX_NCOLS; c++) {
+        if (!(cols & SX_COLBIT(c)) || !(row->cols & SX_COLBIT(c)))
+            continue;
+        char cs[1500];
+        snprintf(cs, sizeof cs, "%s/%s", src, h5_col_names[c]);
+        d = H5Dopen2(g, h5_col_names[c], H5P_DEFAULT);
+        SX_CHECK(d >= 0, SX_ERR_FORMAT, err, cs, "%s cannot be opened", cs);
+        st = read_slab(d, first, n, out[c], cs, err);
+        h5_close_id(d);
+        d = -1;
+        if (st != SX_OK)
+            goto out;
+    }
+out:
+    h5_close_id(d);
+    h5_close_id(g);
+    return st;
+}
+
+static enum sx_status h5_read_events_impl(struct sx_h5 *h5, const struct sx_run *run,
+                                          const struct sx_row *row, uint64_t first,
+                                          uint64_t n, unsigned cols,
+                                          int64_t *const out[SX_NCOLS],
+                                          struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct h5_quiet q;
+    char src[1100];
+    h5_quiet_begin(&q);
+    if (n == 0)
+        goto out;
+    if (run->layout == SX_LAYOUT_SCHEMA1) {
+        st = read_schema1_events(h5, row, first, n, cols, out, err);
+        goto out;
+    }
+    uint64_t at = row->offset + first;
+    if (run->delta_encoded &&
+        (cols & (SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END)))) {
+        /* start = running sum of deltas restarting at each row; end = start + duration */
+        h5_src_name(src, sizeof src, h5->path, "/events/start_deltas");
+        uint64_t prefix = 0;
+        if (first > 0) {
+            uint64_t from = 0, base = 0;
+            ckpt_find(h5, row, first, &from, &base);
+            uint64_t s = 0;
+            st = sum_deltas(h5, row->offset + from, row->offset + first, &s, src, err);
+            if (st != SX_OK)
+                goto out;
+            prefix = base + s;
+        }
+        int64_t *start = out[SX_COL_START];
+        st = read_slab(h5->ev[SX_COL_START], at, n, start, src, err);
+        if (st != SX_OK)
+            goto out;
+        uint64_t acc = prefix;
+        for (uint64_t i = 0; i < n; i++) {
+            acc += (uint64_t)start[i];
+            start[i] = (int64_t)acc;
+        }
+        ckpt_add(h5, row, first + n, acc);
+        if (cols & SX_COLBIT(SX_COL_END)) {
+            h5_src_name(src, sizeof src, h5->path, "/events/durations");
+            int64_t *end = out[SX_COL_END];
+            st = read_slab(h5->ev[SX_COL_END], at, n, end, src, err);
+            if (st != SX_OK)
+                goto out;
+            for (uint64_t i = 0; i < n; i++)
+                end[i] = (int64_t)((uint64_t)start[i] + (uint64_t)end[i]);
+        }
+        cols &= ~(SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END));
+    }
+    for (int c = 0; c < SX_NCOLS; c++) {
+        if (!(cols & SX_COLBIT(c)) || h5->ev[c] < 0)
+            continue;
+        char obj[64];
+        snprintf(obj, sizeof obj, "/events/%s", h5_col_names[c]);
+        h5_src_name(src, sizeof src, h5->path, obj);
+        st = read_slab(h5->ev[c], at, n, out[c], src, err);
+        if (st != SX_OK)
+            goto out;
+    }
+out:
+    h5_quiet_end(&q);
+    return st;
+}
+
+static enum sx_status h5_read_meta_impl(struct sx_h5 *h5, const struct sx_run *run,
+                                        const struct sx_row *row, struct sx_buf *out,
+                                        bool *any, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct h5_quiet q;
+    hid_t fs = -1, ms = -1, t = -1, mt = -1;
+    char *vl = NULL, *raw = NULL;
+    char src[1100];
+    h5_quiet_begin(&q);
+    *any = false;
+    if (h5->meta < 0 || run->layout != SX_LAYOUT_COLUMNAR)
+        goto out;
+    h5_src_name(src, sizeof src, h5->path, "/rank_region_index/event_metadata");
+    hsize_t start = row->file_row, count = 1;
+    fs = H5Dget_space(h5->meta);
+    ms = H5Screate_simple(1, &count, NULL);
+    SX_CHECK(H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL) >= 0,
+             SX_ERR_FORMAT, err, src, "%s: row %" PRIu64 " out of range", src,
+             row->file_row);
+    t = H5Dget_type(h5->meta);
+    const char *text = "";
+    size_t len = 0;
+    if (H5Tis_variable_str(t) > 0) {
+        mt = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mt, H5T_VARIABLE);
+        H5Tset_cset(mt, H5Tget_cset(t));
+        SX_CHECK(H5Dread(h5->meta, mt, ms, fs, H5P_DEFAULT, &vl) >= 0, SX_ERR_IO, err,
+                 src,
+                 "%s cannot be read (row %" PRIu64 "); the file is truncated or damaged",
+                 src, row->file_row);
+        text = vl ? vl : "";
+        len = strlen(text);
+    } else {
+        size_t w = H5Tget_size(t);
+        raw = sx_malloc(w + 1);
+        SX_CHECK(raw != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        mt = H5Tcopy(t);
+        SX_CHECK(H5Dread(h5->meta, mt, ms, fs, H5P_DEFAULT, raw) >= 0, SX_ERR_IO, err,
+                 src,
+                 "%s cannot be read (row %" PRIu64 "); the file is truncated or damaged",
+                 src, row->file_row);
+        len = w;
+        while (len > 0 && raw[len - 1] == '\0')
+            len--;
+        text = raw;
+    }
+    if (len == 0)
+        goto out;
+    uint64_t n = 0;
+    char where[1200];
+    snprintf(where, sizeof where, "%s[%" PRIu64 "]", src, row->file_row);
+    st = sx_json_canon_meta(text, len, out, any, &n, err);
+    if (st != SX_OK) {
+        if (err != NULL && err->source[0] == '\0')
+            snprintf(err->source, sizeof err->source, "%.500s", where);
+        goto out;
+    }
+    SX_CHECK(n == 0 || n == row->count, SX_ERR_FORMAT, err, where,
+             "%s: event metadata must match the call count (%" PRIu64
+             " entries for %" PRIu64 " calls)",
+             where, n, row->count);
+    if (n == 0) {
+        out->len = 0;
+        *any = false;
+    }
+out:
+    if (vl != NULL) {
+        hsize_t one = 1;
+        hid_t s1 = H5Screate_simple(1, &one, NULL);
+        H5Dvlen_reclaim(mt, s1, H5P_DEFAULT, &vl);
+        H5Sclose(s1);
+    }
+    free(raw);
+    h5_close_id(mt);
+    h5_close_id(t);
+    h5_close_id(ms);
+    h5_close_id(fs);
+    h5_quiet_end(&q);
+    return st;
+}
+
+static enum sx_status h5_read_metas_impl(struct sx_h5 *h5, const struct sx_run *run,
+                                         const struct sx_row *const *rows, size_t n,
+                                         struct sx_buf *out, size_t *off, bool *any,
+                                         struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct h5_quiet q;
+    hsize_t *pts = NULL;
+    size_t *roff = NULL;
+    struct sx_buf raw = {0};
+    char src[1100];
+    h5_quiet_begin(&q);
+    sx_buf_reset(out);
+    for (size_t k = 0; k <= n; k++)
+        off[k] = 0;
+    for (size_t k = 0; k < n; k++)
+        any[k] = false;
+    if (h5->meta < 0 || run->layout != SX_LAYOUT_COLUMNAR || n == 0)
+        goto out;
+    h5_src_name(src, sizeof src, h5->path, "/rank_region_index/event_metadata");
+    pts = sx_malloc(n * sizeof *pts);
+    roff = sx_malloc((n + 1) * sizeof *roff);
+    SX_CHECK(pts != NULL && roff != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    for (size_t k = 0; k < n; k++)
+        pts[k] = rows[k]->file_row;
+    st = h5->meta_vlen != NULL
+             ? sx_vlen_read(h5->meta_vlen, pts, n, &raw, roff, src, err)
+             : h5_read_point_strings(h5->meta, pts, 0, n, &raw, roff, src, err);
+    if (st != SX_OK)
+        goto out;
+    for (size_t k = 0; k < n; k++) {
+        size_t len = roff[k + 1] - roff[k];
+        size_t at = out->len;
+        uint64_t cnt = 0;
+        if (len > 0) {
+            char where[1200];
+            snprintf(where, sizeof where, "%s[%" PRIu64 "]", src, rows[k]->file_row);
+            st = sx_json_canon_meta(raw.data + roff[k], len, out, &any[k], &cnt, err);
+            if (st != SX_OK) {
+                if (err != NULL && err->source[0] == '\0')
+                    snprintf(err->source, sizeof err->source, "%.500s", where);
+                goto out;
+            }
+            SX_CHECK(cnt == 0 || cnt == rows[k]->count, SX_ERR_FORMAT, err, where,
+                     "%s: event metadata must match the call count (%" PRIu64
+                     " entries for %" PRIu64 " calls)",
+                     where, cnt, rows[k]->count);
+            if (cnt == 0) {
+                out->len = at;
+                any[k] = false;
+            }
+        }
+        off[k + 1] = out->len;
+    }
+    SX_CHECK(!out->failed, SX_ERR_NOMEM, err, src, "out of memory");
+out:
+    sx_buf_free(&raw);
+    free(roff);
+    free(pts);
+    h5_quiet_end(&q);
+    return st;
+}
+
+static enum sx_status h5_gpu_present_impl(struct sx_h5 *h5, const struct sx_run *run,
+                                          const struct sx_row *row, bool *present,
+                                          struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    enum { PIECE = 1 << 16 };
+    int64_t *buf = NULL;
+    struct h5_quiet q;
+    char src[1100];
+    h5_quiet_begin(&q);
+    *present = false;
+    if (run->layout != SX_LAYOUT_COLUMNAR || h5->ev[SX_COL_GPU] < 0 || row->is_aggregate)
+        goto out;
+    h5_src_name(src, sizeof src, h5->path, "/events/gpu_durations");
+    buf = sx_malloc(PIECE * sizeof *buf);
+    SX_CHECK(buf != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    for (uint64_t p = 0; p < row->count && !*present; p += PIECE) {
+        uint64_t n = row->count - p < PIECE ? row->count - p : PIECE;
+        st = read_slab(h5->ev[SX_COL_GPU], row->offset + p, n, buf, src, err);
+        if (st != SX_OK)
+            goto out;
+        for (uint64_t i = 0; i < n; i++)
+            if (buf[i] >= 0) {
+                *present = true;
+                break;
+            }
+    }
+out:
+    free(buf);
+    h5_quiet_end(&q);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Batched slice reads                                                */
+
+struct span {
+    uint64_t start, n; /* file range */
+    size_t slice;
+};
+
+static int cmp_span(const void *a, const void *b) {
+    const struct span *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+/*
+ * The file range [lo, hi) covering the sorted spans i .. j-1 that lie less
+ * than 'gap' events apart; returns j, the first span after them.
+ */
+static size_t merge_spans(const struct span *sp, size_t n, size_t i, uint64_t gap,
+                          uint64_t *lo, uint64_t *hi) {
+    *lo = sp[i].start;
+    *hi = sp[i].start + sp[i].n;
+    size_t j = i + 1;
+    while (j < n && sp[j].start <= *hi + gap) {
+        if (sp[j].start + sp[j].n > *hi)
+            *hi = sp[j].start + sp[j].n;
+        j++;
+    }
+    return j;
+}
+
+/*
+ * The direct path of read_col_spans: one pread per run of ranges less than a
+ * page apart, converted from the file's little-endian integers.
+ */
+static enum sx_status read_col_spans_raw(struct sx_h5 *h5, const struct raw_col *rc,
+                                         const struct span *sp, size_t n,
+                                         struct sx_slice *s, int c, const char *src,
+                                         struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const uint64_t gap = 4096 / rc->size;
+    size_t i = 0;
+    while (i < n) {
+        uint64_t lo, hi;
+        size_t j = merge_spans(sp, n, i, gap, &lo, &hi);
+        size_t bytes = (size_t)(hi - lo) * rc->size;
+        if (bytes > h5->rbuf_cap) {
+            free(h5->rbuf);
+            h5->rbuf = sx_malloc(bytes);
+            h5->rbuf_cap = h5->rbuf != NULL ? bytes : 0;
+        }
+        SX_CHECK(h5->rbuf != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        uint64_t at = rc->addr + lo * rc->size;
+        size_t got = 0;
+        while (got < bytes) {
+            ssize_t k = pread(h5->fd, h5->rbuf + got, bytes - got, (off_t)(at + got));
+            if (k < 0 && errno == EINTR)
+                continue;
+            SX_CHECK(k > 0, SX_ERR_IO, err, src,
+                     "%s cannot be read (events %" PRIu64 "..%" PRIu64
+                     "); the file is truncated or damaged",
+                     src, lo, hi);
+            got += (size_t)k;
+        }
+        for (size_t k = i; k < j; k++) {
+            const unsigned char *p = h5->rbuf + (sp[k].start - lo) * rc->size;
+            if (rc->size == 8)
+                memcpy(s[sp[k].slice].col[c], p, sp[k].n * 8);
+            else
+                h5_widen(p, rc->size, rc->is_signed, sp[k].n, s[sp[k].slice].col[c]);
+        }
+        i = j;
+    }
+out:
+    return st;
+}
+
+/*
+ * One column of many slices: merge ranges closer than GAP events into
+ * covering reads, select them with one OR-ed hyperslab, read once, and
+ * scatter to the slices.
+ */
+static enum sx_status read_col_spans(struct sx_h5 *h5, hid_t d, struct span *sp, size_t n,
+                                     struct sx_slice *s, int c, const char *src,
+                                     struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    enum { GAP = 4096 };
+    hid_t fs = -1, ms = -1;
+    int64_t *buf = NULL;
+    qsort(sp, n, sizeof *sp, cmp_span);
+    if (h5->raw[c].ok && h5->ev[c] == d)
+        return read_col_spans_raw(h5, &h5->raw[c], sp, n, s, c, src, err);
+    fs = H5Dget_space(d);
+    SX_CHECK(fs >= 0, SX_ERR_IO, err, src, "%s: dataspace error", src);
+    H5Sselect_none(fs);
+    uint64_t total = 0;
+    size_t i = 0;
+    while (i < n) {
+        uint64_t lo, hi;
+        size_t j = merge_spans(sp, n, i, GAP, &lo, &hi);
+        hsize_t start = lo, count = hi - lo;
+        if (count > 0)
+            SX_CHECK(H5Sselect_hyperslab(fs, H5S_SELECT_OR, &start, NULL, &count, NULL) >=
+                         0,
+                     SX_ERR_FORMAT, err, src,
+                     "%s: events %" PRIu64 "..%" PRIu64 " are out of range", src, lo, hi);
+        total += hi - lo;
+        i = j;
+    }
+    if (total == 0)
+        goto out;
+    if (total > h5->scratch_cap) {
+        free(h5->scratch);
+        h5->scratch = sx_malloc(total * sizeof *h5->scratch);
+        h5->scratch_cap = h5->scratch != NULL ? total : 0;
+    }
+    buf = h5->scratch;
+    SX_CHECK(buf != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    hsize_t mt = total;
+    ms = H5Screate_simple(1, &mt, NULL);
+    SX_CHECK(H5Dread(d, H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, buf) >= 0, SX_ERR_IO, err,
+             src, "%s cannot be read; the file is truncated or damaged", src);
+    /* scatter: walk the merged ranges again in file order */
+    uint64_t pos = 0;
+    i = 0;
+    while (i < n) {
+        uint64_t lo, hi;
+        size_t j = merge_spans(sp, n, i, GAP, &lo, &hi);
+        for (size_t k = i; k < j; k++)
+            memcpy(s[sp[k].slice].col[c], buf + pos + (sp[k].start - lo),
+                   sp[k].n * sizeof *buf);
+        pos += hi - lo;
+        i = j;
+    }
+out:
+    h5_close_id(ms);
+    h5_close_id(fs);
+    return st;
+}
+
+static enum sx_status h5_read_slices_impl(struct sx_h5 *h5, const struct sx_run *run,
+                                          struct sx_slice *s, size_t ns,
+                                          struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct h5_quiet q;
+    struct span *sp = NULL;
+    int64_t *tmp = NULL;
+    char src[1100];
+    h5_quiet_begin(&q);
+    if (run->layout != SX_LAYOUT_COLUMNAR) {
+        for (size_t i = 0; i < ns && st == SX_OK; i++) {
+            /* schema 1: one dataset per row; the end column needs its own buffer */
+            st = sx_h5_read_events(h5, run, s[i].row, s[i].first, s[i].n, s[i].cols,
+                                   s[i].col, err);
+        }
+        goto out;
+    }
+    sp = sx_malloc((ns + 1) * sizeof *sp);
+    SX_CHECK(sp != NULL, SX_ERR_NOMEM, err, h5->path, "out of memory");
+    const bool delta = run->delta_encoded;
+    for (int c = 0; c < SX_NCOLS; c++) {
+        /* delta-encoded ends need the starts too: read deltas for END slices into tmp */
+        size_t n = 0;
+        for (size_t i = 0; i < ns; i++) {
+            bool want = (s[i].cols & SX_COLBIT(c)) != 0;
+            if (delta && c == SX_COL_START && (s[i].cols & SX_COLBIT(SX_COL_END)))
+                want = true;
+            if (want && s[i].n > 0)
+                sp[n++] = (struct span){s[i].row->offset + s[i].first, s[i].n, i};
+        }
+        if (n == 0 || h5->ev[c] < 0)
+            continue;
+        char obj[64];
+        snprintf(obj, sizeof obj, "/events/%s",
+                 delta && c == SX_COL_START ? "start_deltas"
+                 : delta && c == SX_COL_END ? "durations"
+                                            : h5_col_names[c]);
+        h5_src_name(src, sizeof src, h5->path, obj);
+        if (delta && c == SX_COL_START) {
+            /* START slices read in place; END-only slices read deltas into temp room */
+            uint64_t extra = 0;
+            for (size_t i = 0; i < ns; i++)
+                if (!(s[i].cols & SX_COLBIT(SX_COL_START)) &&
+                    (s[i].cols & SX_COLBIT(SX_COL_END)))
+                    extra += s[i].n;
+            free(tmp);
+            tmp = sx_malloc((extra + 1) * sizeof *tmp);
+            SX_CHECK(tmp != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+            uint64_t used = 0;
+            for (size_t i = 0; i < ns; i++)
+                if (!(s[i].cols & SX_COLBIT(SX_COL_START)) &&
+                    (s[i].cols & SX_COLBIT(SX_COL_END))) {
+                    s[i].col[SX_COL_START] = tmp + used;
+                    used += s[i].n;
+                }
+        }
+        st = read_col_spans(h5, h5->ev[c], sp, n, s, c, src, err);
+        if (st != SX_OK)
+            goto out;
+        if (delta && c == SX_COL_START) {
+            for (size_t i = 0; i < ns; i++) {
+                if (s[i].col[SX_COL_START] == NULL || s[i].n == 0)
+                    continue;
+                uint64_t prefix = 0;
+                if (s[i].first > 0) {
+                    uint64_t from = 0, base = 0, sum = 0;
+                    ckpt_find(h5, s[i].row, s[i].first, &from, &base);
+                    st = sum_deltas(h5, s[i].row->offset + from,
+                                    s[i].row->offset + s[i].first, &sum, src, err);
+                    if (st != SX_OK)
+                        goto out;
+                    prefix = base + sum;
+                }
+                int64_t *v = s[i].col[SX_COL_START];
+                uint64_t acc = prefix;
+                for (uint64_t k = 0; k < s[i].n; k++) {
+                    acc += (uint64_t)v[k];
+                    v[k] = (int64_t)acc;
+                }
+                ckpt_add(h5, s[i].row, s[i].first + s[i].n, acc);
+            }
+        }
+        if (delta && c == SX_COL_END) {
+            for (size_t i = 0; i < ns; i++) {
+                if (!(s[i].cols & SX_COLBIT(SX_COL_END)))
+                    continue;
+                const int64_t *st0 = s[i].col[SX_COL_START];
+                int64_t *v = s[i].col[SX_COL_END];
+                for (uint64_t k = 0; k < s[i].n; k++)
+                    v[k] = (int64_t)((uint64_t)st0[k] + (uint64_t)v[k]);
+            }
+        }
+    }
+out:
+    /* END-only slices must not keep pointers into tmp */
+    for (size_t i = 0; i < ns; i++)
+        if (!(s[i].cols & SX_COLBIT(SX_COL_START)))
+            s[i].col[SX_COL_START] = NULL;
+    free(tmp);
+    free(sp);
+    h5_quiet_end(&q);
+    return st;
+}
+
+enum sx_status sx_h5_read_events(struct sx_h5 *h5, const struct sx_run *run,
+                                 const struct sx_row *row, uint64_t first, uint64_t n,
+                                 unsigned cols, int64_t *const out[SX_NCOLS],
+                                 struct sx_error *err) {
+    h5_enter(h5->path);
+    enum sx_status st = h5_read_events_impl(h5, run, row, first, n, cols, out, err);
+    h5_leave();
+    return st;
+}
+
+enum sx_status sx_h5_read_meta(struct sx_h5 *h5, const struct sx_run *run,
+                               const struct sx_row *row, struct sx_buf *out, bool *any,
+                               struct sx_error *err) {
+    h5_enter(h5->path);
+    enum sx_status st = h5_read_meta_impl(h5, run, row, out, any, err);
+    h5_leave();
+    return st;
+}
+
+enum sx_status sx_h5_read_metas(struct sx_h5 *h5, const struct sx_run *run,
+                                const struct sx_row *const *rows, size_t n,
+                                struct sx_buf *out, size_t *off, bool *any,
+                                struct sx_error *err) {
+    h5_enter(h5->path);
+    enum sx_status st = h5_read_metas_impl(h5, run, rows, n, out, off, any, err);
+    h5_leave();
+    return st;
+}
+
+enum sx_status sx_h5_gpu_present(struct sx_h5 *h5, const struct sx_run *run,
+                                 const struct sx_row *row, bool *present,
+                                 struct sx_error *err) {
+    h5_enter(h5->path);
+    enum sx_status st = h5_gpu_present_impl(h5, run, row, present, err);
+    h5_leave();
+    return st;
+}
+
+enum sx_status sx_h5_read_slices(struct sx_h5 *h5, const struct sx_run *run,
+                                 struct sx_slice *s, size_t ns, struct sx_error *err) {
+    h5_enter(h5->path);
+    enum sx_status st = h5_read_slices_impl(h5, run, s, ns, err);
+    h5_leave();
+    return st;
+}

@@ -1,0 +1,1346 @@
+/* h5_index.c - open a run and read its index: schema, metadata, region table, the
+ * rank-region index (lazy or full), schema-1 groups, summary-only runs */
+#include "h5_int.h"
+#include "h5_read.h"
+#include "json_parse.h"
+#include "json_write.h"
+#include "mpi_util.h"
+#include "run.h"
+#include "value.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct meta_ctx {
+    struct sx_h5 *h5;
+    struct sx_value *obj;
+    enum sx_status st;
+    struct sx_error *err;
+};
+
+static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void *op) {
+    (void)info;
+    struct meta_ctx *c = op;
+    char src[1200];
+    snprintf(src, sizeof src, "%s:/metadata@%s", c->h5->path, name);
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    if (a < 0) {
+        c->st = sx_error_set(c->err, SX_ERR_IO, src, "%s cannot be read", src);
+        return -1;
+    }
+    struct sx_value v = {0};
+    c->st = h5_read_attr_value(a, &v, src, c->err);
+    H5Aclose(a);
+    if (c->st != SX_OK)
+        return -1;
+    char *key = sx_utf8_sanitize(name, strlen(name));
+    if (key == NULL || !sx_value_set(c->obj, key, strlen(key), v)) {
+        free(key);
+        sx_value_free(&v);
+        c->st = sx_error_set(c->err, SX_ERR_NOMEM, src, "out of memory");
+        return -1;
+    }
+    free(key);
+    return 0;
+}
+
+static enum sx_status read_metadata(struct sx_h5 *h5, struct sx_run *run,
+                                    struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t g = -1;
+    if (!h5_link_exists(h5->file, "metadata"))
+        goto out;
+    char src[1100];
+    h5_src_name(src, sizeof src, h5->path, "/metadata");
+    g = H5Gopen2(h5->file, "metadata", H5P_DEFAULT);
+    SX_CHECK(g >= 0, SX_ERR_FORMAT, err, src, "%s is not a group", src);
+    struct meta_ctx c = {h5, &run->metadata, SX_OK, err};
+    hsize_t idx = 0;
+    /* h5py iterates attributes by name (strcmp order), not by creation order. */
+    herr_t rc = H5Aiterate2(g, H5_INDEX_NAME, H5_ITER_INC, &idx, meta_cb, &c);
+    if (c.st != SX_OK) {
+        st = c.st;
+        goto out;
+    }
+    SX_CHECK(rc >= 0, SX_ERR_IO, err, src, "%s: attributes cannot be read", src);
+out:
+    h5_close_id(g);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Schema and layout                                                  */
+
+static enum sx_status read_schema(struct sx_h5 *h5, struct sx_run *run,
+                                  struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t a = -1, t = -1;
+    struct sx_value v = {0};
+    char src[1100];
+    h5_src_name(src, sizeof src, h5->path, "/@scope_profiler_schema");
+    run->schema = 1;
+    if (H5Aexists(h5->file, "scope_profiler_schema") <= 0)
+        goto layout;
+    a = H5Aopen(h5->file, "scope_profiler_schema", H5P_DEFAULT);
+    SX_CHECK(a >= 0, SX_ERR_IO, err, src, "%s cannot be read", src);
+    st = h5_read_attr_value(a, &v, src, err);
+    if (st != SX_OK)
+        goto out;
+    if (v.kind != SX_V_INT && v.kind != SX_V_UINT) {
+        struct sx_buf b = {0};
+        sx_write_value(&b, &v, -1, 0);
+        sx_buf_putc(&b, '\0');
+        st = sx_error_set(
+            err, SX_ERR_FORMAT, src,
+            "HDF5 schema version attribute 'scope_profiler_schema' must be an "
+            "integer, got %s (in %s)",
+            b.data && !b.failed ? b.data : "?", h5->path);
+        sx_buf_free(&b);
+        goto out;
+    }
+    if (v.kind == SX_V_UINT) {
+        st = sx_error_set(err, SX_ERR_UNSUPPORTED, src,
+                          "Unsupported scope-profiler HDF5 schema version %" PRIu64
+                          "; this package supports versions through %d. Upgrade "
+                          "scope-profiler to read this file. (%s)",
+                          v.u.u, CURRENT_SCHEMA, h5->path);
+        goto out;
+    }
+    SX_CHECK(v.u.i >= 1, SX_ERR_UNSUPPORTED, err, src,
+             "Unsupported scope-profiler HDF5 schema version %" PRId64
+             "; versions must be positive (%s)",
+             v.u.i, h5->path);
+    SX_CHECK(
+        v.u.i <= CURRENT_SCHEMA, SX_ERR_UNSUPPORTED, err, src,
+        "Unsupported scope-profiler HDF5 schema version %" PRId64
+        "; this package supports versions through %d. Upgrade scope-profiler to read "
+        "this file. (%s)",
+        v.u.i, CURRENT_SCHEMA, h5->path);
+    run->schema = (int)v.u.i;
+layout:
+    run->layout = run->schema >= 2 ? SX_LAYOUT_COLUMNAR : SX_LAYOUT_SCHEMA1;
+    if (run->schema >= 2 && H5Aexists(h5->file, "storage_layout") > 0) {
+        h5_close_id(a);
+        a = H5Aopen(h5->file, "storage_layout", H5P_DEFAULT);
+        t = a >= 0 ? H5Aget_type(a) : -1;
+        /* Only a str compares equal in Python: a fixed-length (bytes) value reads as
+         * columnar. */
+        if (t >= 0 && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) > 0) {
+            sx_value_free(&v);
+            st = h5_read_attr_value(a, &v, src, err);
+            if (st != SX_OK)
+                goto out;
+            if (v.kind == SX_V_STR && strcmp(v.u.str.s, "aggregate") == 0)
+                run->layout = SX_LAYOUT_AGGREGATE;
+        }
+    }
+out:
+    sx_value_free(&v);
+    h5_close_id(t);
+    h5_close_id(a);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Columnar index                                                     */
+
+struct index_cols {
+    int64_t *region_ids, *ranks, *offsets, *counts, *lines, *excl;
+    uint64_t n, n_lines, n_excl;
+    char **files, **texts, **tags;
+    uint64_t n_files, n_texts, n_tags;
+    bool has_lines, has_excl;
+};
+
+static void free_index(struct index_cols *ix) {
+    free(ix->region_ids);
+    free(ix->ranks);
+    free(ix->offsets);
+    free(ix->counts);
+    free(ix->lines);
+    free(ix->excl);
+    h5_free_strv(ix->files, ix->n_files);
+    h5_free_strv(ix->texts, ix->n_texts);
+    h5_free_strv(ix->tags, ix->n_tags);
+}
+
+static const int64_t *sort_offsets; /* qsort has no context argument in C11 */
+
+static int cmp_rows(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    uint64_t ox = (uint64_t)sort_offsets[x], oy = (uint64_t)sort_offsets[y];
+    if (ox != oy)
+        return ox < oy ? -1 : 1;
+    return x < y ? -1 : x > y; /* stable: by row */
+}
+
+static char *const *sort_names; /* qsort has no context argument in C11 */
+
+static int cmp_name_ids(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    int c = strcmp(sort_names[x], sort_names[y]);
+    return c != 0 ? c : (x > y) - (x < y);
+}
+
+/*
+ * Two region ids with one name are one region to the reader (a dict by
+ * name): map every id to the first id of its name. NULL when out of memory.
+ */
+static uint32_t *first_ids(char *const *names, uint64_t n) {
+    uint32_t *order = sx_malloc((n + 1) * sizeof *order);
+    uint32_t *first = sx_malloc((n + 1) * sizeof *first);
+    if (order == NULL || first == NULL) {
+        free(order);
+        free(first);
+        return NULL;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        order[i] = (uint32_t)i;
+    sort_names = names;
+    qsort(order, n, sizeof *order, cmp_name_ids);
+    for (uint64_t i = 0; i < n; i++) {
+        bool same = i > 0 && strcmp(names[order[i]], names[order[i - 1]]) == 0;
+        first[order[i]] = same ? first[order[i - 1]] : order[i];
+    }
+    free(order);
+    return first;
+}
+
+static enum sx_status validate_index(const struct sx_h5 *h5, const struct index_cols *ix,
+                                     uint64_t nevents, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    uint64_t *order = NULL;
+    char src[1100];
+    h5_src_name(src, sizeof src, h5->path, "/rank_region_index");
+    uint64_t claimed = 0;
+    for (uint64_t r = 0; r < ix->n; r++) {
+        uint64_t o = (uint64_t)ix->offsets[r], c = (uint64_t)ix->counts[r];
+        SX_CHECK(o + c >= o, SX_ERR_FORMAT, err, src,
+                 "%s row %" PRIu64 ": event_offsets + event_counts overflows", src, r);
+        if (o + c > claimed)
+            claimed = o + c;
+    }
+    SX_CHECK(claimed <= nevents, SX_ERR_FORMAT, err, src,
+             "%s claims %" PRIu64 " recorded events but its event columns hold %" PRIu64
+             ". The file is truncated or damaged.",
+             h5->path, claimed, nevents);
+    order = sx_malloc((ix->n + 1) * sizeof *order);
+    SX_CHECK(order != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    for (uint64_t r = 0; r < ix->n; r++)
+        order[r] = r;
+    sort_offsets = ix->offsets;
+    qsort(order, ix->n, sizeof *order, cmp_rows);
+    for (uint64_t i = 0; i + 1 < ix->n; i++) {
+        uint64_t a = order[i], b = order[i + 1];
+        uint64_t end_a = (uint64_t)ix->offsets[a] + (uint64_t)ix->counts[a];
+        SX_CHECK(!((uint64_t)ix->offsets[b] < end_a), SX_ERR_FORMAT, err, src,
+                 "%s has overlapping region rows in its event index (rows %" PRIu64
+                 " and %" PRIu64 "). The file is damaged.",
+                 h5->path, a, b);
+    }
+out:
+    free(order);
+    return st;
+}
+
+/* Open the event columns and check they are integer columns the file can hold. */
+static enum sx_status open_events(struct sx_h5 *h5, struct sx_run *run, uint64_t need,
+                                  struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t t = -1;
+    char src[1100];
+    run->delta_encoded = h5_link_exists(h5->file, "events/start_deltas");
+    const char *names[SX_NCOLS];
+    for (int c = 0; c < SX_NCOLS; c++)
+        names[c] = h5_col_names[c];
+    if (run->delta_encoded) {
+        names[SX_COL_START] = "start_deltas";
+        names[SX_COL_END] = "durations";
+    }
+    run->nevents = UINT64_MAX;
+    for (int c = 0; c < SX_NCOLS; c++) {
+        char path[128];
+        snprintf(path, sizeof path, "events/%s", names[c]);
+        h5_src_name(src, sizeof src, h5->path, path);
+        if (!h5_link_exists(h5->file, path)) {
+            SX_CHECK(c > SX_COL_END || need == 0, SX_ERR_FORMAT, err, src,
+                     "%s is missing: the run has events but no event column", src);
+            if (c <= SX_COL_END)
+                run->nevents = 0;
+            continue;
+        }
+        h5->ev[c] = H5Dopen2(h5->file, path, H5P_DEFAULT);
+        SX_CHECK(h5->ev[c] >= 0, SX_ERR_FORMAT, err, src, "%s cannot be opened", src);
+        t = H5Dget_type(h5->ev[c]);
+        SX_CHECK(t >= 0 && H5Tget_class(t) == H5T_INTEGER, SX_ERR_FORMAT, err, src,
+                 "%s has the wrong datatype: integers expected", src);
+        int64_t n = h5_dset_len(h5->ev[c]);
+        SX_CHECK(n >= 0, SX_ERR_FORMAT, err, src, "%s is not one-dimensional", src);
+        st = h5_check_claim(h5, h5->ev[c], (uint64_t)n, H5Tget_size(t), src, err);
+        if (st != SX_OK)
+            goto out;
+        h5_raw_info(h5, h5->ev[c], t, &h5->raw[c]);
+        h5_close_id(t);
+        t = -1;
+        if (c <= SX_COL_END) {
+            if ((uint64_t)n < run->nevents)
+                run->nevents = (uint64_t)n;
+        } else {
+            SX_CHECK((uint64_t)n >= need, SX_ERR_FORMAT, err, src,
+                     "%s claims %" PRIu64 " recorded events but %s holds %" PRId64
+                     ". The file is truncated or damaged.",
+                     h5->path, need, src, n);
+            run->file_cols |= SX_COLBIT(c);
+        }
+    }
+    if (run->nevents == UINT64_MAX)
+        run->nevents = 0;
+out:
+    h5_close_id(t);
+    return st;
+}
+
+/* FNV-1a */
+static uint64_t str_hash(const char *s) {
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+/* The id of 's' in 'p' (added when new); 0 for "" and on allocation failure ('*ok'). */
+static uint32_t pool_add(struct pool *p, const char *s, bool *ok) {
+    if (s[0] == '\0')
+        return 0;
+    if (2 * (p->n + 1) > p->nslot) { /* grow the table, rehash */
+        size_t ns = p->nslot ? 2 * p->nslot : 64;
+        uint32_t *t = sx_calloc(ns, sizeof *t);
+        if (t == NULL) {
+            *ok = false;
+            return 0;
+        }
+        for (size_t i = 0; i < p->nslot; i++) {
+            if (p->slot[i] == 0)
+                continue;
+            size_t j = (size_t)(str_hash(p->s[p->slot[i] - 1]) & (ns - 1));
+            while (t[j] != 0)
+                j = (j + 1) & (ns - 1);
+            t[j] = p->slot[i];
+        }
+        free(p->slot);
+        p->slot = t;
+        p->nslot = ns;
+    }
+    size_t j = (size_t)(str_hash(s) & (p->nslot - 1));
+    while (p->slot[j] != 0) {
+        if (strcmp(p->s[p->slot[j] - 1], s) == 0)
+            return p->slot[j];
+        j = (j + 1) & (p->nslot - 1);
+    }
+    if (p->n == p->cap) {
+        size_t nc = p->cap ? 2 * p->cap : 16;
+        char **v = sx_realloc(p->s, nc * sizeof *v);
+        if (v == NULL) {
+            *ok = false;
+            return 0;
+        }
+        p->s = v;
+        p->cap = nc;
+    }
+    p->s[p->n] = sx_strdup(s);
+    if (p->s[p->n] == NULL) {
+        *ok = false;
+        return 0;
+    }
+    p->slot[j] = (uint32_t)++p->n;
+    return p->slot[j];
+}
+
+static void pool_free(struct pool *p) {
+    for (size_t i = 0; i < p->n; i++)
+        free(p->s[i]);
+    free(p->s);
+    free(p->slot);
+    free(p->id);
+    memset(p, 0, sizeof *p);
+}
+
+/*
+ * Read a string column of the index in pieces into a pool: a row's string
+ * costs 4 bytes and each h5_distinct string is kept once (a run's rows of one
+ * region share their source file, text and tags). Strings are decoded as the
+ * full read decodes them.
+ */
+static enum sx_status read_pool(hid_t d, uint64_t nrows, struct pool *p, const char *src,
+                                struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    enum { PIECE = 1 << 16 };
+    struct sx_buf text = {0};
+    size_t *off = NULL;
+    p->id = sx_malloc((nrows + 1) * sizeof *p->id);
+    off = sx_malloc((PIECE + 1) * sizeof *off);
+    SX_CHECK(p->id != NULL && off != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    for (uint64_t at = 0; at < nrows; at += PIECE) {
+        size_t n = nrows - at < PIECE ? (size_t)(nrows - at) : PIECE;
+        st = h5_read_point_strings(d, NULL, at, n, &text, off, src, err);
+        if (st != SX_OK)
+            goto out;
+        bool ok = true;
+        for (size_t k = 0; k < n && ok; k++) {
+            const char *q = text.data != NULL ? text.data + off[k] : "";
+            size_t len = strnlen(q, off[k + 1] - off[k]);
+            char *v = sx_utf8_sanitize(q, len);
+            SX_CHECK(v != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+            p->id[at + k] = pool_add(p, v, &ok);
+            free(v);
+        }
+        SX_CHECK(ok, SX_ERR_NOMEM, err, src, "out of memory");
+    }
+out:
+    free(off);
+    sx_buf_free(&text);
+    return st;
+}
+
+/* Open the per-row index columns a lazy run reads later, checked as the full read does.
+ */
+static enum sx_status open_lazy_cols(struct sx_h5 *h5, uint64_t nrows,
+                                     struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t t = -1;
+    char src[1100];
+    for (int k = 0; k < RD_N; k++) {
+        char p[128];
+        snprintf(p, sizeof p, "rank_region_index/%s", h5_rd_names[k]);
+        if (!h5_link_exists(h5->file, p))
+            continue;
+        h5_src_name(src, sizeof src, h5->path, p);
+        h5->rd[k] = H5Dopen2(h5->file, p, H5P_DEFAULT);
+        SX_CHECK(h5->rd[k] >= 0, SX_ERR_FORMAT, err, src, "%s cannot be opened", src);
+        t = H5Dget_type(h5->rd[k]);
+        bool strings = k <= RD_TAGS;
+        SX_CHECK(t >= 0 && H5Tget_class(t) == (strings ? H5T_STRING : H5T_INTEGER),
+                 SX_ERR_FORMAT, err, src, "%s has the wrong datatype: %s expected", src,
+                 strings ? "strings" : "integers");
+        int64_t n = h5_dset_len(h5->rd[k]);
+        SX_CHECK(n >= 0, SX_ERR_FORMAT, err, src, "%s is not one-dimensional", src);
+        st = h5_check_claim(h5, h5->rd[k], (uint64_t)n,
+                            strings && H5Tis_variable_str(t) > 0 ? 16 : H5Tget_size(t),
+                            src, err);
+        if (st == SX_OK)
+            st = h5_req_len(h5, p, (uint64_t)n, nrows, err);
+        if (st == SX_OK && strings && !h5->open_only)
+            st = read_pool(h5->rd[k], nrows, &h5->pool[k], src, err);
+        if (st != SX_OK)
+            goto out;
+        if (!strings)
+            h5_raw_info(h5, h5->rd[k], t, &h5->rdraw[k]);
+        h5_close_id(t);
+        t = -1;
+    }
+out:
+    h5_close_id(t);
+    return st;
+}
+
+/* Open rank_region_index/event_metadata, if the run has it, for reads by row. */
+static enum sx_status open_meta(struct sx_h5 *h5, struct sx_run *run, uint64_t nrows,
+                                struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    char src[1100];
+    if (!h5_link_exists(h5->file, "rank_region_index/event_metadata"))
+        return SX_OK;
+    h5->meta = H5Dopen2(h5->file, "rank_region_index/event_metadata", H5P_DEFAULT);
+    h5_src_name(src, sizeof src, h5->path, "/rank_region_index/event_metadata");
+    SX_CHECK(h5->meta >= 0, SX_ERR_FORMAT, err, src, "%s cannot be opened", src);
+    int64_t nm = h5_dset_len(h5->meta);
+    hid_t mt = H5Dget_type(h5->meta);
+    bool is_str = mt >= 0 && H5Tget_class(mt) == H5T_STRING;
+    h5_close_id(mt);
+    SX_CHECK(is_str, SX_ERR_FORMAT, err, src,
+             "%s has the wrong datatype: strings expected", src);
+    st = h5_req_len(h5, "/rank_region_index/event_metadata", (uint64_t)(nm < 0 ? 0 : nm),
+                    nrows, err);
+    if (st == SX_OK)
+        st = sx_vlen_open(h5->meta, h5->fd, src, &h5->meta_vlen, err);
+    if (st == SX_OK)
+        run->has_meta_col = true;
+out:
+    return st;
+}
+
+static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
+                                    struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct index_cols ix = {0};
+    hid_t g = -1;
+    char **names = NULL;
+    uint64_t nnames = 0, n2 = 0;
+    char src[1100];
+    const bool agg = run->layout == SX_LAYOUT_AGGREGATE;
+    int64_t *acols[5] = {0};
+    uint32_t *first = NULL;
+
+    if (h5_link_exists(h5->file, "region_table/names")) {
+        st = h5_read_strings(h5, h5->file, "region_table/names", &names, &nnames, err);
+        if (st != SX_OK)
+            goto out;
+    }
+    run->names = names;
+    run->nnames = (size_t)nnames;
+    names = NULL;
+
+    h5_src_name(src, sizeof src, h5->path, "/rank_region_index");
+    if (!h5_link_exists(h5->file, "rank_region_index")) {
+        SX_CHECK(run->nnames == 0, SX_ERR_FORMAT, err, src,
+                 "%s is missing: the file is not a scope-profiler run", src);
+        goto out;
+    }
+    g = H5Gopen2(h5->file, "rank_region_index", H5P_DEFAULT);
+    SX_CHECK(g >= 0, SX_ERR_FORMAT, err, src, "%s is not a group", src);
+    if (h5->open_only) {
+        /* rank 0 reads and checks the rows and shares them (share_index) */
+        hid_t d = H5Dopen2(h5->file, "rank_region_index/region_ids", H5P_DEFAULT);
+        int64_t n = d >= 0 ? h5_dset_len(d) : -1;
+        h5_close_id(d);
+        SX_CHECK(n >= 0, SX_ERR_FORMAT, err, src, "%s/region_ids cannot be opened", src);
+        ix.n = (uint64_t)n;
+        st = open_lazy_cols(h5, ix.n, err);
+        if (st == SX_OK)
+            st = open_meta(h5, run, ix.n, err);
+        if (st == SX_OK)
+            st = open_events(h5, run, 0, err);
+        goto out;
+    }
+    st = h5_read_ints(h5, h5->file, "rank_region_index/region_ids", false, &ix.region_ids,
+                      &ix.n, err);
+    if (st != SX_OK)
+        goto out;
+    st =
+        h5_read_ints(h5, h5->file, "rank_region_index/ranks", false, &ix.ranks, &n2, err);
+    if (st == SX_OK)
+        st = h5_req_len(h5, "/rank_region_index/ranks", n2, ix.n, err);
+    if (st != SX_OK)
+        goto out;
+
+    if (agg) {
+        static const char *const an[5] = {"aggregate_counts", "aggregate_totals",
+                                          "aggregate_minimums", "aggregate_maximums",
+                                          "aggregate_exclusives"};
+        for (int k = 0; k < 5; k++) {
+            char p[128];
+            snprintf(p, sizeof p, "rank_region_index/%s", an[k]);
+            st = h5_read_ints(h5, h5->file, p, k == 0, &acols[k], &n2, err);
+            if (st == SX_OK)
+                st = h5_req_len(h5, p, n2, ix.n, err);
+            if (st != SX_OK)
+                goto out;
+        }
+    } else {
+        st = h5_read_ints(h5, h5->file, "rank_region_index/event_offsets", true,
+                          &ix.offsets, &n2, err);
+        if (st == SX_OK)
+            st = h5_req_len(h5, "/rank_region_index/event_offsets", n2, ix.n, err);
+        if (st == SX_OK)
+            st = h5_read_ints(h5, h5->file, "rank_region_index/event_counts", true,
+                              &ix.counts, &n2, err);
+        if (st == SX_OK)
+            st = h5_req_len(h5, "/rank_region_index/event_counts", n2, ix.n, err);
+        if (st != SX_OK)
+            goto out;
+        if (h5->lazy) {
+            st = open_lazy_cols(h5, ix.n, err);
+            if (st != SX_OK)
+                goto out;
+        } else {
+            if (h5_link_exists(h5->file, "rank_region_index/source_lines")) {
+                st = h5_read_ints(h5, h5->file, "rank_region_index/source_lines", false,
+                                  &ix.lines, &ix.n_lines, err);
+                if (st == SX_OK)
+                    st = h5_req_len(h5, "/rank_region_index/source_lines", ix.n_lines,
+                                    ix.n, err);
+                if (st != SX_OK)
+                    goto out;
+                ix.has_lines = true;
+            }
+            if (h5_link_exists(h5->file, "rank_region_index/exclusive_totals")) {
+                st = h5_read_ints(h5, h5->file, "rank_region_index/exclusive_totals",
+                                  false, &ix.excl, &ix.n_excl, err);
+                if (st == SX_OK)
+                    st = h5_req_len(h5, "/rank_region_index/exclusive_totals", ix.n_excl,
+                                    ix.n, err);
+                if (st != SX_OK)
+                    goto out;
+                ix.has_excl = true;
+            }
+            static const char *const sn[3] = {"source_files", "source_texts", "tags"};
+            char ***sv[3] = {&ix.files, &ix.texts, &ix.tags};
+            uint64_t *sc[3] = {&ix.n_files, &ix.n_texts, &ix.n_tags};
+            for (int k = 0; k < 3; k++) {
+                char p[128];
+                snprintf(p, sizeof p, "rank_region_index/%s", sn[k]);
+                if (!h5_link_exists(h5->file, p))
+                    continue;
+                st = h5_read_strings(h5, h5->file, p, sv[k], sc[k], err);
+                if (st == SX_OK)
+                    st = h5_req_len(h5, p, *sc[k], ix.n, err);
+                if (st != SX_OK)
+                    goto out;
+            }
+        }
+        st = open_meta(h5, run, ix.n, err);
+        if (st != SX_OK)
+            goto out;
+        uint64_t need = 0;
+        for (uint64_t r = 0; r < ix.n; r++)
+            if ((uint64_t)ix.offsets[r] + (uint64_t)ix.counts[r] > need)
+                need = (uint64_t)ix.offsets[r] + (uint64_t)ix.counts[r];
+        st = open_events(h5, run, need, err);
+        if (st != SX_OK)
+            goto out;
+        st = validate_index(h5, &ix, run->nevents, err);
+        if (st != SX_OK)
+            goto out;
+    }
+
+    h5_src_name(src, sizeof src, h5->path, "/rank_region_index");
+    first = first_ids(run->names, nnames);
+    SX_CHECK(first != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    const bool lazy = h5->lazy && !agg;
+    if (lazy) {
+        /* the index alone: free the columns first, they are as big */
+        free(ix.lines);
+        free(ix.excl);
+        ix.lines = ix.excl = NULL;
+        run->index = sx_malloc((ix.n + 1) * sizeof *run->index);
+        SX_CHECK(run->index != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        run->nindex = (size_t)ix.n;
+    } else {
+        run->rows = sx_calloc(ix.n + 1, sizeof *run->rows);
+        SX_CHECK(run->rows != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        run->nrows = (size_t)ix.n;
+    }
+    int64_t max_rank = -1;
+    for (uint64_t r = 0; r < ix.n; r++) {
+        SX_CHECK(ix.region_ids[r] >= 0 && (uint64_t)ix.region_ids[r] < nnames,
+                 SX_ERR_FORMAT, err, src,
+                 "%s row %" PRIu64 " names region id %" PRId64 ", beyond the %" PRIu64
+                 " names of region_table/names; the file is damaged",
+                 src, r, ix.region_ids[r], nnames);
+        SX_CHECK(ix.ranks[r] >= 0, SX_ERR_FORMAT, err, src,
+                 "%s row %" PRIu64 " has a negative rank", src, r);
+        if (ix.ranks[r] > max_rank)
+            max_rank = ix.ranks[r];
+        if (lazy) {
+            run->index[r] = (struct sx_index_row){
+                .offset = (uint64_t)ix.offsets[r],
+                .count = (uint64_t)ix.counts[r],
+                .rank = ix.ranks[r],
+                .file_row = r,
+                .region = first[ix.region_ids[r]],
+            };
+            continue;
+        }
+        struct sx_row *row = &run->rows[r];
+        row->region = first[ix.region_ids[r]];
+        row->rank = ix.ranks[r];
+        row->file_row = r;
+        if (agg) {
+            static const char *const keys[5] = {"count", "total", "minimum", "maximum",
+                                                "exclusive"};
+            row->is_aggregate = true;
+            row->event_data_available = true;
+            for (int k = 0; k < 5; k++) {
+                row->agg[k].key = keys[k];
+                if (k == 0) {
+                    row->agg[k].is_unsigned = true;
+                    row->agg[k].u = (uint64_t)acols[0][r];
+                } else {
+                    row->agg[k].i = acols[k][r];
+                }
+            }
+            row->nagg = 5;
+            continue;
+        }
+        row->offset = (uint64_t)ix.offsets[r];
+        row->count = (uint64_t)ix.counts[r];
+        row->cols = SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END) | run->file_cols;
+        row->has_meta_col = run->has_meta_col;
+        if (ix.files != NULL && ix.files[r][0] != '\0') {
+            row->source_file = ix.files[r];
+            ix.files[r] = NULL;
+        }
+        if (ix.texts != NULL && ix.texts[r][0] != '\0') {
+            row->source_text = ix.texts[r];
+            ix.texts[r] = NULL;
+        }
+        if (ix.has_lines && ix.lines[r] >= 0) {
+            row->has_lineno = true;
+            row->source_lineno = ix.lines[r];
+        }
+        if (ix.has_excl && ix.excl[r] >= 0) {
+            row->has_exclusive = true;
+            row->exclusive_total = ix.excl[r];
+        }
+        if (ix.tags != NULL && ix.tags[r][0] != '\0') {
+            st = sx_json_parse_tags(ix.tags[r], strlen(ix.tags[r]), &row->tags,
+                                    &row->ntags, err);
+            if (st != SX_OK) {
+                sx_error_where(err, src);
+                goto out;
+            }
+        }
+    }
+    /* num_ranks = max(metadata mpi_size (default 1), max rank + 1); 0 without rows */
+    if (ix.n == 0) {
+        run->num_ranks = 0;
+    } else {
+        int64_t mpi_size = 1;
+        for (size_t i = 0; i < run->metadata.u.obj.n; i++) {
+            const struct sx_member *m = &run->metadata.u.obj.items[i];
+            if (strcmp(m->key, "mpi_size") == 0)
+                mpi_size = h5_value_as_int(&m->value);
+        }
+        run->num_ranks = mpi_size > max_rank + 1 ? mpi_size : max_rank + 1;
+    }
+out:
+    free(first);
+    for (int k = 0; k < 5; k++)
+        free(acols[k]);
+    h5_free_strv(names, nnames);
+    free_index(&ix);
+    h5_close_id(g);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Summary-only read (read_h5_summary)                                */
+
+struct summary_stats {
+    int64_t total, minimum, maximum, first, last, start_minimum, end_maximum;
+    uint64_t gpu_count;
+    int64_t gpu_total;
+    double mean, m2;
+};
+
+static enum sx_status read_summary(struct sx_h5 *h5, struct sx_run *run,
+                                   struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t d = -1, mt = -1;
+    struct summary_stats *s = NULL;
+    char src[1100];
+    h5_src_name(src, sizeof src, h5->path, "/rank_region_index/summary_statistics");
+    d = H5Dopen2(h5->file, "rank_region_index/summary_statistics", H5P_DEFAULT);
+    SX_CHECK(d >= 0, SX_ERR_FORMAT, err, src, "%s cannot be opened", src);
+    int64_t n = h5_dset_len(d);
+    SX_CHECK(n >= 0 && (uint64_t)n == run->nrows, SX_ERR_FORMAT, err, src,
+             "%s has %" PRId64 " rows but the index has %zu", src, n, run->nrows);
+    st = h5_check_claim(h5, d, (uint64_t)n, 88, src, err);
+    if (st != SX_OK)
+        goto out;
+    mt = H5Tcreate(H5T_COMPOUND, sizeof *s);
+#define FIELD(name, type) H5Tinsert(mt, #name, offsetof(struct summary_stats, name), type)
+    FIELD(total, H5T_NATIVE_INT64);
+    FIELD(minimum, H5T_NATIVE_INT64);
+    FIELD(maximum, H5T_NATIVE_INT64);
+    FIELD(first, H5T_NATIVE_INT64);
+    FIELD(last, H5T_NATIVE_INT64);
+    FIELD(start_minimum, H5T_NATIVE_INT64);
+    FIELD(end_maximum, H5T_NATIVE_INT64);
+    FIELD(gpu_count, H5T_NATIVE_UINT64);
+    FIELD(gpu_total, H5T_NATIVE_INT64);
+    FIELD(mean, H5T_NATIVE_DOUBLE);
+    FIELD(m2, H5T_NATIVE_DOUBLE);
+#undef FIELD
+    s = sx_calloc((size_t)n + 1, sizeof *s);
+    SX_CHECK(s != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    if (n > 0)
+        SX_CHECK(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, s) >= 0, SX_ERR_IO, err,
+                 src, "%s cannot be read; the file is truncated or damaged", src);
+    for (size_t r = 0; r < run->nrows; r++) {
+        struct sx_row *row = &run->rows[r];
+        const struct summary_stats *x = &s[r];
+        static const char *const keys[] = {
+            "count",         "total",       "minimum",   "maximum",   "first", "last",
+            "start_minimum", "end_maximum", "gpu_count", "gpu_total", "mean",  "m2",
+            "exclusive"};
+        int64_t iv[] = {0,        x->total,    x->minimum,       x->maximum,
+                        x->first, x->last,     x->start_minimum, x->end_maximum,
+                        0,        x->gpu_total};
+        row->is_aggregate = true;
+        row->event_data_available = false;
+        for (int k = 0; k < 13; k++) {
+            struct sx_agg_field *f = &row->agg[k];
+            f->key = keys[k];
+            if (k == 0) {
+                f->is_unsigned = true;
+                f->u = row->count;
+            } else if (k == 8) {
+                f->is_unsigned = true;
+                f->u = x->gpu_count;
+            } else if (k == 10 || k == 11) {
+                f->is_float = true;
+                f->f = k == 10 ? x->mean : x->m2;
+            } else if (k == 12) {
+                f->i = row->has_exclusive ? row->exclusive_total : x->total;
+            } else {
+                f->i = iv[k];
+            }
+        }
+        row->nagg = 13;
+    }
+out:
+    free(s);
+    h5_close_id(mt);
+    h5_close_id(d);
+    return st;
+}
+
+static int64_t name_index(struct sx_run *run, const char *name) {
+    for (size_t i = 0; i < run->nnames; i++)
+        if (strcmp(run->names[i], name) == 0)
+            return (int64_t)i;
+    return -1;
+}
+
+static enum sx_status read_schema1(struct sx_h5 *h5, struct sx_run *run,
+                                   struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct h5_rank_group *rg = NULL;
+    size_t nrg = 0;
+    struct h5_name_list regs = {0};
+    hid_t g = -1, d = -1, t = -1;
+    char src[1400];
+    size_t cap_rows = 0, cap_names = 0;
+    st = h5_rank_groups(h5, &rg, &nrg, err);
+    if (st != SX_OK)
+        goto out;
+    run->num_ranks = (int64_t)nrg;
+    /* no schema attribute, no metadata, no rank group: some other HDF5 file */
+    if (nrg == 0 && !h5_link_exists(h5->file, "metadata")) {
+        h5_src_name(src, sizeof src, h5->path, "/");
+        st = sx_error_set(
+            err, SX_ERR_FORMAT, src,
+            "%s is an HDF5 file but not a scope-profiler run: it has no "
+            "scope_profiler_schema attribute, no /metadata and no rank groups",
+            h5->path);
+        goto out;
+    }
+    for (size_t k = 0; k < nrg; k++) {
+        char gp[300];
+        snprintf(gp, sizeof gp, "%s/regions", rg[k].name);
+        if (!h5_link_exists(h5->file, gp))
+            continue;
+        h5_src_name(src, sizeof src, h5->path, gp);
+        g = H5Gopen2(h5->file, gp, H5P_DEFAULT);
+        SX_CHECK(g >= 0, SX_ERR_FORMAT, err, src, "%s is not a group", src);
+        h5_free_names(&regs);
+        st = h5_list_links(g, &regs, src, err);
+        if (st != SX_OK)
+            goto out;
+        for (size_t i = 0; i < regs.n; i++) {
+            char rp[1100];
+            snprintf(rp, sizeof rp, "/%s/regions/%s", rg[k].name, regs.v[i]);
+            h5_src_name(src, sizeof src, h5->path, rp);
+            char *name = sx_utf8_sanitize(regs.v[i], strlen(regs.v[i]));
+            SX_CHECK(name != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+            int64_t id = name_index(run, name);
+            if (id < 0) {
+                if (run->nnames == cap_names) {
+                    cap_names = cap_names ? cap_names * 2 : 16;
+                    char **nv = sx_realloc(run->names, cap_names * sizeof *nv);
+                    if (nv == NULL)
+                        free(name);
+                    SX_CHECK(nv != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+                    run->names = nv;
+                }
+                id = (int64_t)run->nnames;
+                run->names[run->nnames++] = name;
+            } else {
+                free(name);
+            }
+            if (run->nrows == cap_rows) {
+                cap_rows = cap_rows ? cap_rows * 2 : 16;
+                struct sx_row *nr = sx_realloc(run->rows, cap_rows * sizeof *nr);
+                SX_CHECK(nr != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+                run->rows = nr;
+            }
+            struct sx_row *row = &run->rows[run->nrows++];
+            *row = (struct sx_row){0};
+            row->region = (uint32_t)id;
+            row->rank = rg[k].rank;
+            row->group = sx_strdup(rp);
+            SX_CHECK(row->group != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+            hid_t rgp = H5Gopen2(g, regs.v[i], H5P_DEFAULT);
+            SX_CHECK(rgp >= 0, SX_ERR_FORMAT, err, src, "%s is not a region group", src);
+            h5_close_id(d);
+            d = rgp; /* closed below or at out */
+            SX_CHECK(
+                h5_link_exists(rgp, "start_times") && h5_link_exists(rgp, "end_times"),
+                SX_ERR_FORMAT, err, src,
+                "%s has no start_times/end_times datasets; the file is damaged", src);
+            row->cols = SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END);
+            uint64_t count = 0;
+            for (int c = 0; c < 5; c++) {
+                static const int cc[5] = {SX_COL_START, SX_COL_END, SX_COL_GPU,
+                                          SX_COL_CALL, SX_COL_PARENT};
+                if (!h5_link_exists(rgp, h5_col_names[cc[c]]))
+                    continue;
+                hid_t ds = H5Dopen2(rgp, h5_col_names[cc[c]], H5P_DEFAULT);
+                char cs[1500];
+                snprintf(cs, sizeof cs, "%s/%s", src, h5_col_names[cc[c]]);
+                SX_CHECK(ds >= 0, SX_ERR_FORMAT, err, cs, "%s cannot be opened", cs);
+                t = H5Dget_type(ds);
+                bool isint = t >= 0 && H5Tget_class(t) == H5T_INTEGER;
+                int64_t n = h5_dset_len(ds);
+                if (isint && n >= 0)
+                    st = h5_check_claim(h5, ds, (uint64_t)n, H5Tget_size(t), cs, err);
+                h5_close_id(t);
+                t = -1;
+                H5Dclose(ds);
+                if (st != SX_OK)
+                    goto out;
+                SX_CHECK(isint, SX_ERR_FORMAT, err, cs,
+                         "%s has the wrong datatype: integers expected", cs);
+                SX_CHECK(n >= 0, SX_ERR_FORMAT, err, cs, "%s is not one-dimensional", cs);
+                if (c == 0)
+                    count = (uint64_t)n;
+                else
+                    SX_CHECK((uint64_t)n == count, SX_ERR_FORMAT, err, cs,
+                             "%s has %" PRId64 " values but start_times has %" PRIu64, cs,
+                             n, count);
+                row->cols |= SX_COLBIT(cc[c]);
+            }
+            row->count = count;
+            bool found = false;
+            st = h5_attr_string(h5, rgp, rp, "source_file", &row->source_file, &found,
+                                err);
+            if (st == SX_OK)
+                st = h5_attr_string(h5, rgp, rp, "source_text", &row->source_text, &found,
+                                    err);
+            if (st != SX_OK)
+                goto out;
+            struct sx_value lv = {0};
+            st = h5_attr_number(h5, rgp, rp, "source_lineno", &lv, &found, err);
+            if (st != SX_OK)
+                goto out;
+            if (found) {
+                row->has_lineno = true;
+                row->source_lineno = h5_value_as_int(&lv);
+            }
+            st = h5_attr_strings(h5, rgp, rp, "tags", &row->tags, &row->ntags, err);
+            if (st != SX_OK)
+                goto out;
+        }
+        h5_close_id(g);
+        g = -1;
+    }
+out:
+    h5_free_names(&regs);
+    h5_free_rank_groups(rg, nrg);
+    h5_close_id(t);
+    h5_close_id(d);
+    h5_close_id(g);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Open / close                                                       */
+
+/* NOTE: collective. MPI counts are int: broadcast 'n' bytes in pieces of 1 GiB. */
+static bool bcast_big(void *p, uint64_t n, MPI_Comm comm) {
+    bool ok = true;
+    for (uint64_t at = 0; at < n; at += 1u << 30) {
+        int k = n - at < (1u << 30) ? (int)(n - at) : (int)(1u << 30);
+        ok &= MPI_Bcast((char *)p + at, k, MPI_BYTE, 0, comm) == MPI_SUCCESS;
+    }
+    return ok;
+}
+
+/*
+ * NOTE: collective over 'comm'. The index of a lazily read columnar run is
+ * read by rank 0 alone and sent to every rank: at thousands of ranks, every
+ * rank reading every index column would storm a parallel file system. The
+ * others opened the file's datasets but read no row ('open_only'). Every rank
+ * calls this whatever its 'st'; returns the agreed status.
+ */
+static enum sx_status share_index(MPI_Comm comm, struct sx_h5 *h5, struct sx_run *run,
+                                  enum sx_status st, struct sx_error *err) {
+    int rank = 0;
+    struct share_hdr {
+        uint64_t nindex, npool[3], bytes[3];
+        int64_t num_ranks;
+        int32_t shared, has_ids[3];
+    } hd;
+    char *blob = NULL;
+    MPI_Comm_rank(comm, &rank);
+    memset(&hd, 0, sizeof hd);
+    if (rank == 0 && st == SX_OK && run->index != NULL) {
+        hd.shared = 1;
+        hd.nindex = run->nindex;
+        hd.num_ranks = run->num_ranks;
+        for (int k = 0; k < 3; k++) {
+            hd.has_ids[k] = h5->pool[k].id != NULL;
+            hd.npool[k] = h5->pool[k].n;
+            for (size_t i = 0; i < h5->pool[k].n; i++)
+                hd.bytes[k] += strlen(h5->pool[k].s[i]) + 1;
+        }
+    }
+    if (MPI_Bcast(&hd, (int)sizeof hd, MPI_BYTE, 0, comm) != MPI_SUCCESS && st == SX_OK)
+        st = sx_error_set(err, SX_ERR_MPI, h5->path, "%s: MPI_Bcast of the index failed",
+                          h5->path);
+    /* room on the receivers */
+    if (rank != 0 && st == SX_OK && hd.shared) {
+        if (!h5->open_only)
+            st = sx_error_set(err, SX_ERR_INTERNAL, h5->path,
+                              "%s: the ranks disagree on the file's layout", h5->path);
+        run->index = sx_malloc((hd.nindex + 1) * sizeof *run->index);
+        run->nindex = (size_t)hd.nindex;
+        run->num_ranks = hd.num_ranks;
+        bool ok = run->index != NULL;
+        for (int k = 0; k < 3 && ok; k++) {
+            struct pool *pl = &h5->pool[k];
+            if (hd.has_ids[k])
+                ok = (pl->id = sx_malloc((hd.nindex + 1) * sizeof *pl->id)) != NULL;
+            if (ok && hd.npool[k] > 0)
+                ok = (pl->s = sx_calloc(hd.npool[k], sizeof *pl->s)) != NULL;
+            pl->cap = (size_t)hd.npool[k];
+        }
+        if (!ok)
+            st = sx_error_set(err, SX_ERR_NOMEM, h5->path,
+                              "%s: out of memory for the run's index", h5->path);
+    }
+    uint64_t most = 0;
+    for (int k = 0; k < 3; k++)
+        most = hd.bytes[k] > most ? hd.bytes[k] : most;
+    if (st == SX_OK && hd.shared && (blob = sx_malloc(most + 1)) == NULL)
+        st = sx_error_set(err, SX_ERR_NOMEM, h5->path, "%s: out of memory", h5->path);
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK || !hd.shared)
+        goto out;
+
+    bool ok = bcast_big(run->index, hd.nindex * sizeof *run->index, comm);
+    for (int k = 0; k < 3; k++) {
+        struct pool *pl = &h5->pool[k];
+        if (hd.has_ids[k])
+            ok &= bcast_big(pl->id, hd.nindex * sizeof *pl->id, comm);
+        if (hd.npool[k] == 0)
+            continue;
+        char *q = blob;
+        for (size_t i = 0; rank == 0 && i < pl->n; i++) {
+            size_t len = strlen(pl->s[i]) + 1;
+            memcpy(q, pl->s[i], len);
+            q += len;
+        }
+        ok &= bcast_big(blob, hd.bytes[k], comm);
+        q = blob;
+        for (size_t i = 0; rank != 0 && i < hd.npool[k]; i++) {
+            size_t len = strlen(q) + 1;
+            pl->s[i] = sx_strdup(q);
+            if (pl->s[i] == NULL && st == SX_OK)
+                st = sx_error_set(err, SX_ERR_NOMEM, h5->path, "%s: out of memory",
+                                  h5->path);
+            if (pl->s[i] != NULL)
+                pl->n = i + 1;
+            q += len;
+        }
+    }
+    if (!ok && st == SX_OK)
+        st = sx_error_set(err, SX_ERR_MPI, h5->path, "%s: MPI_Bcast of the index failed",
+                          h5->path);
+    st = sx_all_ok(comm, st, err);
+out:
+    free(blob);
+    return st;
+}
+
+static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary,
+                                   bool lazy, struct sx_h5 **out, struct sx_run **run_out,
+                                   struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_h5 *h5 = NULL;
+    struct sx_run *run = NULL;
+    hid_t fapl = -1;
+    struct h5_quiet q;
+    struct stat sb;
+    int rank = 0;
+    bool opened_mpi = false; /* every rank passed the agreement on the file */
+    h5_quiet_begin(&q);
+    *out = NULL;
+    *run_out = NULL;
+    if (comm != MPI_COMM_NULL)
+        MPI_Comm_rank(comm, &rank);
+    /* Every rank reaches the agreement below, whatever failed before it. */
+    h5 = sx_calloc(1, sizeof *h5);
+    if (h5 != NULL) {
+        h5->file = -1;
+        h5->meta = -1;
+        h5->fd = -1;
+        h5->lazy = lazy && !summary;
+        for (int k = 0; k < RD_N; k++)
+            h5->rd[k] = -1;
+        for (int c = 0; c < SX_NCOLS; c++)
+            h5->ev[c] = -1;
+        h5->path = sx_strdup(path);
+    }
+    if (h5 == NULL || h5->path == NULL)
+        st = sx_error_set(err, SX_ERR_NOMEM, path, "%s: out of memory", path);
+    else if (stat(path, &sb) != 0)
+        st = sx_error_set(err, SX_ERR_NOT_FOUND, path, "HDF5 file not found: %s", path);
+    else if (!S_ISREG(sb.st_mode))
+        st = sx_error_set(err, SX_ERR_OPEN, path, "%s is not a regular file", path);
+    /* NOTE: collective: agree (on the file's existence) before the collective open */
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+    opened_mpi = comm != MPI_COMM_NULL;
+    h5->file_size = sb.st_size;
+    h5->fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    fapl = H5Pcreate(H5P_FILE_ACCESS);
+    SX_CHECK(fapl >= 0, SX_ERR_INTERNAL, err, path, "H5Pcreate failed");
+    if (comm != MPI_COMM_NULL)
+        H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL); /* NOTE: collective open below */
+    h5->file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    SX_CHECK(
+        h5->file >= 0, SX_ERR_OPEN, err, path,
+        "%s is not a readable HDF5 profiling file. A run that was interrupted while "
+        "writing leaves a truncated file behind; the underlying error was: HDF5 could "
+        "not open it (not HDF5, or truncated)",
+        path);
+
+    run = sx_run_new();
+    SX_CHECK(run != NULL, SX_ERR_NOMEM, err, path, "out of memory");
+    run->path = sx_strdup(path);
+    SX_CHECK(run->path != NULL, SX_ERR_NOMEM, err, path, "out of memory");
+    run->summary = summary;
+    st = read_schema(h5, run, err);
+    if (st == SX_OK)
+        st = read_metadata(h5, run, err);
+    if (st != SX_OK)
+        goto out;
+    h5->open_only = h5->lazy && comm != MPI_COMM_NULL && rank != 0 &&
+                    run->layout == SX_LAYOUT_COLUMNAR;
+    if (run->layout == SX_LAYOUT_SCHEMA1) {
+        st = read_schema1(h5, run, err);
+    } else {
+        st = read_columnar(h5, run, err);
+        if (st == SX_OK && summary && run->layout == SX_LAYOUT_COLUMNAR &&
+            h5_link_exists(h5->file, "rank_region_index/summary_statistics"))
+            st = read_summary(h5, run, err);
+    }
+    if (st != SX_OK)
+        goto out;
+    /* read_h5_summary flags the run; a file without statistics falls back to read_h5 */
+    if (summary && run->layout != SX_LAYOUT_SCHEMA1 &&
+        (run->layout == SX_LAYOUT_AGGREGATE ||
+         h5_link_exists(h5->file, "rank_region_index/summary_statistics")))
+        run->event_data_available = false;
+out:
+    /* NOTE: collective: every rank of a lazy open joins, whatever its status */
+    if (h5 != NULL && h5->lazy && comm != MPI_COMM_NULL && opened_mpi)
+        st = share_index(comm, h5, run, st, err);
+    h5_close_id(fapl);
+    h5_quiet_end(&q);
+    if (st != SX_OK) {
+        sx_run_free(run);
+        run = NULL;
+    }
+    *out = h5;
+    *run_out = run;
+    return st;
+}
+
+static void h5_close_impl(struct sx_h5 *h5) {
+    if (h5 == NULL)
+        return;
+    struct h5_quiet q;
+    h5_quiet_begin(&q);
+    for (int c = 0; c < SX_NCOLS; c++)
+        h5_close_id(h5->ev[c]);
+    sx_vlen_close(h5->meta_vlen);
+    h5_close_id(h5->meta);
+    for (int k = 0; k < RD_N; k++)
+        h5_close_id(h5->rd[k]);
+    for (int k = 0; k < 3; k++)
+        pool_free(&h5->pool[k]);
+    h5_close_id(h5->file); /* NOTE: collective with the MPI-IO driver */
+    h5_quiet_end(&q);
+    if (h5->fd >= 0)
+        close(h5->fd);
+    free(h5->rbuf);
+    free(h5->scratch);
+    free(h5->path);
+    free(h5);
+}
+
+long sx_h5_open_ids(void) { return (long)H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL); }
+
+/*
+ * Integers of a contiguous dataset at 'n' points by pread, through a window
+ * of 64 KiB: a block's rows of one region are spread thin over the index,
+ * one window holds many of them.
+ */
+static enum sx_status read_window_ints(struct sx_h5 *h5, const struct raw_col *rc,
+                                       const hsize_t *pts, size_t n, int64_t *out,
+                                       const char *src, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    enum { WINDOW = 1 << 16 };
+    unsigned char *w = sx_malloc(WINDOW);
+    uint64_t lo = 1, hi = 0; /* rows in the window: [lo, hi) */
+    SX_CHECK(w != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    for (size_t k = 0; k < n; k++) {
+        uint64_t r = pts[k];
+        SX_CHECK(r < rc->nelem, SX_ERR_FORMAT, err, src,
+                 "%s: row %" PRIu64 " out of range", src, r);
+        if (r < lo || r >= hi) {
+            lo = r;
+            hi = r + WINDOW / rc->size;
+            if (hi > rc->nelem)
+                hi = rc->nelem;
+            size_t bytes = (size_t)(hi - lo) * rc->size, got = 0;
+            while (got < bytes) {
+                ssize_t g = pread(h5->fd, w + got, bytes - got,
+                                  (off_t)(rc->addr + lo * rc->size + got));
+                if (g < 0 && errno == EINTR)
+                    continue;
+                SX_CHECK(g > 0, SX_ERR_IO, err, src,
+                         "%s cannot be read; the file is truncated or damaged", src);
+                got += (size_t)g;
+            }
+        }
+        h5_widen(w + (r - lo) * rc->size, rc->size, rc->is_signed, 1, &out[k]);
+    }
+out:
+    free(w);
+    return st;
+}
+
+static enum sx_status h5_fill_rows_impl(struct sx_h5 *h5, const struct sx_run *run,
+                                        const struct sx_index_row *const *ix, size_t n,
+                                        struct sx_row *out, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct h5_quiet q;
+    hsize_t *pts = NULL;
+    size_t *off = NULL;
+    int64_t *iv = NULL;
+    struct sx_buf text = {0};
+    char src[1100];
+    h5_quiet_begin(&q);
+    const unsigned cols =
+        SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END) | run->file_cols;
+    for (size_t k = 0; k < n; k++) {
+        struct sx_row *row = &out[k];
+        memset(row, 0, sizeof *row);
+        row->region = ix[k]->region;
+        row->rank = ix[k]->rank;
+        row->offset = ix[k]->offset;
+        row->count = ix[k]->count;
+        row->file_row = ix[k]->file_row;
+        row->cols = cols;
+        if (ix[k]->flags & SX_IR_NO_GPU)
+            row->cols &= ~SX_COLBIT(SX_COL_GPU);
+        row->has_meta_col = run->has_meta_col;
+    }
+    if (n == 0)
+        goto out;
+    pts = sx_malloc(n * sizeof *pts);
+    off = sx_malloc((n + 1) * sizeof *off);
+    iv = sx_malloc(n * sizeof *iv);
+    SX_CHECK(pts != NULL && off != NULL && iv != NULL, SX_ERR_NOMEM, err, h5->path,
+             "out of memory");
+    for (size_t k = 0; k < n; k++)
+        pts[k] = ix[k]->file_row;
+    for (int c = 0; c < RD_N; c++) {
+        if (h5->rd[c] < 0)
+            continue;
+        char obj[128];
+        snprintf(obj, sizeof obj, "rank_region_index/%s", h5_rd_names[c]);
+        h5_src_name(src, sizeof src, h5->path, obj);
+        if (c == RD_LINES || c == RD_EXCL) {
+            st = h5->rdraw[c].ok
+                     ? read_window_ints(h5, &h5->rdraw[c], pts, n, iv, src, err)
+                     : h5_read_point_ints(h5->rd[c], pts, n, iv, src, err);
+            if (st != SX_OK)
+                goto out;
+            for (size_t k = 0; k < n; k++) {
+                if (iv[k] < 0)
+                    continue;
+                if (c == RD_LINES) {
+                    out[k].has_lineno = true;
+                    out[k].source_lineno = iv[k];
+                } else {
+                    out[k].has_exclusive = true;
+                    out[k].exclusive_total = iv[k];
+                }
+            }
+            continue;
+        }
+        const struct pool *pl = &h5->pool[c];
+        for (size_t k = 0; k < n; k++) {
+            uint32_t id = pl->id[ix[k]->file_row];
+            if (id == 0) /* "" is None, as the full read has it */
+                continue;
+            const char *p = pl->s[id - 1];
+            if (c == RD_TAGS) {
+                st = sx_json_parse_tags(p, strlen(p), &out[k].tags, &out[k].ntags, err);
+                if (st != SX_OK)
+                    goto out;
+                continue;
+            }
+            char *v = sx_strdup(p);
+            SX_CHECK(v != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+            if (c == RD_FILES)
+                out[k].source_file = v;
+            else
+                out[k].source_text = v;
+        }
+    }
+out:
+    sx_buf_free(&text);
+    free(iv);
+    free(off);
+    free(pts);
+    h5_quiet_end(&q);
+    return st;
+}
+
+enum sx_status sx_h5_open(MPI_Comm comm, const char *path, bool summary,
+                          struct sx_h5 **h5, struct sx_run **run, struct sx_error *err) {
+    h5_enter(path);
+    enum sx_status st = h5_open_impl(comm, path, summary, false, h5, run, err);
+    h5_leave();
+    return st;
+}
+
+enum sx_status sx_h5_open_index(MPI_Comm comm, const char *path, bool summary,
+                                struct sx_h5 **h5, struct sx_run **run,
+                                struct sx_error *err) {
+    h5_enter(path);
+    enum sx_status st = h5_open_impl(comm, path, summary, true, h5, run, err);
+    h5_leave();
+    return st;
+}
+
+enum sx_status sx_h5_fill_rows(struct sx_h5 *h5, const struct sx_run *run,
+                               const struct sx_index_row *const *ix, size_t n,
+                               struct sx_row *out, struct sx_error *err) {
+    h5_enter(h5->path);
+    enum sx_status st = h5_fill_rows_impl(h5, run, ix, n, out, err);
+    h5_leave();
+    return st;
+}
+
+void sx_h5_close(struct sx_h5 *h5) {
+    h5_enter(h5 != NULL ? h5->path : NULL);
+    h5_close_impl(h5);
+    h5_leave();
+}

@@ -1,0 +1,210 @@
+/* h5_int.h - what the HDF5 readers (h5_*.c) share: the open file and its helpers */
+#ifndef SX_H5_INT_H
+#define SX_H5_INT_H
+
+#include "h5_vlen.h"
+#include "json_write.h"
+#include "run.h"
+#include "value.h"
+
+#include <hdf5.h>
+
+#include <sys/types.h>
+
+/* The schema this reader knows best; newer files are read with a warning-free best
+ * effort. */
+#define CURRENT_SCHEMA 3
+
+/* Event dataset names in the columnar layout, per column. */
+extern const char *const h5_col_names[SX_NCOLS];
+
+/* The per-row columns of the index a lazy run reads for the blocks that write them. */
+enum { RD_FILES, RD_TEXTS, RD_TAGS, RD_LINES, RD_EXCL, RD_N };
+extern const char *const h5_rd_names[RD_N];
+
+/* An open run: the file, its event datasets and what the readers reuse between calls. */
+struct sx_h5 {
+    hid_t file;
+    char *path;
+    hid_t ev[SX_NCOLS]; /* columnar event datasets (START/END: deltas/durations when
+                           encoded) */
+    hid_t meta;         /* rank_region_index/event_metadata, or -1 */
+    bool lazy;          /* sx_h5_open_index: rows are read by sx_h5_fill_rows */
+    bool open_only;     /* a rank other than 0 of a shared index: opens, reads no rows */
+    hid_t rd[5];        /* lazily read index columns (RD_*), or -1 */
+    /* the strings of 'meta' read from the file's global heap, or NULL: HDF5 reads them */
+    struct sx_vlen *meta_vlen;
+    /* running sums of start_deltas at piece ends, so that a row read in
+     * pieces does not re-sum from its first event for every piece */
+    struct ckpt {
+        uint64_t offset; /* the row's first event: rows come and go, offsets stay */
+        uint64_t pos, sum;
+    } ck[256];
+    size_t ck_next;
+    int64_t *scratch; /* reused read buffer of batched slice reads */
+    size_t scratch_cap;
+    off_t file_size;
+    /* contiguous unfiltered little-endian integer event columns are read with
+     * pread at their file address: HDF5 reads a many-range selection through a
+     * 64 KiB sieve per range, which costs 30x the bytes on a many-row run */
+    int fd;
+    struct raw_col {
+        bool ok;
+        uint64_t addr;
+        size_t size; /* 1, 2, 4 or 8 bytes */
+        bool is_signed;
+        uint64_t nelem;
+    } raw[SX_NCOLS], rdraw[5];
+    /* a lazy run's string columns (RD_FILES..RD_TAGS), read once at open: every
+     * distinct string once in a pool, and per row its id (0: empty) */
+    struct pool {
+        char **s; /* s[id - 1] */
+        size_t n, cap;
+        uint32_t *slot; /* hash table of ids, 0 = free */
+        size_t nslot;
+        uint32_t *id; /* per file row */
+    } pool[3];
+    unsigned char *rbuf;
+    size_t rbuf_cap;
+};
+
+/* HDF5 prints its error stack by default; we turn failures into sx_error. */
+struct h5_quiet {
+    H5E_auto2_t func;
+    void *data;
+};
+
+struct h5_name_list {
+    char **v;
+    size_t n, cap;
+    bool nomem; /* the listing stopped for want of memory */
+};
+
+struct h5_rank_group {
+    int64_t rank;
+    char *name;
+};
+
+/*
+ * Every HDF5 read may fail on purpose in the fault tests (SX_FAULT_READ): the
+ * readers call these through the macros below.
+ */
+herr_t h5_dread(hid_t d, hid_t mt, hid_t ms, hid_t fs, hid_t x, void *buf);
+herr_t h5_aread(hid_t a, hid_t mt, void *buf);
+#define H5Dread(...) h5_dread(__VA_ARGS__)
+#define H5Aread(...) h5_aread(__VA_ARGS__)
+
+void h5_quiet_begin(struct h5_quiet *q);
+
+void h5_quiet_end(const struct h5_quiet *q);
+
+void h5_close_id(hid_t id);
+
+/* "file.h5:/object" for error sources. */
+const char *h5_src_name(char *buf, size_t n, const char *path, const char *obj);
+
+bool h5_link_exists(hid_t loc, const char *name);
+
+/* Length of a 1-D dataset (a scalar counts as 1); -1 when not 1-D. */
+int64_t h5_dset_len(hid_t d);
+
+/*
+ * Refuse sizes the file cannot hold before taking memory for them: an
+ * unfiltered dataset's bytes are in the file; a filtered one compresses
+ * at most ~1032:1 (deflate's limit).
+ */
+enum sx_status h5_check_claim(const struct sx_h5 *h5, hid_t d, uint64_t n, size_t elem,
+                              const char *src, struct sx_error *err);
+
+/* Read a whole 1-D integer dataset as int64 (or uint64 bits when 'as_unsigned'). */
+enum sx_status h5_read_ints(struct sx_h5 *h5, hid_t loc, const char *name,
+                            bool as_unsigned, int64_t **out, uint64_t *n_out,
+                            struct sx_error *err);
+
+enum sx_status h5_read_doubles(struct sx_h5 *h5, hid_t loc, const char *name,
+                               double **out, uint64_t *n_out, hsize_t *dims2, int *ndims,
+                               struct sx_error *err);
+
+enum sx_status h5_read_strings(struct sx_h5 *h5, hid_t loc, const char *name, char ***out,
+                               uint64_t *n_out, struct sx_error *err);
+
+void h5_free_strv(char **v, uint64_t n);
+
+/* An attribute as a metadata value (h5reader._decode_attribute + _metadata_value). */
+enum sx_status h5_read_attr_value(hid_t a, struct sx_value *out, const char *src,
+                                  struct sx_error *err);
+
+/* Optional scalar attributes of a group. */
+enum sx_status h5_attr_string(struct sx_h5 *h5, hid_t loc, const char *obj,
+                              const char *name, char **out, bool *found,
+                              struct sx_error *err);
+
+enum sx_status h5_attr_number(struct sx_h5 *h5, hid_t loc, const char *obj,
+                              const char *name, struct sx_value *out, bool *found,
+                              struct sx_error *err);
+
+int64_t h5_value_as_int(const struct sx_value *v);
+
+/* A 1-D string array attribute (tags, event_names, ...); absent -> empty. */
+enum sx_status h5_attr_strings(struct sx_h5 *h5, hid_t loc, const char *obj,
+                               const char *name, char ***out, size_t *n_out,
+                               struct sx_error *err);
+
+enum sx_status h5_req_len(const struct sx_h5 *h5, const char *name, uint64_t got,
+                          uint64_t want, struct sx_error *err);
+
+/* Little-endian integers of 'size' bytes to int64. */
+void h5_widen(const unsigned char *p, size_t size, bool is_signed, uint64_t n,
+              int64_t *out);
+
+/* Whether integer dataset 'd' (of file type 't') can be read at its file address. */
+void h5_raw_info(const struct sx_h5 *h5, hid_t d, hid_t t, struct raw_col *r);
+
+/*
+ * The strings of a 1-D string dataset at 'n' points (file rows 'pts', any
+ * order) in one read, raw bytes as stored (fixed-length ones without their
+ * trailing NULs): string k is text->data[off[k] .. off[k + 1]). One H5Dread
+ * instead of one per row: each read costs HDF5 a type-conversion buffer.
+ */
+enum sx_status h5_read_point_strings(hid_t d, const hsize_t *pts, hsize_t first, size_t n,
+                                     struct sx_buf *text, size_t *off, const char *src,
+                                     struct sx_error *err);
+
+/* Link names of a group in h5py order (by name). */
+enum sx_status h5_list_links(hid_t g, struct h5_name_list *l, const char *src,
+                             struct sx_error *err);
+
+void h5_free_names(struct h5_name_list *l);
+
+/* Rank groups of the root in numeric order. */
+enum sx_status h5_rank_groups(struct sx_h5 *h5, struct h5_rank_group **out, size_t *n_out,
+                              struct sx_error *err);
+
+void h5_free_rank_groups(struct h5_rank_group *v, size_t n);
+
+/* Distinct ranks of a lane table, ascending. */
+size_t h5_distinct(const int64_t *ranks, uint64_t n, int64_t *out);
+
+enum sx_status h5_read_ints_opt(struct sx_h5 *h5, hid_t loc, const char *name,
+                                int64_t **out, size_t *n, struct sx_error *err);
+
+enum sx_status h5_read_doubles_opt(struct sx_h5 *h5, hid_t loc, const char *name,
+                                   double **out, size_t *n, struct sx_error *err);
+
+enum sx_status h5_read_matrix(struct sx_h5 *h5, hid_t loc, const char *name,
+                              struct sx_matrix *m, const char *src, struct sx_error *err);
+
+/* Integers of a 1-D dataset at 'n' points in one read. */
+enum sx_status h5_read_point_ints(hid_t d, const hsize_t *pts, size_t n, int64_t *out,
+                                  const char *src, struct sx_error *err);
+
+/* Each read may fail on purpose in the fault tests (SX_FAULT_READ). */
+herr_t h5_dread(hid_t d, hid_t mt, hid_t ms, hid_t fs, hid_t x, void *buf);
+
+herr_t h5_aread(hid_t a, hid_t mt, void *buf);
+
+/* Entry points mark the file they read, for a crash report (sx_hdf5_file_in_use). */
+void h5_enter(const char *path);
+void h5_leave(void);
+
+#endif /* SX_H5_INT_H */

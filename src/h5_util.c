@@ -1,0 +1,993 @@
+/* h5_util.c - HDF5 helpers the readers share: ids, a quiet error stack, typed reads of
+ * datasets and attributes, group listings, object names for messages */
+#include "fault.h"
+#include "h5_int.h"
+#include "json_write.h"
+#include "run.h"
+#include "value.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *const h5_col_names[SX_NCOLS] = {
+    "start_times", "end_times",  "gpu_durations", "call_ids",
+    "parent_ids",  "thread_ids", "task_ids",      "await_ns",
+};
+
+const char *const h5_rd_names[RD_N] = {"source_files", "source_texts", "tags",
+                                       "source_lines", "exclusive_totals"};
+
+void h5_quiet_begin(struct h5_quiet *q) {
+    H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+void h5_quiet_end(const struct h5_quiet *q) {
+    H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
+}
+
+/* Each read may fail on purpose in the fault tests (SX_FAULT_READ). */
+herr_t h5_dread(hid_t d, hid_t mt, hid_t ms, hid_t fs, hid_t x, void *buf) {
+    return sx_fault(SX_FAULT_READ, 0) ? -1 : (H5Dread)(d, mt, ms, fs, x, buf);
+}
+
+herr_t h5_aread(hid_t a, hid_t mt, void *buf) {
+    return sx_fault(SX_FAULT_READ, 0) ? -1 : (H5Aread)(a, mt, buf);
+}
+
+void h5_close_id(hid_t id) {
+    if (id < 0)
+        return;
+    switch (H5Iget_type(id)) {
+    case H5I_FILE:
+        H5Fclose(id);
+        break;
+    case H5I_GROUP:
+        H5Gclose(id);
+        break;
+    case H5I_DATASET:
+        H5Dclose(id);
+        break;
+    case H5I_ATTR:
+        H5Aclose(id);
+        break;
+    case H5I_DATATYPE:
+        H5Tclose(id);
+        break;
+    case H5I_DATASPACE:
+        H5Sclose(id);
+        break;
+    case H5I_GENPROP_LST:
+        H5Pclose(id);
+        break;
+    default:
+        break;
+    }
+}
+
+/* "file.h5:/object" for error sources. */
+const char *h5_src_name(char *buf, size_t n, const char *path, const char *obj) {
+    snprintf(buf, n, "%s:%s", path, obj);
+    return buf;
+}
+
+bool h5_link_exists(hid_t loc, const char *name) {
+    /* H5Lexists fails on a missing intermediate group; check step by step. */
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s", name);
+    for (char *p = tmp; *p; p++) {
+        if (*p == '/' && p != tmp) {
+            *p = '\0';
+            if (H5Lexists(loc, tmp, H5P_DEFAULT) <= 0)
+                return false;
+            *p = '/';
+        }
+    }
+    return H5Lexists(loc, tmp, H5P_DEFAULT) > 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Generic dataset readers                                            */
+
+/* Length of a 1-D dataset (a scalar counts as 1); -1 when not 1-D. */
+int64_t h5_dset_len(hid_t d) {
+    hid_t sp = H5Dget_space(d);
+    if (sp < 0)
+        return -1;
+    int nd = H5Sget_simple_extent_ndims(sp);
+    hsize_t dims[H5S_MAX_RANK];
+    int64_t n = -1;
+    if (nd == 0)
+        n = H5Sget_simple_extent_type(sp) == H5S_NULL ? 0 : 1;
+    else if (nd == 1 && H5Sget_simple_extent_dims(sp, dims, NULL) == 1)
+        n = (int64_t)dims[0];
+    H5Sclose(sp);
+    return n;
+}
+
+/*
+ * Refuse sizes the file cannot hold before taking memory for them: an
+ * unfiltered dataset's bytes are in the file; a filtered one compresses
+ * at most ~1032:1 (deflate's limit).
+ */
+enum sx_status h5_check_claim(const struct sx_h5 *h5, hid_t d, uint64_t n, size_t elem,
+                              const char *src, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t dcpl = H5Dget_create_plist(d);
+    int nfilters = dcpl >= 0 ? H5Pget_nfilters(dcpl) : 0;
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    double need = (double)n * (double)elem;
+    double have = (double)h5->file_size;
+    if (nfilters > 0)
+        have *= 1032.0;
+    SX_CHECK(need <= have + 65536.0, SX_ERR_FORMAT, err, src,
+             "%s claims %" PRIu64 " values, more than the file's %lld bytes can hold; "
+             "the file is truncated or damaged",
+             src, n, (long long)h5->file_size);
+    /* HDF5 filters this library cannot decode are named, not guessed at. */
+    dcpl = H5Dget_create_plist(d);
+    for (int i = 0; dcpl >= 0 && i < nfilters; i++) {
+        unsigned flags = 0, cd[8];
+        size_t ncd = 8;
+        char fname[64] = "";
+        H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd,
+                                         sizeof fname, fname, NULL);
+        if (id >= 0 && H5Zfilter_avail(id) <= 0) {
+            const char *known = id == 32000   ? "LZF"
+                                : id == 32015 ? "Zstandard"
+                                : id == 307   ? "bzip2"
+                                : id == 32001 ? "Blosc"
+                                : id == 32008 ? "bitshuffle"
+                                              : (fname[0] ? fname : "unknown");
+            H5Pclose(dcpl);
+            st =
+                sx_error_set(err, SX_ERR_UNSUPPORTED, src,
+                             "%s is compressed with HDF5 filter %d (%s), which this HDF5 "
+                             "build cannot decode; install the filter plugin "
+                             "(HDF5_PLUGIN_PATH) or repack the file with h5repack",
+                             src, (int)id, known);
+            goto out;
+        }
+    }
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+out:
+    return st;
+}
+
+/* Read a whole 1-D integer dataset as int64 (or uint64 bits when 'as_unsigned'). */
+enum sx_status h5_read_ints(struct sx_h5 *h5, hid_t loc, const char *name,
+                            bool as_unsigned, int64_t **out, uint64_t *n_out,
+                            struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    char src[1100];
+    hid_t d = -1, t = -1;
+    int64_t *v = NULL;
+    h5_src_name(src, sizeof src, h5->path, name);
+    d = H5Dopen2(loc, name, H5P_DEFAULT);
+    SX_CHECK(d >= 0, SX_ERR_FORMAT, err, src, "%s cannot be opened", src);
+    t = H5Dget_type(d);
+    SX_CHECK(t >= 0 && H5Tget_class(t) == H5T_INTEGER, SX_ERR_FORMAT, err, src,
+             "%s has the wrong datatype: integers expected", src);
+    int64_t n = h5_dset_len(d);
+    SX_CHECK(n >= 0, SX_ERR_FORMAT, err, src, "%s is not one-dimensional", src);
+    st = h5_check_claim(h5, d, (uint64_t)n, H5Tget_size(t), src, err);
+    if (st != SX_OK)
+        goto out;
+    v = sx_malloc(((size_t)n + 1) * sizeof *v);
+    SX_CHECK(v != NULL, SX_ERR_NOMEM, err, src, "out of memory reading %s", src);
+    if (n > 0) {
+        herr_t rc = H5Dread(d, as_unsigned ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64,
+                            H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
+        SX_CHECK(rc >= 0, SX_ERR_IO, err, src,
+                 "%s cannot be read; the file is truncated or damaged", src);
+    }
+    *out = v;
+    v = NULL;
+    *n_out = (uint64_t)n;
+out:
+    free(v);
+    h5_close_id(t);
+    h5_close_id(d);
+    return st;
+}
+
+enum sx_status h5_read_doubles(struct sx_h5 *h5, hid_t loc, const char *name,
+                               double **out, uint64_t *n_out, hsize_t *dims2, int *ndims,
+                               struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    char src[1100];
+    hid_t d = -1, t = -1, sp = -1;
+    double *v = NULL;
+    h5_src_name(src, sizeof src, h5->path, name);
+    d = H5Dopen2(loc, name, H5P_DEFAULT);
+    SX_CHECK(d >= 0, SX_ERR_FORMAT, err, src, "%s cannot be opened", src);
+    t = H5Dget_type(d);
+    H5T_class_t cls = H5Tget_class(t);
+    SX_CHECK(cls == H5T_FLOAT || cls == H5T_INTEGER, SX_ERR_FORMAT, err, src,
+             "%s has the wrong datatype: numbers expected", src);
+    sp = H5Dget_space(d);
+    int nd = H5Sget_simple_extent_ndims(sp);
+    hsize_t dims[H5S_MAX_RANK] = {0};
+    SX_CHECK(nd >= 0 && nd <= 2, SX_ERR_FORMAT, err, src,
+             "%s has %d dimensions; at most 2 expected", src, nd);
+    H5Sget_simple_extent_dims(sp, dims, NULL);
+    uint64_t n = nd == 0 ? 1 : nd == 1 ? dims[0] : dims[0] * dims[1];
+    st = h5_check_claim(h5, d, n, H5Tget_size(t), src, err);
+    if (st != SX_OK)
+        goto out;
+    v = sx_malloc((n + 1) * sizeof *v);
+    SX_CHECK(v != NULL, SX_ERR_NOMEM, err, src, "out of memory reading %s", src);
+    if (n > 0)
+        SX_CHECK(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0,
+                 SX_ERR_IO, err, src,
+                 "%s cannot be read; the file is truncated or damaged", src);
+    if (ndims != NULL)
+        *ndims = nd;
+    if (dims2 != NULL) {
+        dims2[0] = nd >= 1 ? dims[0] : 1;
+        dims2[1] = nd == 2 ? dims[1] : 0;
+    }
+    *out = v;
+    v = NULL;
+    *n_out = n;
+out:
+    free(v);
+    h5_close_id(sp);
+    h5_close_id(t);
+    h5_close_id(d);
+    return st;
+}
+
+/* Strings of a vlen or fixed-length string type, decoded as h5py+errors="replace". */
+static enum sx_status convert_strings(hid_t obj, bool is_attr, hid_t ftype, uint64_t n,
+                                      char ***out, const char *src,
+                                      struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t mt = -1, sp = -1;
+    char **v = NULL, *raw = NULL, **vl = NULL;
+    v = sx_calloc(n + 1, sizeof *v);
+    SX_CHECK(v != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    if (n == 0)
+        goto done;
+    if (H5Tis_variable_str(ftype) > 0) {
+        mt = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mt, H5T_VARIABLE);
+        H5Tset_cset(mt, H5Tget_cset(ftype));
+        vl = sx_calloc(n, sizeof *vl);
+        SX_CHECK(vl != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        herr_t rc = is_attr ? H5Aread(obj, mt, vl)
+                            : H5Dread(obj, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, vl);
+        SX_CHECK(rc >= 0, SX_ERR_IO, err, src,
+                 "%s cannot be read; the file is truncated or damaged", src);
+        for (uint64_t i = 0; i < n; i++) {
+            const char *s = vl[i] ? vl[i] : "";
+            v[i] = sx_utf8_sanitize(s, strlen(s));
+            if (v[i] == NULL)
+                break;
+        }
+        sp = is_attr ? H5Aget_space(obj) : H5Dget_space(obj);
+        H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, vl);
+        for (uint64_t i = 0; i < n; i++)
+            SX_CHECK(v[i] != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    } else {
+        size_t w = H5Tget_size(ftype);
+        SX_CHECK(w > 0, SX_ERR_FORMAT, err, src, "%s has a zero-width string type", src);
+        raw = sx_malloc(w * n + 1);
+        SX_CHECK(raw != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        mt = H5Tcopy(ftype);
+        herr_t rc = is_attr ? H5Aread(obj, mt, raw)
+                            : H5Dread(obj, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw);
+        SX_CHECK(rc >= 0, SX_ERR_IO, err, src,
+                 "%s cannot be read; the file is truncated or damaged", src);
+        for (uint64_t i = 0; i < n; i++) {
+            const char *s = raw + i * w;
+            size_t len = w;
+            /* numpy's S dtype drops trailing NULs only */
+            while (len > 0 && s[len - 1] == '\0')
+                len--;
+            v[i] = sx_utf8_sanitize(s, len);
+            SX_CHECK(v[i] != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        }
+    }
+done:
+    *out = v;
+    v = NULL;
+out:
+    if (v != NULL) {
+        for (uint64_t i = 0; i < n; i++)
+            free(v[i]);
+        free(v);
+    }
+    free(vl);
+    free(raw);
+    h5_close_id(sp);
+    h5_close_id(mt);
+    return st;
+}
+
+enum sx_status h5_read_strings(struct sx_h5 *h5, hid_t loc, const char *name, char ***out,
+                               uint64_t *n_out, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    char src[1100];
+    hid_t d = -1, t = -1;
+    h5_src_name(src, sizeof src, h5->path, name);
+    d = H5Dopen2(loc, name, H5P_DEFAULT);
+    SX_CHECK(d >= 0, SX_ERR_FORMAT, err, src, "%s cannot be opened", src);
+    t = H5Dget_type(d);
+    SX_CHECK(t >= 0 && H5Tget_class(t) == H5T_STRING, SX_ERR_FORMAT, err, src,
+             "%s has the wrong datatype: strings expected", src);
+    int64_t n = h5_dset_len(d);
+    SX_CHECK(n >= 0, SX_ERR_FORMAT, err, src, "%s is not one-dimensional", src);
+    st = h5_check_claim(h5, d, (uint64_t)n,
+                        H5Tis_variable_str(t) > 0 ? 16 : H5Tget_size(t), src, err);
+    if (st != SX_OK)
+        goto out;
+    st = convert_strings(d, false, t, (uint64_t)n, out, src, err);
+    if (st == SX_OK)
+        *n_out = (uint64_t)n;
+out:
+    h5_close_id(t);
+    h5_close_id(d);
+    return st;
+}
+
+void h5_free_strv(char **v, uint64_t n) {
+    if (v == NULL)
+        return;
+    for (uint64_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* ------------------------------------------------------------------ */
+/* Attributes                                                         */
+
+/* h5py writes numpy bools as an int8 enum {FALSE 0, TRUE 1}. */
+static bool is_bool_enum(hid_t t) {
+    if (H5Tget_class(t) != H5T_ENUM || H5Tget_nmembers(t) != 2)
+        return false;
+    char *a = H5Tget_member_name(t, 0), *b = H5Tget_member_name(t, 1);
+    bool yes = a && b && strcmp(a, "FALSE") == 0 && strcmp(b, "TRUE") == 0;
+    H5free_memory(a);
+    H5free_memory(b);
+    return yes;
+}
+
+/* One element (at 'p', of native type class) as a value. */
+static enum sx_status attr_values(hid_t a, hid_t t, uint64_t n, struct sx_value *vals,
+                                  const char *src, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    H5T_class_t cls = H5Tget_class(t);
+    void *buf = NULL;
+    char **strs = NULL;
+    if (cls == H5T_INTEGER || (cls == H5T_ENUM && !is_bool_enum(t))) {
+        bool uns = cls == H5T_INTEGER && H5Tget_sign(t) == H5T_SGN_NONE;
+        buf = sx_malloc((n + 1) * 8);
+        SX_CHECK(buf != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        hid_t base = cls == H5T_ENUM ? H5Tget_super(t) : -1;
+        if (base >= 0) {
+            uns = H5Tget_sign(base) == H5T_SGN_NONE;
+            H5Tclose(base);
+        }
+        hid_t mt = uns ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64;
+        if (cls == H5T_ENUM) {
+            /* HDF5 converts enums only to enums: read the base integers, convert in
+             * place. */
+            hid_t b2 = H5Tget_super(t);
+            herr_t rc = H5Aread(a, b2, buf);
+            if (rc >= 0)
+                rc = H5Tconvert(b2, mt, n, buf, NULL, H5P_DEFAULT);
+            H5Tclose(b2);
+            SX_CHECK(rc >= 0, SX_ERR_IO, err, src, "%s cannot be read", src);
+        } else {
+            SX_CHECK(H5Aread(a, mt, buf) >= 0, SX_ERR_IO, err, src, "%s cannot be read",
+                     src);
+        }
+        for (uint64_t i = 0; i < n; i++) {
+            if (uns) {
+                uint64_t u = ((const uint64_t *)buf)[i];
+                if (u > (uint64_t)INT64_MAX) {
+                    vals[i].kind = SX_V_UINT;
+                    vals[i].u.u = u;
+                } else {
+                    vals[i] = sx_value_int((int64_t)u);
+                }
+            } else {
+                vals[i] = sx_value_int(((const int64_t *)buf)[i]);
+            }
+        }
+    } else if (cls == H5T_ENUM) {
+        buf = sx_malloc(n + 1);
+        SX_CHECK(buf != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        hid_t b2 = H5Tget_super(t);
+        hid_t mem = H5Tcopy(H5T_NATIVE_INT8);
+        herr_t rc = H5Aread(a, b2, buf);
+        if (rc >= 0)
+            rc = H5Tconvert(b2, mem, n, buf, NULL, H5P_DEFAULT);
+        H5Tclose(mem);
+        H5Tclose(b2);
+        SX_CHECK(rc >= 0, SX_ERR_IO, err, src, "%s cannot be read", src);
+        for (uint64_t i = 0; i < n; i++)
+            vals[i] = sx_value_bool(((const signed char *)buf)[i] != 0);
+    } else if (cls == H5T_FLOAT) {
+        buf = sx_malloc((n + 1) * sizeof(double));
+        SX_CHECK(buf != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        SX_CHECK(H5Aread(a, H5T_NATIVE_DOUBLE, buf) >= 0, SX_ERR_IO, err, src,
+                 "%s cannot be read", src);
+        for (uint64_t i = 0; i < n; i++)
+            vals[i] = sx_value_float(((const double *)buf)[i]);
+    } else if (cls == H5T_STRING) {
+        st = convert_strings(a, true, t, n, &strs, src, err);
+        if (st != SX_OK)
+            goto out;
+        for (uint64_t i = 0; i < n; i++) {
+            vals[i].kind = SX_V_STR;
+            vals[i].u.str.s = strs[i];
+            vals[i].u.str.len = strlen(strs[i]);
+            strs[i] = NULL;
+        }
+    } else {
+        st = sx_error_set(
+            err, SX_ERR_UNSUPPORTED, src,
+            "%s has a datatype (HDF5 class %d) that cannot be written as JSON", src,
+            (int)cls);
+    }
+out:
+    if (strs != NULL) {
+        for (uint64_t i = 0; i < n; i++)
+            free(strs[i]);
+        free(strs);
+    }
+    free(buf);
+    return st;
+}
+
+/* Nest a flat row-major list into arrays of the attribute's shape. */
+static bool nest(struct sx_value *out, struct sx_value *flat, const hsize_t *dims, int nd,
+                 uint64_t *pos) {
+    sx_value_array(out);
+    for (hsize_t i = 0; i < dims[0]; i++) {
+        struct sx_value item;
+        if (nd > 1) {
+            if (!nest(&item, flat, dims + 1, nd - 1, pos))
+                return false;
+        } else {
+            item = flat[(*pos)++];
+        }
+        if (!sx_value_push(out, item))
+            return false;
+    }
+    return true;
+}
+
+/* An attribute as a metadata value (h5reader._decode_attribute + _metadata_value). */
+enum sx_status h5_read_attr_value(hid_t a, struct sx_value *out, const char *src,
+                                  struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t t = -1, sp = -1;
+    struct sx_value *flat = NULL;
+    uint64_t n = 0;
+    t = H5Aget_type(a);
+    sp = H5Aget_space(a);
+    SX_CHECK(t >= 0 && sp >= 0, SX_ERR_IO, err, src, "%s cannot be read", src);
+    SX_CHECK(H5Sget_simple_extent_type(sp) != H5S_NULL, SX_ERR_UNSUPPORTED, err, src,
+             "%s is an empty (null dataspace) attribute, which cannot be written as JSON",
+             src);
+    int nd = H5Sget_simple_extent_ndims(sp);
+    hsize_t dims[H5S_MAX_RANK];
+    H5Sget_simple_extent_dims(sp, dims, NULL);
+    n = 1;
+    for (int i = 0; i < nd; i++)
+        n *= dims[i];
+    flat = sx_calloc(n + 1, sizeof *flat);
+    SX_CHECK(flat != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    st = attr_values(a, t, n, flat, src, err);
+    if (st != SX_OK)
+        goto out;
+    if (nd == 0) {
+        *out = flat[0];
+    } else {
+        uint64_t pos = 0;
+        bool ok = nest(out, flat, dims, nd, &pos);
+        free(flat);
+        flat = NULL;
+        SX_CHECK(ok, SX_ERR_NOMEM, err, src, "out of memory");
+        goto out;
+    }
+    free(flat);
+    flat = NULL;
+out:
+    if (flat != NULL) {
+        for (uint64_t i = 0; i < n; i++)
+            sx_value_free(&flat[i]);
+        free(flat);
+    }
+    h5_close_id(sp);
+    h5_close_id(t);
+    return st;
+}
+
+/* Optional scalar attributes of a group. */
+enum sx_status h5_attr_string(struct sx_h5 *h5, hid_t loc, const char *obj,
+                              const char *name, char **out, bool *found,
+                              struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t a = -1;
+    struct sx_value v = {0};
+    char src[1200];
+    *out = NULL;
+    if (found)
+        *found = false;
+    if (H5Aexists(loc, name) <= 0)
+        goto out;
+    snprintf(src, sizeof src, "%s:%s@%s", h5->path, obj, name);
+    a = H5Aopen(loc, name, H5P_DEFAULT);
+    SX_CHECK(a >= 0, SX_ERR_IO, err, src, "%s cannot be read", src);
+    st = h5_read_attr_value(a, &v, src, err);
+    if (st != SX_OK)
+        goto out;
+    SX_CHECK(v.kind == SX_V_STR, SX_ERR_FORMAT, err, src, "%s is not a string", src);
+    *out = v.u.str.s;
+    v.kind = SX_V_NULL;
+    if (found)
+        *found = true;
+out:
+    sx_value_free(&v);
+    h5_close_id(a);
+    return st;
+}
+
+enum sx_status h5_attr_number(struct sx_h5 *h5, hid_t loc, const char *obj,
+                              const char *name, struct sx_value *out, bool *found,
+                              struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t a = -1;
+    char src[1200];
+    *found = false;
+    if (H5Aexists(loc, name) <= 0)
+        goto out;
+    snprintf(src, sizeof src, "%s:%s@%s", h5->path, obj, name);
+    a = H5Aopen(loc, name, H5P_DEFAULT);
+    SX_CHECK(a >= 0, SX_ERR_IO, err, src, "%s cannot be read", src);
+    st = h5_read_attr_value(a, out, src, err);
+    if (st != SX_OK)
+        goto out;
+    SX_CHECK(out->kind == SX_V_INT || out->kind == SX_V_FLOAT || out->kind == SX_V_BOOL ||
+                 out->kind == SX_V_UINT,
+             SX_ERR_FORMAT, err, src, "%s is not a number", src);
+    *found = true;
+out:
+    h5_close_id(a);
+    return st;
+}
+
+int64_t h5_value_as_int(const struct sx_value *v) {
+    switch (v->kind) {
+    case SX_V_INT:
+        return v->u.i;
+    case SX_V_UINT:
+        return (int64_t)v->u.u;
+    case SX_V_BOOL:
+        return v->u.b;
+    case SX_V_FLOAT:
+        return isfinite(v->u.f) ? (int64_t)v->u.f : 0;
+    default:
+        return 0;
+    }
+}
+
+/* A 1-D string array attribute (tags, event_names, ...); absent -> empty. */
+enum sx_status h5_attr_strings(struct sx_h5 *h5, hid_t loc, const char *obj,
+                               const char *name, char ***out, size_t *n_out,
+                               struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t a = -1;
+    struct sx_value v = {0};
+    char src[1200];
+    *out = NULL;
+    *n_out = 0;
+    if (H5Aexists(loc, name) <= 0)
+        goto out;
+    snprintf(src, sizeof src, "%s:%s@%s", h5->path, obj, name);
+    a = H5Aopen(loc, name, H5P_DEFAULT);
+    SX_CHECK(a >= 0, SX_ERR_IO, err, src, "%s cannot be read", src);
+    st = h5_read_attr_value(a, &v, src, err);
+    if (st != SX_OK)
+        goto out;
+    if (v.kind == SX_V_STR) { /* a scalar string: one element */
+        char **s = sx_calloc(1, sizeof *s);
+        SX_CHECK(s != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        s[0] = v.u.str.s;
+        v.kind = SX_V_NULL;
+        *out = s;
+        *n_out = 1;
+        goto out;
+    }
+    SX_CHECK(v.kind == SX_V_ARRAY, SX_ERR_FORMAT, err, src, "%s is not a list of strings",
+             src);
+    char **s = sx_calloc(v.u.arr.n + 1, sizeof *s);
+    SX_CHECK(s != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    for (size_t i = 0; i < v.u.arr.n; i++) {
+        struct sx_value *it = &v.u.arr.items[i];
+        if (it->kind != SX_V_STR) {
+            h5_free_strv(s, i);
+            st =
+                sx_error_set(err, SX_ERR_FORMAT, src, "%s is not a list of strings", src);
+            goto out;
+        }
+        s[i] = it->u.str.s;
+        it->kind = SX_V_NULL;
+    }
+    *out = s;
+    *n_out = v.u.arr.n;
+out:
+    sx_value_free(&v);
+    h5_close_id(a);
+    return st;
+}
+
+enum sx_status h5_req_len(const struct sx_h5 *h5, const char *name, uint64_t got,
+                          uint64_t want, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    char src[1100];
+    h5_src_name(src, sizeof src, h5->path, name);
+    SX_CHECK(got == want, SX_ERR_FORMAT, err, src,
+             "%s has %" PRIu64 " rows but rank_region_index/region_ids has %" PRIu64
+             "; the index is damaged",
+             src, got, want);
+out:
+    return st;
+}
+
+/* Little-endian integers of 'size' bytes to int64. */
+void h5_widen(const unsigned char *p, size_t size, bool is_signed, uint64_t n,
+              int64_t *out) {
+    for (uint64_t i = 0; i < n; i++, p += size) {
+        uint64_t u = 0;
+        for (size_t b = 0; b < size; b++)
+            u |= (uint64_t)p[b] << (8 * b);
+        if (is_signed && size < 8 && (u >> (8 * size - 1)) & 1)
+            u |= ~(uint64_t)0 << (8 * size);
+        out[i] = (int64_t)u;
+    }
+}
+
+/* Whether integer dataset 'd' (of file type 't') can be read at its file address. */
+void h5_raw_info(const struct sx_h5 *h5, hid_t d, hid_t t, struct raw_col *r) {
+    memset(r, 0, sizeof *r);
+    hid_t dcpl = H5Dget_create_plist(d);
+    if (dcpl < 0)
+        return;
+    bool contig = H5Pget_layout(dcpl) == H5D_CONTIGUOUS && H5Pget_nfilters(dcpl) == 0 &&
+                  H5Pget_external_count(dcpl) == 0;
+    H5Pclose(dcpl);
+    haddr_t addr = H5Dget_offset(d);
+    int64_t nelem = h5_dset_len(d);
+    size_t size = H5Tget_size(t);
+    H5T_sign_t sign = H5Tget_sign(t);
+    /* int64 reads of a uint64 column clip, as HDF5's conversion does: leave it to HDF5 */
+    if (!contig || addr == HADDR_UNDEF || H5Tget_order(t) != H5T_ORDER_LE ||
+        !(size == 1 || size == 2 || size == 4 || size == 8) ||
+        (size == 8 && sign != H5T_SGN_2) || h5->fd < 0 || nelem < 0)
+        return;
+    r->ok = true;
+    r->nelem = (uint64_t)nelem;
+    r->addr = (uint64_t)addr;
+    r->size = size;
+    r->is_signed = sign == H5T_SGN_2;
+}
+
+/*
+ * The strings of a 1-D string dataset at 'n' points (file rows 'pts', any
+ * order) in one read, raw bytes as stored (fixed-length ones without their
+ * trailing NULs): string k is text->data[off[k] .. off[k + 1]). One H5Dread
+ * instead of one per row: each read costs HDF5 a type-conversion buffer.
+ */
+enum sx_status h5_read_point_strings(hid_t d, const hsize_t *pts, hsize_t first, size_t n,
+                                     struct sx_buf *text, size_t *off, const char *src,
+                                     struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t fs = -1, ms = -1, t = -1, mt = -1;
+    char **vl = NULL, *raw = NULL;
+    sx_buf_reset(text);
+    off[0] = 0;
+    if (n == 0)
+        goto out;
+    hsize_t count = n;
+    fs = H5Dget_space(d);
+    ms = H5Screate_simple(1, &count, NULL);
+    t = H5Dget_type(d);
+    SX_CHECK(fs >= 0 && ms >= 0 && t >= 0, SX_ERR_IO, err, src, "%s: dataspace error",
+             src);
+    SX_CHECK((pts != NULL ? H5Sselect_elements(fs, H5S_SELECT_SET, n, pts)
+                          : H5Sselect_hyperslab(fs, H5S_SELECT_SET, &first, NULL, &count,
+                                                NULL)) >= 0,
+             SX_ERR_FORMAT, err, src, "%s: rows out of range", src);
+    if (H5Tis_variable_str(t) > 0) {
+        mt = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mt, H5T_VARIABLE);
+        H5Tset_cset(mt, H5Tget_cset(t));
+        vl = sx_calloc(n, sizeof *vl);
+        SX_CHECK(vl != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        SX_CHECK(H5Dread(d, mt, ms, fs, H5P_DEFAULT, vl) >= 0, SX_ERR_IO, err, src,
+                 "%s cannot be read; the file is truncated or damaged", src);
+        for (size_t k = 0; k < n; k++) {
+            if (vl[k] != NULL)
+                sx_buf_append(text, vl[k], strlen(vl[k]));
+            off[k + 1] = text->len;
+        }
+    } else {
+        size_t w = H5Tget_size(t);
+        SX_CHECK(w > 0, SX_ERR_FORMAT, err, src, "%s has a zero-width string type", src);
+        raw = sx_malloc(w * n + 1);
+        SX_CHECK(raw != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        mt = H5Tcopy(t);
+        SX_CHECK(H5Dread(d, mt, ms, fs, H5P_DEFAULT, raw) >= 0, SX_ERR_IO, err, src,
+                 "%s cannot be read; the file is truncated or damaged", src);
+        for (size_t k = 0; k < n; k++) {
+            const char *s = raw + k * w;
+            size_t len = w;
+            while (len > 0 && s[len - 1] == '\0') /* numpy's S dtype drops these only */
+                len--;
+            sx_buf_append(text, s, len);
+            off[k + 1] = text->len;
+        }
+    }
+    SX_CHECK(!text->failed, SX_ERR_NOMEM, err, src, "out of memory");
+out:
+    if (vl != NULL) {
+        H5Dvlen_reclaim(mt, ms, H5P_DEFAULT, vl);
+        free(vl);
+    }
+    free(raw);
+    h5_close_id(mt);
+    h5_close_id(t);
+    h5_close_id(ms);
+    h5_close_id(fs);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Schema 1                                                           */
+
+static herr_t collect_cb(hid_t g, const char *name, const H5L_info_t *info, void *op) {
+    (void)g;
+    (void)info;
+    struct h5_name_list *l = op;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        char **v = sx_realloc(l->v, cap * sizeof *v);
+        l->nomem = v == NULL;
+        if (v == NULL)
+            return -1;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n] = sx_strdup(name);
+    l->nomem = l->v[l->n] == NULL;
+    if (l->v[l->n] == NULL)
+        return -1;
+    l->n++;
+    return 0;
+}
+
+/* Link names of a group in h5py order (by name). */
+enum sx_status h5_list_links(hid_t g, struct h5_name_list *l, const char *src,
+                             struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hsize_t idx = 0;
+    herr_t rc = H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, collect_cb, l);
+    SX_CHECK(!l->nomem, SX_ERR_NOMEM, err, src, "%s: out of memory", src);
+    SX_CHECK(rc >= 0, SX_ERR_IO, err, src, "%s: members cannot be listed", src);
+out:
+    return st;
+}
+
+void h5_free_names(struct h5_name_list *l) {
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    l->v = NULL;
+    l->n = l->cap = 0;
+}
+
+/* "rank<digits>" -> rank, else -1. */
+static int64_t rank_of(const char *name) {
+    if (strncmp(name, "rank", 4) != 0 || name[4] == '\0')
+        return -1;
+    int64_t r = 0;
+    for (const char *p = name + 4; *p; p++) {
+        if (*p < '0' || *p > '9' || r > INT64_MAX / 10 - 10)
+            return -1;
+        r = r * 10 + (*p - '0');
+    }
+    return r;
+}
+
+static int cmp_rank_group(const void *a, const void *b) {
+    const struct h5_rank_group *x = a, *y = b;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static void free_names_v(struct h5_rank_group *v, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(v[i].name);
+}
+
+/* Rank groups of the root in numeric order. */
+enum sx_status h5_rank_groups(struct sx_h5 *h5, struct h5_rank_group **out, size_t *n_out,
+                              struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct h5_name_list l = {0};
+    struct h5_rank_group *v = NULL;
+    size_t n = 0;
+    char src[1100];
+    h5_src_name(src, sizeof src, h5->path, "/");
+    st = h5_list_links(h5->file, &l, src, err);
+    if (st != SX_OK)
+        goto out;
+    v = sx_calloc(l.n + 1, sizeof *v);
+    SX_CHECK(v != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    for (size_t i = 0; i < l.n; i++) {
+        int64_t r = rank_of(l.v[i]);
+        if (r < 0)
+            continue;
+        H5O_info_t oi;
+        if (H5Oget_info_by_name2(h5->file, l.v[i], &oi, H5O_INFO_BASIC, H5P_DEFAULT) <
+                0 ||
+            oi.type != H5O_TYPE_GROUP)
+            continue;
+        v[n].rank = r;
+        v[n].name = l.v[i];
+        l.v[i] = NULL;
+        n++;
+    }
+    if (n > 1)
+        qsort(v, n, sizeof *v, cmp_rank_group);
+    /* "rank0" and "rank00" would be one rank twice: the document could not say which */
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (v[i].rank == v[i + 1].rank) {
+            st =
+                sx_error_set(err, SX_ERR_FORMAT, src,
+                             "%s: the groups /%s and /%s are both rank %lld; the file is "
+                             "damaged",
+                             h5->path, v[i].name, v[i + 1].name, (long long)v[i].rank);
+            free_names_v(v, n);
+            goto out;
+        }
+    }
+    *out = v;
+    *n_out = n;
+    v = NULL;
+out:
+    free(v);
+    h5_free_names(&l);
+    return st;
+}
+
+void h5_free_rank_groups(struct h5_rank_group *v, size_t n) {
+    for (size_t i = 0; v != NULL && i < n; i++)
+        free(v[i].name);
+    free(v);
+}
+
+static int cmp_i64v(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Distinct ranks of a lane table, ascending. */
+size_t h5_distinct(const int64_t *ranks, uint64_t n, int64_t *out) {
+    memcpy(out, ranks, n * sizeof *out);
+    qsort(out, n, sizeof *out, cmp_i64v);
+    size_t k = 0;
+    for (uint64_t i = 0; i < n; i++)
+        if (k == 0 || out[k - 1] != out[i])
+            out[k++] = out[i];
+    return k;
+}
+
+enum sx_status h5_read_ints_opt(struct sx_h5 *h5, hid_t loc, const char *name,
+                                int64_t **out, size_t *n, struct sx_error *err) {
+    uint64_t m = 0;
+    *out = NULL;
+    *n = 0;
+    if (!h5_link_exists(loc, name))
+        return SX_OK;
+    enum sx_status st = h5_read_ints(h5, loc, name, false, out, &m, err);
+    *n = (size_t)m;
+    return st;
+}
+
+enum sx_status h5_read_doubles_opt(struct sx_h5 *h5, hid_t loc, const char *name,
+                                   double **out, size_t *n, struct sx_error *err) {
+    uint64_t m = 0;
+    *out = NULL;
+    *n = 0;
+    if (!h5_link_exists(loc, name))
+        return SX_OK;
+    enum sx_status st = h5_read_doubles(h5, loc, name, out, &m, NULL, NULL, err);
+    *n = (size_t)m;
+    return st;
+}
+
+enum sx_status h5_read_matrix(struct sx_h5 *h5, hid_t loc, const char *name,
+                              struct sx_matrix *m, const char *src,
+                              struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    uint64_t n = 0;
+    hsize_t dims[2] = {0, 0};
+    int nd = 0;
+    m->v = NULL;
+    m->rows = m->cols = 0;
+    if (!h5_link_exists(loc, name))
+        goto out;
+    st = h5_read_doubles(h5, loc, name, &m->v, &n, dims, &nd, err);
+    if (st != SX_OK)
+        goto out;
+    if (nd == 2) {
+        m->rows = dims[0];
+        m->cols = dims[1];
+    } else {
+        /* Only an empty placeholder may be other than 2-D (the exporter reshapes it). */
+        SX_CHECK(n == 0, SX_ERR_FORMAT, err, src,
+                 "%s/%s is a non-empty %d-D array; LIKWID events and metrics must be 2-D",
+                 src, name, nd);
+    }
+out:
+    return st;
+}
+
+/* Integers of a 1-D dataset at 'n' points in one read. */
+enum sx_status h5_read_point_ints(hid_t d, const hsize_t *pts, size_t n, int64_t *out,
+                                  const char *src, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t fs = -1, ms = -1;
+    if (n == 0)
+        goto out;
+    hsize_t count = n;
+    fs = H5Dget_space(d);
+    ms = H5Screate_simple(1, &count, NULL);
+    SX_CHECK(fs >= 0 && ms >= 0, SX_ERR_IO, err, src, "%s: dataspace error", src);
+    SX_CHECK(H5Sselect_elements(fs, H5S_SELECT_SET, n, pts) >= 0, SX_ERR_FORMAT, err, src,
+             "%s: rows out of range", src);
+    SX_CHECK(H5Dread(d, H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, out) >= 0, SX_ERR_IO, err,
+             src, "%s cannot be read; the file is truncated or damaged", src);
+out:
+    h5_close_id(ms);
+    h5_close_id(fs);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Where the process is, for a crash report                            */
+
+/*
+ * The HDF5 library may crash or loop on a damaged file (1.10 does on some).
+ * Every entry point below marks the file it reads while inside, so that a
+ * signal handler can say which file and whether HDF5 was at work.
+ */
+static const char *volatile h5_file_in_use;
+static volatile sig_atomic_t h5_depth;
+
+const char *sx_hdf5_file_in_use(void) { return h5_depth > 0 ? h5_file_in_use : NULL; }
+
+void h5_enter(const char *path) {
+    if (h5_depth++ == 0)
+        h5_file_in_use = path;
+}
+
+void h5_leave(void) {
+    if (--h5_depth == 0)
+        h5_file_in_use = NULL;
+}

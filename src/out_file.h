@@ -1,0 +1,36 @@
+/* out_file.h - the output under a temporary name, renamed over the final name when
+ * complete */
+#ifndef SX_OUT_FILE_H
+#define SX_OUT_FILE_H
+
+#include "internal.h"
+
+struct sx_out_file;
+/* Create the parent directories and a temporary file beside 'path'. */
+enum sx_status sx_out_open(const char *path, struct sx_out_file **f,
+                           struct sx_error *err);
+enum sx_status sx_out_write(struct sx_out_file *f, const void *p, size_t n,
+                            struct sx_error *err);
+/* Flush, close and rename over 'path'. */
+enum sx_status sx_out_commit(struct sx_out_file *f, struct sx_error *err);
+/* Remove the temporary file. Accepts NULL. */
+void sx_out_abort(struct sx_out_file *f);
+/* The temporary name 'f' is written under (shorter than SX_TMP_NAME bytes). */
+#define SX_TMP_NAME 4096
+const char *sx_out_tmp_path(const struct sx_out_file *f);
+
+/*
+ * The one temporary-file scheme: a new empty file ".NAME.XXXXXX" beside
+ * 'path' (mode as open(2) with 0666 under the umask), tracked for
+ * sx_tmp_remove_all. New name in '*tmp'; its descriptor in '*fd', or closed
+ * when 'fd' is NULL. The caller renames or removes it, then sx_tmp_forget.
+ */
+enum sx_status sx_tmp_create(const char *path, char **tmp, int *fd, struct sx_error *err);
+/* Track a temporary file another rank writes, so that a signal here removes it. */
+void sx_tmp_track(const char *tmp);
+/* 'tmp' was renamed or removed: no longer tracked. */
+void sx_tmp_forget(const char *tmp);
+/* Unlink every tracked temporary file (async-signal-safe: signal handlers). */
+void sx_tmp_remove_all(void);
+
+#endif /* SX_OUT_FILE_H */

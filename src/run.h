@@ -1,0 +1,194 @@
+/* run.h - the in-memory run model (no I/O, no MPI) */
+#ifndef SX_RUN_H
+#define SX_RUN_H
+
+#include "value.h"
+
+/* Event columns, in the order the document writes them (after the times). */
+enum sx_col {
+    SX_COL_START = 0,
+    SX_COL_END,
+    SX_COL_GPU,
+    SX_COL_CALL,
+    SX_COL_PARENT,
+    SX_COL_THREAD,
+    SX_COL_TASK,
+    SX_COL_AWAIT,
+    SX_NCOLS
+};
+#define SX_COLBIT(c) (1u << (c))
+
+enum sx_layout {
+    SX_LAYOUT_SCHEMA1 = 1,   /* one group per rank */
+    SX_LAYOUT_COLUMNAR = 2,  /* schema >= 2 columnar */
+    SX_LAYOUT_AGGREGATE = 3, /* schema >= 2, storage_layout = "aggregate" */
+    SX_LAYOUT_JSON = 4       /* loaded from a JSON document */
+};
+
+/* Aggregate values of one row, written as int when integral. */
+#define SX_AGG_MAX 14
+struct sx_agg_field {
+    const char *key; /* static string */
+    bool is_float;
+    int64_t i;
+    uint64_t u; /* used when 'is_unsigned' */
+    bool is_unsigned;
+    double f;
+};
+
+struct sx_row {
+    uint32_t region; /* index into run->names */
+    int64_t rank;
+    char *source_file; /* NULL = None */
+    char *source_text; /* NULL = None */
+    bool has_lineno;
+    int64_t source_lineno;
+    char **tags;
+    size_t ntags;
+    bool has_exclusive;
+    int64_t exclusive_total;
+    /* aggregate branch */
+    bool is_aggregate;
+    bool event_data_available; /* aggregate rows: false = summary-only */
+    struct sx_agg_field agg[SX_AGG_MAX];
+    size_t nagg;
+    /* event branch */
+    uint64_t count;    /* calls */
+    unsigned cols;     /* SX_COLBIT set of columns this row writes */
+    bool has_meta_col; /* the file has rank_region_index/event_metadata */
+    /* where the events live */
+    uint64_t offset;   /* columnar: first event of the row in the event columns */
+    uint64_t file_row; /* columnar: index row; schema 1: unused */
+    char *group;       /* schema 1: path of the region group */
+    /* loaded data (full loads only; NULL otherwise) */
+    int64_t *col[SX_NCOLS];
+    char *meta_text; /* canonical JSON text of the event_metadata list, or NULL */
+    bool meta_any;   /* some call's metadata dict is non-empty */
+};
+
+struct sx_thread {
+    int64_t index;
+    char *name;
+    int64_t ident, native_id;
+    bool daemon;
+    int64_t start_ns, end_ns, cpu_ns; /* as stored; written through sx_lane_ns() */
+};
+
+struct sx_task {
+    int64_t index;
+    char *kind, *name, *coro_name;
+    int64_t thread_index, created_ns, done_ns, steps, running_ns, suspended_ns;
+};
+
+struct sx_lane_rank {
+    int64_t rank;
+    size_t n;
+    struct sx_thread *threads; /* one of the two */
+    struct sx_task *tasks;
+};
+
+struct sx_matrix {
+    double *v; /* rows * cols, row-major */
+    size_t rows, cols;
+};
+
+struct sx_likwid_entry {
+    char *tag;
+    int64_t group_id;
+    char *group_name;
+    int64_t *cpus;
+    size_t ncpus;
+    double *times;
+    size_t ntimes;
+    int64_t *call_counts;
+    size_t ncall_counts;
+    char **event_names;
+    size_t nevent_names;
+    char **counter_names;
+    size_t ncounter_names;
+    struct sx_matrix events;
+    char **metric_names;
+    size_t nmetric_names;
+    struct sx_matrix metrics;
+    char *source;
+};
+
+struct sx_likwid_rank {
+    int64_t rank;
+    struct sx_likwid_entry *entries; /* sorted by tag (code point order) */
+    size_t n;
+};
+
+struct sx_lp_record {
+    char *region, *filename, *function;
+    int64_t first_lineno;
+    int64_t *line_numbers;
+    size_t nline_numbers;
+    int64_t *hits;
+    size_t nhits;
+    double *times;
+    size_t ntimes;
+    double unit;
+};
+
+struct sx_lp_rank {
+    int64_t rank;
+    struct sx_lp_record *records;
+    size_t n;
+};
+
+/*
+ * What the plan keeps of a row of a run read lazily (sx_h5_open_index): its
+ * place in the document and in the event columns, a few dozen bytes. The
+ * rest of the row is read for the blocks that write it (sx_h5_fill_rows).
+ */
+struct sx_index_row {
+    uint64_t offset; /* first event of the row in the event columns */
+    uint64_t count;
+    int64_t rank;
+    uint64_t file_row; /* row of rank_region_index */
+    uint32_t region;   /* index into run->names */
+    uint32_t flags;    /* SX_IR_* */
+};
+#define SX_IR_NO_GPU 1u /* the GPU slice has no value >= 0: no GPU column */
+
+struct sx_run {
+    char *path; /* the file it came from */
+    int schema; /* 1, 2, 3; 0 for JSON */
+    enum sx_layout layout;
+    bool summary; /* read as summary-only */
+    int64_t num_ranks;
+    bool event_data_available;
+    struct sx_value metadata; /* SX_V_OBJECT, keys in HDF5 name order */
+    char **names;             /* region names (UTF-8, sanitized), region id order */
+    size_t nnames;
+    struct sx_row *rows; /* file order (columnar) or group order (schema 1) */
+    size_t nrows;
+    /* a run read lazily has no 'rows' (nrows 0) but this index, in file order */
+    struct sx_index_row *index;
+    size_t nindex;
+    unsigned file_cols; /* optional event columns the file has (SX_COLBIT) */
+    bool has_meta_col;
+    bool delta_encoded; /* events/start_deltas exists */
+    uint64_t nevents;   /* length of the event columns (columnar) */
+    struct sx_lane_rank *threads;
+    size_t nthreads;
+    struct sx_lane_rank *tasks;
+    size_t ntasks;
+    bool has_threads, has_tasks;
+    struct sx_likwid_rank *likwid;
+    size_t nlikwid;
+    struct sx_lp_rank *line_profile;
+    size_t nline_profile;
+};
+
+struct sx_run *sx_run_new(void);
+void sx_run_free(struct sx_run *run);
+void sx_row_clear(struct sx_row *row);
+/* Free the contents of one LIKWID entry; it becomes all zero. */
+void sx_likwid_entry_clear(struct sx_likwid_entry *e);
+
+/* Python's round(float(v) / 1e9 * 1e9): the lane timestamp round trip. */
+int64_t sx_lane_ns(int64_t v);
+
+#endif /* SX_RUN_H */
