@@ -29,13 +29,12 @@
 /* Reads less than GAP bytes apart are merged into one of at most SPAN bytes. */
 enum { GAP = 4096, SPAN = 1 << 20, FIRST_READ = 1 << 16 };
 
-/* Where an object lies in its collection: offset of its data (0: no such object). */
-struct gobj {
-    uint32_t off;
-    uint32_t size; /* clipped to UINT32_MAX: only compared with 4-byte lengths */
-};
-
-/* A collection read once: its objects are obj[first .. first + nobj), by index - 1. */
+/*
+ * A collection read once: where its objects lie are obj[first .. first + nobj),
+ * by index - 1, each the offset of the object's header in the collection / 8
+ * (headers are 8-aligned; 0: no such object). The header is read again with
+ * the string, which checks it and its size: 4 bytes per object are kept.
+ */
 struct gcol {
     uint64_t addr; /* as heap IDs name it (relative to the base); 0: free slot */
     size_t first;
@@ -50,9 +49,10 @@ struct sx_vlen {
     uint64_t file_size;
     unsigned sa, sl;  /* size of offsets, size of lengths */
     size_t esize;     /* bytes per element */
+    size_t objhdr;    /* bytes of an object's header, and of a collection's */
     struct gcol *col; /* open addressing on the address */
     size_t ncol, col_cap;
-    struct gobj *obj;
+    uint32_t *obj;
     size_t nobj, obj_cap;
 };
 
@@ -160,8 +160,7 @@ static enum sx_status load_col(struct sx_vlen *v, uint64_t addr, const struct re
                                unsigned char **buf, size_t *cap, const char *src,
                                struct sx_error *err) {
     enum sx_status st = SX_OK;
-    /* both headers are padded to 8 bytes */
-    const size_t hdr = (8 + v->sl + 7) & ~(size_t)7, objhdr = hdr;
+    const size_t hdr = v->objhdr, objhdr = v->objhdr;
     const size_t first = v->nobj;
     uint32_t count = 0;
     char where[1200];
@@ -206,7 +205,7 @@ static enum sx_status load_col(struct sx_vlen *v, uint64_t addr, const struct re
         uint32_t idx = (uint32_t)get_le(o, 2);
         uint64_t osize = get_le(o + 8, v->sl);
         if (idx == 0) { /* free space, its header included */
-            if (osize < objhdr || osize > size - p)
+            if (osize < objhdr || osize > size - p || osize % 8 != 0)
                 break;
             p += (size_t)osize;
             continue;
@@ -222,7 +221,7 @@ static enum sx_status load_col(struct sx_vlen *v, uint64_t addr, const struct re
                 size_t ncap = v->obj_cap ? v->obj_cap : 1024;
                 while (ncap < first + idx)
                     ncap *= 2;
-                struct gobj *g = sx_realloc(v->obj, ncap * sizeof *g);
+                uint32_t *g = sx_realloc(v->obj, ncap * sizeof *g);
                 SX_CHECK(g != NULL, SX_ERR_NOMEM, err, src, "out of memory");
                 v->obj = g;
                 v->obj_cap = ncap;
@@ -230,8 +229,7 @@ static enum sx_status load_col(struct sx_vlen *v, uint64_t addr, const struct re
             memset(v->obj + first + count, 0, (idx - count) * sizeof *v->obj);
             count = idx;
         }
-        v->obj[first + idx - 1].off = (uint32_t)(p + objhdr);
-        v->obj[first + idx - 1].size = osize > UINT32_MAX ? UINT32_MAX : (uint32_t)osize;
+        v->obj[first + idx - 1] = (uint32_t)(p / 8);
         p += objhdr + ((osize + 7) & ~(uint64_t)7);
     }
     struct gcol *c = &v->col[col_slot(v, addr)];
@@ -278,7 +276,27 @@ out:
     return st;
 }
 
-/* The bytes of the pending strings 'rq[0..n)' into 'text', reads merged. */
+/* Whether object header 'h' is that of the string of 'r' and holds all of it. */
+static enum sx_status check_obj(const struct sx_vlen *v, const unsigned char *h,
+                                const struct req *r, const char *src,
+                                struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    uint64_t osize = get_le(h + 8, v->sl);
+    SX_CHECK(get_le(h, 2) == r->idx, SX_ERR_FORMAT, err, src,
+             "%s[%" PRIu64 "]: object %" PRIu32
+             " of the global heap collection at address %" PRIu64
+             " is missing; the file is truncated or damaged",
+             src, r->row, r->idx, r->addr);
+    SX_CHECK(osize >= r->len, SX_ERR_FORMAT, err, src,
+             "%s[%" PRIu64 "]: a string of %" PRIu32 " bytes in object %" PRIu32
+             " of %" PRIu64 " bytes of the global heap collection at address %" PRIu64
+             "; the file is truncated or damaged",
+             src, r->row, r->len, r->idx, osize, r->addr);
+out:
+    return st;
+}
+
+/* The pending strings 'rq[0..n)', object headers first, into 'text', reads merged. */
 static enum sx_status read_strings(const struct sx_vlen *v, struct req *rq, size_t n,
                                    struct sx_buf *text, const size_t *off,
                                    unsigned char **buf, size_t *cap, const char *src,
@@ -287,10 +305,10 @@ static enum sx_status read_strings(const struct sx_vlen *v, struct req *rq, size
     qsort(rq, n, sizeof *rq, cmp_at);
     size_t i = 0;
     while (i < n) {
-        uint64_t lo = rq[i].at, hi = lo + rq[i].len;
+        uint64_t lo = rq[i].at, hi = lo + v->objhdr + rq[i].len;
         size_t j = i + 1;
         while (j < n && rq[j].at <= hi + GAP) {
-            uint64_t end = rq[j].at + rq[j].len;
+            uint64_t end = rq[j].at + v->objhdr + rq[j].len;
             if (end < hi)
                 end = hi;
             if (end - lo > SPAN)
@@ -298,14 +316,14 @@ static enum sx_status read_strings(const struct sx_vlen *v, struct req *rq, size
             hi = end;
             j++;
         }
-        if (j == i + 1) {
-            st = read_at(v, text->data + off[rq[i].k], rq[i].len, lo, src, err);
-        } else {
-            SX_CHECK(grow_buf(buf, cap, (size_t)(hi - lo)), SX_ERR_NOMEM, err, src,
-                     "out of memory");
-            st = read_at(v, *buf, (size_t)(hi - lo), lo, src, err);
-            for (size_t m = i; m < j && st == SX_OK; m++)
-                memcpy(text->data + off[rq[m].k], *buf + (rq[m].at - lo), rq[m].len);
+        SX_CHECK(grow_buf(buf, cap, (size_t)(hi - lo)), SX_ERR_NOMEM, err, src,
+                 "out of memory");
+        st = read_at(v, *buf, (size_t)(hi - lo), lo, src, err);
+        for (size_t m = i; m < j && st == SX_OK; m++) {
+            const unsigned char *h = *buf + (rq[m].at - lo);
+            st = check_obj(v, h, &rq[m], src, err);
+            if (st == SX_OK)
+                memcpy(text->data + off[rq[m].k], h + v->objhdr, rq[m].len);
         }
         if (st != SX_OK)
             goto out;
@@ -369,24 +387,22 @@ enum sx_status sx_vlen_read(struct sx_vlen *v, const hsize_t *rows, size_t n,
             const struct req *r = &rq[m];
             if (r->len == 0)
                 continue;
-            const struct gobj *o =
-                r->idx >= 1 && r->idx <= c->nobj ? &v->obj[c->first + r->idx - 1] : NULL;
-            SX_CHECK(o != NULL && o->off != 0, SX_ERR_FORMAT, err, src,
+            uint64_t o = r->idx >= 1 && r->idx <= c->nobj
+                             ? (uint64_t)v->obj[c->first + r->idx - 1] * 8
+                             : 0;
+            SX_CHECK(o != 0, SX_ERR_FORMAT, err, src,
                      "%s[%" PRIu64 "]: object %" PRIu32
                      " of the global heap collection at address %" PRIu64
                      " is missing; the file is truncated or damaged",
                      src, r->row, r->idx, r->addr);
-            SX_CHECK(o->size >= r->len, SX_ERR_FORMAT, err, src,
-                     "%s[%" PRIu64 "]: a string of %" PRIu32 " bytes in object %" PRIu32
-                     " of %" PRIu32
-                     " bytes of the global heap collection at address %" PRIu64
-                     "; the file is truncated or damaged",
-                     src, r->row, r->len, r->idx, o->size, r->addr);
             if (fresh) {
-                memcpy(text->data + off[r->k], buf + o->off, r->len);
+                st = check_obj(v, buf + o, r, src, err);
+                if (st != SX_OK)
+                    goto out;
+                memcpy(text->data + off[r->k], buf + o + v->objhdr, r->len);
             } else {
                 rq[npend] = *r;
-                rq[npend++].at = v->base + r->addr + o->off;
+                rq[npend++].at = v->base + r->addr + o;
             }
         }
         i = j;
@@ -466,6 +482,7 @@ enum sx_status sx_vlen_open(hid_t dset, int fd, const char *src, struct sx_vlen 
     v->sa = (unsigned)sa;
     v->sl = (unsigned)sl;
     v->esize = (size_t)esize;
+    v->objhdr = (8 + sl + 7) & ~(size_t)7; /* headers are padded to 8 bytes */
     v->col_cap = 64;
     v->col = sx_calloc(v->col_cap, sizeof *v->col);
     SX_CHECK(v->col != NULL, SX_ERR_NOMEM, err, src, "out of memory");

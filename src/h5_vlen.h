@@ -15,8 +15,8 @@
  * whole collection (~64 KiB) through its metadata cache for each string, so
  * that rows picked all over a big file make it read every collection again
  * and again; this reader reads each collection whole once, keeps of it only
- * where each object lies (8 bytes per object), and later reads just the
- * bytes of the strings asked for.
+ * where each object lies (4 bytes per object), and later reads just the
+ * strings asked for, each with its object's header, which checks it.
  */
 struct sx_vlen;
 
