@@ -295,7 +295,9 @@ static enum sx_status h5_read_metas_impl(struct sx_h5 *h5, const struct sx_run *
     SX_CHECK(pts != NULL && roff != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     for (size_t k = 0; k < n; k++)
         pts[k] = rows[k]->file_row;
-    st = h5_read_point_strings(h5->meta, pts, 0, n, &raw, roff, src, err);
+    st = h5->meta_vlen != NULL
+             ? sx_vlen_read(h5->meta_vlen, pts, n, &raw, roff, src, err)
+             : h5_read_point_strings(h5->meta, pts, 0, n, &raw, roff, src, err);
     if (st != SX_OK)
         goto out;
     for (size_t k = 0; k < n; k++) {

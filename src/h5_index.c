@@ -470,6 +470,8 @@ static enum sx_status open_meta(struct sx_h5 *h5, struct sx_run *run, uint64_t n
     st = h5_req_len(h5, "/rank_region_index/event_metadata", (uint64_t)(nm < 0 ? 0 : nm),
                     nrows, err);
     if (st == SX_OK)
+        st = sx_vlen_open(h5->meta, h5->fd, src, &h5->meta_vlen, err);
+    if (st == SX_OK)
         run->has_meta_col = true;
 out:
     return st;
@@ -1164,6 +1166,7 @@ static void h5_close_impl(struct sx_h5 *h5) {
     h5_quiet_begin(&q);
     for (int c = 0; c < SX_NCOLS; c++)
         h5_close_id(h5->ev[c]);
+    sx_vlen_close(h5->meta_vlen);
     h5_close_id(h5->meta);
     for (int k = 0; k < RD_N; k++)
         h5_close_id(h5->rd[k]);

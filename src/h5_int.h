@@ -3,6 +3,7 @@
 #define SX_H5_INT_H
 
 #include "h5_read.h"
+#include "h5_vlen.h"
 #include "json_write.h"
 #include "run.h"
 #include "value.h"
@@ -32,6 +33,8 @@ struct sx_h5 {
     bool lazy;          /* sx_h5_open_index: rows are read by sx_h5_fill_rows */
     bool open_only;     /* a rank other than 0 of a shared index: opens, reads no rows */
     hid_t rd[5];        /* lazily read index columns (RD_*), or -1 */
+    /* the strings of 'meta' read from the file's global heap, or NULL: HDF5 reads them */
+    struct sx_vlen *meta_vlen;
     /* running sums of start_deltas at piece ends, so that a row read in
      * pieces does not re-sum from its first event for every piece */
     struct ckpt {

@@ -1,0 +1,512 @@
+/* h5_vlen.c - variable-length string datasets read straight from the file's global heap
+ */
+#include "h5_vlen.h"
+#include "fault.h"
+#include "internal.h"
+#include "json_write.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/*
+ * The file format (HDF5 File Format Specification, "Global Heap" and the
+ * variable-length datatype): each element of the dataset is a 4-byte
+ * little-endian length, then a global heap ID, the collection's address
+ * (size of offsets) and a 4-byte object index; address 0 is a NULL string.
+ * A collection is "GCOL", version 1, 3 reserved bytes, its size (size of
+ * lengths, header included), then its objects: 2-byte index, 2-byte
+ * reference count, 4 reserved bytes, size (size of lengths), the data
+ * padded to 8 bytes; both headers are padded to 8 bytes too. Index 0 is
+ * the free space (its size counts its header), which HDF5 keeps last. The
+ * walk reads on as HDF5's does: space too small for an object header is
+ * free, and an object that overruns the collection ends it.
+ */
+
+/* Reads less than GAP bytes apart are merged into one of at most SPAN bytes. */
+enum { GAP = 4096, SPAN = 1 << 20, FIRST_READ = 1 << 16 };
+
+/*
+ * A collection read once: where its objects lie are obj[first .. first + nobj),
+ * by index - 1, each the offset of the object's header in the collection / 8
+ * (headers are 8-aligned; 0: no such object). The header is read again with
+ * the string, which checks it and its size: 4 bytes per object are kept.
+ */
+struct gcol {
+    uint64_t addr; /* as heap IDs name it (relative to the base); 0: free slot */
+    size_t first;
+    uint32_t nobj;
+};
+
+struct sx_vlen {
+    int fd;
+    uint64_t base;  /* the user block: heap addresses are relative to it */
+    uint64_t table; /* file offset of the dataset's elements */
+    uint64_t nelem;
+    uint64_t file_size;
+    unsigned sa, sl;  /* size of offsets, size of lengths */
+    size_t esize;     /* bytes per element */
+    size_t objhdr;    /* bytes of an object's header, and of a collection's */
+    struct gcol *col; /* open addressing on the address */
+    size_t ncol, col_cap;
+    uint32_t *obj;
+    size_t nobj, obj_cap;
+};
+
+/* One requested row on its way through a read. */
+struct req {
+    uint64_t row;
+    size_t k;      /* its place in the caller's rows */
+    uint64_t addr; /* collection; 0: a NULL string */
+    uint64_t at;   /* file offset of its bytes, once known */
+    uint32_t idx;
+    uint32_t len; /* 0 for an empty or NULL string */
+};
+
+static uint64_t get_le(const unsigned char *p, unsigned size) {
+    uint64_t u = 0;
+    for (unsigned b = 0; b < size; b++)
+        u |= (uint64_t)p[b] << (8 * b);
+    return u;
+}
+
+static int cmp_row(const void *a, const void *b) {
+    const struct req *x = a, *y = b;
+    return x->row < y->row ? -1 : x->row > y->row;
+}
+
+static int cmp_addr(const void *a, const void *b) {
+    const struct req *x = a, *y = b;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int cmp_at(const void *a, const void *b) {
+    const struct req *x = a, *y = b;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* 'n' bytes at file offset 'at' into 'buf'; may fail on purpose (SX_FAULT_READ). */
+static enum sx_status read_at(const struct sx_vlen *v, void *buf, size_t n, uint64_t at,
+                              const char *src, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    size_t got = 0;
+    SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, src,
+             "%s cannot be read; the file is truncated or damaged", src);
+    while (got < n) {
+        ssize_t k = pread(v->fd, (unsigned char *)buf + got, n - got, (off_t)(at + got));
+        if (k < 0 && errno == EINTR)
+            continue;
+        SX_CHECK(k > 0, SX_ERR_IO, err, src,
+                 "%s cannot be read (%zu bytes at offset %" PRIu64
+                 "); the file is truncated or damaged",
+                 src, n, at);
+        got += (size_t)k;
+    }
+out:
+    return st;
+}
+
+/* Make '*buf' hold at least 'n' bytes; its contents need not survive. */
+static bool grow_buf(unsigned char **buf, size_t *cap, size_t n) {
+    if (n <= *cap)
+        return true;
+    free(*buf);
+    *buf = sx_malloc(n);
+    *cap = *buf != NULL ? n : 0;
+    return *buf != NULL;
+}
+
+static size_t col_slot(const struct sx_vlen *v, uint64_t addr) {
+    size_t mask = v->col_cap - 1;
+    size_t i = (size_t)(((addr >> 3) * 0x9E3779B97F4A7C15ULL) >> 20) & mask;
+    while (v->col[i].addr != 0 && v->col[i].addr != addr)
+        i = (i + 1) & mask;
+    return i;
+}
+
+static const struct gcol *col_find(const struct sx_vlen *v, uint64_t addr) {
+    const struct gcol *c = &v->col[col_slot(v, addr)];
+    return c->addr == addr ? c : NULL;
+}
+
+/* Room for one more collection in the table, kept at most half full. */
+static bool col_reserve(struct sx_vlen *v) {
+    if ((v->ncol + 1) * 2 <= v->col_cap)
+        return true;
+    struct sx_vlen grown = *v;
+    grown.col_cap = v->col_cap * 2;
+    grown.col = sx_calloc(grown.col_cap, sizeof *grown.col);
+    if (grown.col == NULL)
+        return false;
+    for (size_t i = 0; i < v->col_cap; i++)
+        if (v->col[i].addr != 0)
+            grown.col[col_slot(&grown, v->col[i].addr)] = v->col[i];
+    free(v->col);
+    v->col = grown.col;
+    v->col_cap = grown.col_cap;
+    return true;
+}
+
+/*
+ * Read the collection at 'addr' whole into '*buf' and add where its objects
+ * lie to the tables. 'r' is the row that led here, for errors.
+ */
+static enum sx_status load_col(struct sx_vlen *v, uint64_t addr, const struct req *r,
+                               unsigned char **buf, size_t *cap, const char *src,
+                               struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const size_t hdr = v->objhdr, objhdr = v->objhdr;
+    const size_t first = v->nobj;
+    uint32_t count = 0;
+    char where[1200];
+    snprintf(where, sizeof where,
+             "%.1000s[%" PRIu64 "]: the global heap collection at address %" PRIu64, src,
+             r->row, addr);
+    SX_CHECK(v->file_size >= hdr && addr < v->file_size &&
+                 v->base + addr <= v->file_size - hdr,
+             SX_ERR_FORMAT, err, src,
+             "%s lies beyond the end of the file; the file is truncated or damaged",
+             where);
+    const uint64_t at = v->base + addr;
+    size_t got =
+        v->file_size - at < FIRST_READ ? (size_t)(v->file_size - at) : FIRST_READ;
+    SX_CHECK(grow_buf(buf, cap, got), SX_ERR_NOMEM, err, src, "out of memory");
+    st = read_at(v, *buf, got, at, src, err);
+    if (st != SX_OK)
+        goto out;
+    SX_CHECK(memcmp(*buf, "GCOL", 4) == 0, SX_ERR_FORMAT, err, src,
+             "%s has no GCOL signature; the file is truncated or damaged", where);
+    SX_CHECK((*buf)[4] == 1, SX_ERR_FORMAT, err, src,
+             "%s has version %u, not 1; the file is truncated or damaged", where,
+             (unsigned)(*buf)[4]);
+    uint64_t size = get_le(*buf + 8, v->sl);
+    SX_CHECK(size >= hdr && size <= v->file_size - at && size <= UINT32_MAX,
+             SX_ERR_FORMAT, err, src,
+             "%s claims %" PRIu64 " bytes, which the file cannot hold; the file is "
+             "truncated or damaged",
+             where, size);
+    if (size > got) {
+        unsigned char *more = sx_realloc(*buf, (size_t)size);
+        SX_CHECK(more != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        *buf = more;
+        *cap = (size_t)size;
+        st = read_at(v, *buf + got, (size_t)size - got, at + got, src, err);
+        if (st != SX_OK)
+            goto out;
+    }
+    SX_CHECK(col_reserve(v), SX_ERR_NOMEM, err, src, "out of memory");
+    for (size_t p = hdr; p + objhdr <= size;) {
+        const unsigned char *o = *buf + p;
+        uint32_t idx = (uint32_t)get_le(o, 2);
+        uint64_t osize = get_le(o + 8, v->sl);
+        if (idx == 0) { /* free space, its header included */
+            if (osize < objhdr || osize > size - p || osize % 8 != 0)
+                break;
+            p += (size_t)osize;
+            continue;
+        }
+        /*
+         * As in HDF5, an object that overruns the collection ends the walk
+         * and is not there: a damaged tail costs only the strings in it.
+         */
+        if (osize > size - p - objhdr)
+            break;
+        if (idx > count) {
+            if (first + idx > v->obj_cap) {
+                size_t ncap = v->obj_cap ? v->obj_cap : 1024;
+                while (ncap < first + idx)
+                    ncap *= 2;
+                uint32_t *g = sx_realloc(v->obj, ncap * sizeof *g);
+                SX_CHECK(g != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+                v->obj = g;
+                v->obj_cap = ncap;
+            }
+            memset(v->obj + first + count, 0, (idx - count) * sizeof *v->obj);
+            count = idx;
+        }
+        v->obj[first + idx - 1] = (uint32_t)(p / 8);
+        p += objhdr + ((osize + 7) & ~(uint64_t)7);
+    }
+    struct gcol *c = &v->col[col_slot(v, addr)];
+    c->addr = addr;
+    c->first = first;
+    c->nobj = count;
+    v->ncol++;
+    v->nobj = first + count;
+out:
+    return st;
+}
+
+/* The elements (length, heap ID) of rows 'rq[0..n)', sorted by row. */
+static enum sx_status read_elements(const struct sx_vlen *v, struct req *rq, size_t n,
+                                    unsigned char **buf, size_t *cap, const char *src,
+                                    struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    size_t i = 0;
+    while (i < n) {
+        uint64_t lo = rq[i].row, hi = lo + 1;
+        size_t j = i + 1;
+        while (j < n && (rq[j].row < hi || (rq[j].row - hi) * v->esize <= GAP) &&
+               (rq[j].row + 1 - lo) * v->esize <= SPAN) {
+            if (rq[j].row >= hi)
+                hi = rq[j].row + 1;
+            j++;
+        }
+        size_t bytes = (size_t)(hi - lo) * v->esize;
+        SX_CHECK(grow_buf(buf, cap, bytes), SX_ERR_NOMEM, err, src, "out of memory");
+        st = read_at(v, *buf, bytes, v->table + lo * v->esize, src, err);
+        if (st != SX_OK)
+            goto out;
+        for (size_t m = i; m < j; m++) {
+            const unsigned char *p = *buf + (rq[m].row - lo) * v->esize;
+            rq[m].len = (uint32_t)get_le(p, 4);
+            rq[m].addr = get_le(p + 4, v->sa);
+            rq[m].idx = (uint32_t)get_le(p + 4 + v->sa, 4);
+            if (rq[m].addr == 0) /* HDF5's NULL, whatever the length says */
+                rq[m].len = 0;
+        }
+        i = j;
+    }
+out:
+    return st;
+}
+
+/* Whether object header 'h' is that of the string of 'r' and holds all of it. */
+static enum sx_status check_obj(const struct sx_vlen *v, const unsigned char *h,
+                                const struct req *r, const char *src,
+                                struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    uint64_t osize = get_le(h + 8, v->sl);
+    SX_CHECK(get_le(h, 2) == r->idx, SX_ERR_FORMAT, err, src,
+             "%s[%" PRIu64 "]: object %" PRIu32
+             " of the global heap collection at address %" PRIu64
+             " is missing; the file is truncated or damaged",
+             src, r->row, r->idx, r->addr);
+    SX_CHECK(osize >= r->len, SX_ERR_FORMAT, err, src,
+             "%s[%" PRIu64 "]: a string of %" PRIu32 " bytes in object %" PRIu32
+             " of %" PRIu64 " bytes of the global heap collection at address %" PRIu64
+             "; the file is truncated or damaged",
+             src, r->row, r->len, r->idx, osize, r->addr);
+out:
+    return st;
+}
+
+/* The pending strings 'rq[0..n)', object headers first, into 'text', reads merged. */
+static enum sx_status read_strings(const struct sx_vlen *v, struct req *rq, size_t n,
+                                   struct sx_buf *text, const size_t *off,
+                                   unsigned char **buf, size_t *cap, const char *src,
+                                   struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    qsort(rq, n, sizeof *rq, cmp_at);
+    size_t i = 0;
+    while (i < n) {
+        uint64_t lo = rq[i].at, hi = lo + v->objhdr + rq[i].len;
+        size_t j = i + 1;
+        while (j < n && rq[j].at <= hi + GAP) {
+            uint64_t end = rq[j].at + v->objhdr + rq[j].len;
+            if (end < hi)
+                end = hi;
+            if (end - lo > SPAN)
+                break;
+            hi = end;
+            j++;
+        }
+        SX_CHECK(grow_buf(buf, cap, (size_t)(hi - lo)), SX_ERR_NOMEM, err, src,
+                 "out of memory");
+        st = read_at(v, *buf, (size_t)(hi - lo), lo, src, err);
+        for (size_t m = i; m < j && st == SX_OK; m++) {
+            const unsigned char *h = *buf + (rq[m].at - lo);
+            st = check_obj(v, h, &rq[m], src, err);
+            if (st == SX_OK)
+                memcpy(text->data + off[rq[m].k], h + v->objhdr, rq[m].len);
+        }
+        if (st != SX_OK)
+            goto out;
+        i = j;
+    }
+out:
+    return st;
+}
+
+enum sx_status sx_vlen_read(struct sx_vlen *v, const hsize_t *rows, size_t n,
+                            struct sx_buf *text, size_t *off, const char *src,
+                            struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct req *rq = NULL;
+    unsigned char *buf = NULL;
+    size_t cap = 0, npend = 0;
+    sx_buf_reset(text);
+    off[0] = 0;
+    if (n == 0)
+        goto out;
+    rq = sx_malloc(n * sizeof *rq);
+    SX_CHECK(rq != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    for (size_t k = 0; k < n; k++) {
+        SX_CHECK(rows[k] < v->nelem, SX_ERR_FORMAT, err, src,
+                 "%s: row %" PRIu64 " out of range (%" PRIu64 " rows)", src,
+                 (uint64_t)rows[k], v->nelem);
+        rq[k].row = rows[k];
+        rq[k].k = k;
+    }
+    qsort(rq, n, sizeof *rq, cmp_row);
+    st = read_elements(v, rq, n, &buf, &cap, src, err);
+    if (st != SX_OK)
+        goto out;
+    /* string k goes to text->data[off[k] ..) until NULs are dropped at the end */
+    for (size_t i = 0; i < n; i++)
+        off[rq[i].k + 1] = rq[i].len;
+    for (size_t k = 0; k < n; k++)
+        off[k + 1] += off[k];
+    SX_CHECK(sx_buf_reserve(text, off[n]), SX_ERR_NOMEM, err, src, "out of memory");
+
+    /* collection by collection: a collection read now gives its strings at once */
+    qsort(rq, n, sizeof *rq, cmp_addr);
+    size_t i = 0;
+    while (i < n) {
+        if (rq[i].len == 0) {
+            i++;
+            continue;
+        }
+        size_t j = i + 1;
+        while (j < n && rq[j].addr == rq[i].addr)
+            j++;
+        const struct gcol *c = col_find(v, rq[i].addr);
+        bool fresh = c == NULL;
+        if (fresh) {
+            st = load_col(v, rq[i].addr, &rq[i], &buf, &cap, src, err);
+            if (st != SX_OK)
+                goto out;
+            c = col_find(v, rq[i].addr);
+        }
+        for (size_t m = i; m < j; m++) {
+            const struct req *r = &rq[m];
+            if (r->len == 0)
+                continue;
+            uint64_t o = r->idx >= 1 && r->idx <= c->nobj
+                             ? (uint64_t)v->obj[c->first + r->idx - 1] * 8
+                             : 0;
+            SX_CHECK(o != 0, SX_ERR_FORMAT, err, src,
+                     "%s[%" PRIu64 "]: object %" PRIu32
+                     " of the global heap collection at address %" PRIu64
+                     " is missing; the file is truncated or damaged",
+                     src, r->row, r->idx, r->addr);
+            if (fresh) {
+                st = check_obj(v, buf + o, r, src, err);
+                if (st != SX_OK)
+                    goto out;
+                memcpy(text->data + off[r->k], buf + o + v->objhdr, r->len);
+            } else {
+                rq[npend] = *r;
+                rq[npend++].at = v->base + r->addr + o;
+            }
+        }
+        i = j;
+    }
+    st = read_strings(v, rq, npend, text, off, &buf, &cap, src, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* H5Dread gives C strings: each ends at its first NUL */
+    size_t w = 0, start = 0;
+    for (size_t k = 0; k < n; k++) {
+        size_t end = off[k + 1], len = end - start;
+        const char *nul = len > 0 ? memchr(text->data + start, '\0', len) : NULL;
+        if (nul != NULL)
+            len = (size_t)(nul - (text->data + start));
+        if (len > 0 && w != start)
+            memmove(text->data + w, text->data + start, len);
+        w += len;
+        off[k + 1] = w;
+        start = end;
+    }
+    text->len = w;
+    if (text->data != NULL)
+        text->data[w] = '\0';
+out:
+    if (st != SX_OK) {
+        sx_buf_reset(text);
+        for (size_t k = 0; k <= n; k++)
+            off[k] = 0;
+    }
+    free(buf);
+    free(rq);
+    return st;
+}
+
+enum sx_status sx_vlen_open(hid_t dset, int fd, const char *src, struct sx_vlen **out,
+                            struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t t = -1, dcpl = -1, sp = -1, file = -1, fcpl = -1;
+    struct sx_vlen *v = NULL;
+    struct stat sb;
+    *out = NULL;
+    if (fd < 0 || fstat(fd, &sb) != 0 || sb.st_size <= 0)
+        goto out;
+    t = H5Dget_type(dset);
+    if (t < 0 || H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) <= 0)
+        goto out;
+    dcpl = H5Dget_create_plist(dset);
+    if (dcpl < 0 || H5Pget_layout(dcpl) != H5D_CONTIGUOUS || H5Pget_nfilters(dcpl) != 0 ||
+        H5Pget_external_count(dcpl) != 0)
+        goto out;
+    sp = H5Dget_space(dset);
+    hsize_t dim = 0;
+    if (sp < 0 || H5Sget_simple_extent_ndims(sp) != 1 ||
+        H5Sget_simple_extent_dims(sp, &dim, NULL) != 1)
+        goto out;
+    file = H5Iget_file_id(dset);
+    fcpl = file >= 0 ? H5Fget_create_plist(file) : -1;
+    size_t sa = 0, sl = 0;
+    hsize_t ub = 0;
+    if (fcpl < 0 || H5Pget_sizes(fcpl, &sa, &sl) < 0 || H5Pget_userblock(fcpl, &ub) < 0 ||
+        sa < 2 || sa > 8 || sl < 2 || sl > 8)
+        goto out;
+    /* the dataset's bytes, all of them in the file: else HDF5 knows better */
+    haddr_t addr = H5Dget_offset(dset);
+    uint64_t size = (uint64_t)sb.st_size, esize = 4 + sa + 4;
+    if (addr == HADDR_UNDEF || addr > size || dim > (size - addr) / esize ||
+        H5Dget_storage_size(dset) != dim * esize || ub >= size)
+        goto out;
+    v = sx_calloc(1, sizeof *v);
+    SX_CHECK(v != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    v->fd = fd;
+    v->base = ub;
+    v->table = addr;
+    v->nelem = dim;
+    v->file_size = size;
+    v->sa = (unsigned)sa;
+    v->sl = (unsigned)sl;
+    v->esize = (size_t)esize;
+    v->objhdr = (8 + sl + 7) & ~(size_t)7; /* headers are padded to 8 bytes */
+    v->col_cap = 64;
+    v->col = sx_calloc(v->col_cap, sizeof *v->col);
+    SX_CHECK(v->col != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    *out = v;
+    v = NULL;
+out:
+    sx_vlen_close(v);
+    if (fcpl >= 0)
+        H5Pclose(fcpl);
+    if (file >= 0)
+        H5Fclose(file);
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    if (t >= 0)
+        H5Tclose(t);
+    return st;
+}
+
+void sx_vlen_close(struct sx_vlen *v) {
+    if (v == NULL)
+        return;
+    free(v->col);
+    free(v->obj);
+    free(v);
+}
