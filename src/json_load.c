@@ -442,6 +442,27 @@ static const char *const agg_keys[] = {
     "start_minimum", "end_maximum", "gpu_count", "gpu_total", "mean",  "m2",
     "exclusive"};
 
+/*
+ * The double whose integral value has exactly these decimal digits (an
+ * optional '-' first), as "%.0f" prints it back; false when there is none.
+ */
+static bool exact_double(const char *d, size_t n, double *out) {
+    char buf[400], back[400];
+    if (n == 0 || n >= sizeof buf)
+        return false;
+    memcpy(buf, d, n);
+    buf[n] = '\0';
+    char *end = NULL;
+    const double v = strtod(buf, &end);
+    if (end != buf + n || !isfinite(v))
+        return false;
+    snprintf(back, sizeof back, "%.0f", v);
+    if (strcmp(back, buf) != 0)
+        return false;
+    *out = v;
+    return true;
+}
+
 static enum sx_status load_aggregate(struct loader *ld, const json_t *agg,
                                      struct sx_row *row) {
     enum sx_status st = SX_OK;
@@ -466,13 +487,21 @@ static enum sx_status load_aggregate(struct loader *ld, const json_t *agg,
         size_t ndigits = 0;
         uint64_t u = 0;
         const bool big = sx_json_big_int(v, &digits, &ndigits);
-        SX_CHECK(json_is_number(v) || (big && parse_u64(digits, ndigits, &u)),
+        double huge = 0.0;
+        const bool is_u64 = big && parse_u64(digits, ndigits, &u);
+        SX_CHECK(json_is_number(v) || is_u64 ||
+                     (big && exact_double(digits, ndigits, &huge)),
                  SX_ERR_FORMAT, err, ld->path,
                  "%s: %s: aggregate '%s' must be a number, got %s", ld->path, ld->where,
                  key, sx_json_kind(v));
         struct sx_agg_field *f = &row->agg[row->nagg++];
         *f = (struct sx_agg_field){.key = skey};
-        if (big) {
+        if (big && !is_u64) {
+            /* beyond 64 bits: an integral float the writer printed as int(v) (an m2
+             * of long calls); it prints the same digits again */
+            f->is_float = true;
+            f->f = huge;
+        } else if (big) {
             f->is_unsigned = true; /* gpu_count is a uint64 */
             f->u = u;
         } else if (json_is_integer(v)) {

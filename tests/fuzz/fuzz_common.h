@@ -76,7 +76,7 @@ static void fz_write_and_reload(const struct sx_run *run, uint64_t h) {
     struct sx_buf out = {0};
     struct sx_error err;
     struct sx_run *back = NULL;
-    const struct sx_event_source src = {.h5 = NULL};
+    const struct sx_event_source src = {.ops = NULL}; /* the run in memory */
     const int indent = indents[h & 3];
     const size_t block = (size_t)64 << ((h >> 2) & 7); /* 64 B .. 8 KiB */
     enum sx_status st;

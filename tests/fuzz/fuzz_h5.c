@@ -1,5 +1,6 @@
 /* fuzz_h5.c - libFuzzer harness: the HDF5 run reader (full and summary loads) */
 #include "fuzz_common.h"
+#include "h5_read.h"
 
 /*
  * sx_h5_load opens with MPI_COMM_NULL (the POSIX driver) and makes no MPI

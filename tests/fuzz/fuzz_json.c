@@ -1,6 +1,7 @@
 /* fuzz_json.c - libFuzzer harness: JSON snippets, the JSON profile loader and the writer
  */
 #include "fuzz_common.h"
+#include "json_parse.h"
 #include "meta_canon.h"
 
 #include <zlib.h>

@@ -2,7 +2,7 @@
 # test_fuzz_regressions.sh - every input the fuzzers found (tests/fuzz/regressions) gets
 # `validate`'s clear answer, 0 (OK) or 1 (INVALID): no crash, no sanitizer report, no hang.
 # And no data lost: a run that validates exports (a JSON profile through import first) to
-# a document that validates too.
+# a document that validates too, and so does its summary-only document.
 . "$(dirname "$0")/lib.sh"
 
 dir=$(cd "$(dirname "$0")/../fuzz" 2>/dev/null && pwd)/regressions
@@ -43,7 +43,14 @@ roundtrip() { # input
     [ "$rc" -eq 0 ] || { echo "export of a valid run failed: $(head -c 300 "$TMP/err")"; return; }
     run "$X" validate "$TMP/exported.json"
     [ -z "$why" ] || { echo "validate of the export $why"; return; }
-    [ "$rc" -eq 0 ] || echo "the exported document does not validate: $(head -c 300 "$TMP/out")"
+    [ "$rc" -eq 0 ] || { echo "the exported document does not validate: $(head -c 300 "$TMP/out")"; return; }
+    # the summary-only document (aggregate rows) must read back as well
+    run "$X" export "$h5" --summary -o "$TMP/summary.json" -q
+    [ -z "$why" ] || { echo "export --summary $why"; return; }
+    [ "$rc" -eq 0 ] || { echo "export --summary of a valid run failed: $(head -c 300 "$TMP/err")"; return; }
+    run "$X" validate "$TMP/summary.json"
+    [ -z "$why" ] || { echo "validate of the summary export $why"; return; }
+    [ "$rc" -eq 0 ] || echo "the summary document does not validate: $(head -c 300 "$TMP/out")"
 }
 
 n=0
