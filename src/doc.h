@@ -1,78 +1,10 @@
-/* doc.h - the JSON document's text: row order, blocks, header, rows, trailer */
+/* doc.h - the JSON document's text from its plan: header, blocks of rows, trailer */
 #ifndef SX_DOC_H
 #define SX_DOC_H
 
+#include "doc_plan.h"
 #include "json_write.h"
-#include "regex.h"
 #include "run.h"
-
-/*
- * A position in the document's row list: 'row' is an index into the
- * ordered rows, 'seg' a segment of that row, 'ev' an event in it.
- */
-enum sx_seg {
-    SX_SEG_HEAD = 0, /* "{name, rank, source..., tags" (and the aggregate branch) */
-    SX_SEG_START,
-    SX_SEG_END,
-    SX_SEG_META,
-    SX_SEG_GPU,
-    SX_SEG_CALL,
-    SX_SEG_PARENT,
-    SX_SEG_THREAD,
-    SX_SEG_TASK,
-    SX_SEG_AWAIT,
-    SX_SEG_TAIL, /* exclusive_total_ns and "}" */
-    SX_NSEGS
-};
-
-struct sx_pos {
-    uint64_t row;
-    uint32_t seg;
-    uint64_t ev;
-};
-
-/* One block of the document: a contiguous range of its region rows' text. */
-struct sx_block {
-    struct sx_pos from, to; /* [from, to) in (row, seg, ev) order */
-    uint64_t weight;        /* estimated bytes */
-    uint64_t units; /* exact progress: its rows and the events of its start column */
-};
-
-/* The document: ordered rows (after filters) and their blocks. */
-struct sx_doc {
-    const struct sx_run *run;
-    uint64_t *order; /* indexes into run->rows, in document order */
-    uint64_t nrows;
-    int indent;
-    struct sx_block *blocks;
-    size_t nblocks;
-    uint64_t total_weight;
-    uint64_t total_units; /* rows and events of the document: the progress total */
-    const struct sx_filter *filter;
-};
-
-/* Order the rows and cut them into blocks of about 'block_bytes' each. */
-enum sx_status sx_doc_plan(struct sx_doc *doc, const struct sx_run *run,
-                           const struct sx_filter *filter, int indent, size_t block_bytes,
-                           struct sx_error *err);
-void sx_doc_free(struct sx_doc *doc);
-
-/* The plan's view of rows and segments, shared by the plan and the text (doc_plan.c). */
-/* The event column behind a segment, or -1. */
-int sx_seg_col(unsigned seg);
-
-/* Whether 'row' writes segment 'seg' at all. */
-bool sx_row_has_seg(const struct sx_row *row, unsigned seg);
-
-/* Events a segment spans: atomic segments count as one unit. */
-uint64_t sx_seg_units(const struct sx_row *row, unsigned seg);
-
-/* most rows a block of a lazy run holds */
-bool sx_run_is_lazy(const struct sx_run *run);
-
-/* The plan's view of row 'r' of the run: its own row, or one made from the index. */
-const struct sx_row *sx_plan_row(const struct sx_run *run, uint64_t r,
-                                 struct sx_row *tmp);
 
 /* The document's text up to and including "regions": [ . */
 enum sx_status sx_doc_header(const struct sx_doc *doc, struct sx_buf *out,

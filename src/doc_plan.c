@@ -1,6 +1,6 @@
 /* doc_plan.c - the JSON document's plan: rows in document order after the filters, cut
  * into blocks of about equal text, with exact progress units */
-#include "doc.h"
+#include "doc_plan.h"
 
 #include "regex.h"
 #include "run.h"

@@ -1,5 +1,6 @@
 /* export.c - sx_export(): the export's stages, with the ranks' agreement between them */
 #include "doc.h"
+#include "doc_plan.h"
 #include "fault.h"
 #include "gpu_rows.h"
 #include "h5_read.h"

@@ -1,6 +1,7 @@
 /* native_export.c - sx_export_native(), sx_import_native(): native runs, no merged file
  */
 #include "doc.h"
+#include "doc_plan.h"
 #include "h5_write.h"
 #include "json_write.h"
 #include "mpi_util.h"
