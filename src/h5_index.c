@@ -364,9 +364,20 @@ static uint32_t pool_add(struct pool *p, const char *s, bool *ok) {
     return p->slot[j];
 }
 
+static void free_strv(char **v, size_t n) {
+    for (size_t i = 0; v != NULL && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
 static void pool_free(struct pool *p) {
-    for (size_t i = 0; i < p->n; i++)
+    for (size_t i = 0; i < p->n; i++) {
         free(p->s[i]);
+        if (p->tags != NULL && p->ntags != NULL && p->ntags[i] > 0)
+            free_strv(p->tags[i], p->ntags[i] - 1);
+    }
+    free(p->tags);
+    free(p->ntags);
     free(p->s);
     free(p->slot);
     free(p->id);
@@ -379,32 +390,48 @@ static void pool_free(struct pool *p) {
  * region share their source file, text and tags). Strings are decoded as the
  * full read decodes them.
  */
-static enum sx_status read_pool(hid_t d, uint64_t nrows, struct pool *p, const char *src,
-                                struct sx_error *err) {
+static enum sx_status read_pool(struct sx_h5 *h5, hid_t d, uint64_t nrows, struct pool *p,
+                                const char *src, struct sx_error *err) {
     enum sx_status st = SX_OK;
     enum { PIECE = 1 << 16 };
     struct sx_buf text = {0};
     size_t *off = NULL;
+    hsize_t *rows = NULL;
+    struct sx_vlen *v = NULL;
+    /* the global heap read directly where it can be: H5Dread allocates every string */
+    st = sx_vlen_open(d, h5->fd, src, &v, err);
+    if (st != SX_OK)
+        goto out;
     p->id = sx_malloc((nrows + 1) * sizeof *p->id);
     off = sx_malloc((PIECE + 1) * sizeof *off);
-    SX_CHECK(p->id != NULL && off != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    rows = v != NULL ? sx_malloc(PIECE * sizeof *rows) : NULL;
+    SX_CHECK(p->id != NULL && off != NULL && (v == NULL || rows != NULL), SX_ERR_NOMEM,
+             err, src, "out of memory");
     for (uint64_t at = 0; at < nrows; at += PIECE) {
         size_t n = nrows - at < PIECE ? (size_t)(nrows - at) : PIECE;
-        st = h5_read_point_strings(d, NULL, at, n, &text, off, src, err);
+        if (v != NULL) {
+            for (size_t k = 0; k < n; k++)
+                rows[k] = at + k;
+            st = sx_vlen_read(v, rows, n, &text, off, src, err);
+        } else {
+            st = h5_read_point_strings(d, NULL, at, n, &text, off, src, err);
+        }
         if (st != SX_OK)
             goto out;
         bool ok = true;
         for (size_t k = 0; k < n && ok; k++) {
             const char *q = text.data != NULL ? text.data + off[k] : "";
             size_t len = strnlen(q, off[k + 1] - off[k]);
-            char *v = sx_utf8_sanitize(q, len);
-            SX_CHECK(v != NULL, SX_ERR_NOMEM, err, src, "out of memory");
-            p->id[at + k] = pool_add(p, v, &ok);
-            free(v);
+            char *s = sx_utf8_sanitize(q, len);
+            SX_CHECK(s != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+            p->id[at + k] = pool_add(p, s, &ok);
+            free(s);
         }
         SX_CHECK(ok, SX_ERR_NOMEM, err, src, "out of memory");
     }
 out:
+    sx_vlen_close(v);
+    free(rows);
     free(off);
     sx_buf_free(&text);
     return st;
@@ -438,7 +465,7 @@ static enum sx_status open_lazy_cols(struct sx_h5 *h5, uint64_t nrows,
         if (st == SX_OK)
             st = h5_req_len(h5, p, (uint64_t)n, nrows, err);
         if (st == SX_OK && strings && !h5->open_only)
-            st = read_pool(h5->rd[k], nrows, &h5->pool[k], src, err);
+            st = read_pool(h5, h5->rd[k], nrows, &h5->pool[k], src, err);
         if (st != SX_OK)
             goto out;
         if (!strings)
@@ -1224,6 +1251,26 @@ out:
     return st;
 }
 
+/* A row's own copy of parsed tags. */
+static enum sx_status copy_tags(char *const *v, size_t n, char ***tags, size_t *ntags,
+                                const char *src, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    char **t = sx_calloc(n + 1, sizeof *t);
+    SX_CHECK(t != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        t[i] = sx_strdup(v[i]);
+        if (t[i] == NULL) {
+            free_strv(t, i);
+            t = NULL;
+        }
+        SX_CHECK(t != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    }
+    *tags = t;
+    *ntags = n;
+out:
+    return st;
+}
+
 static enum sx_status h5_fill_rows_impl(struct sx_h5 *h5, const struct sx_run *run,
                                         const struct sx_index_row *const *ix, size_t n,
                                         struct sx_row *out, struct sx_error *err) {
@@ -1284,14 +1331,34 @@ static enum sx_status h5_fill_rows_impl(struct sx_h5 *h5, const struct sx_run *r
             }
             continue;
         }
-        const struct pool *pl = &h5->pool[c];
+        struct pool *pl = &h5->pool[c];
+        if (c == RD_TAGS && pl->tags == NULL && pl->n > 0) {
+            char ***t = sx_calloc(pl->n, sizeof *t);
+            size_t *nt = sx_calloc(pl->n, sizeof *nt);
+            if (t == NULL || nt == NULL) {
+                free(t);
+                free(nt);
+                t = NULL;
+            }
+            SX_CHECK(t != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+            pl->tags = t;
+            pl->ntags = nt;
+        }
         for (size_t k = 0; k < n; k++) {
             uint32_t id = pl->id[ix[k]->file_row];
             if (id == 0) /* "" is None, as the full read has it */
                 continue;
             const char *p = pl->s[id - 1];
             if (c == RD_TAGS) {
-                st = sx_json_parse_tags(p, strlen(p), &out[k].tags, &out[k].ntags, err);
+                if (pl->ntags[id - 1] == 0) {
+                    size_t nt = 0;
+                    st = sx_json_parse_tags(p, strlen(p), &pl->tags[id - 1], &nt, err);
+                    if (st != SX_OK)
+                        goto out;
+                    pl->ntags[id - 1] = nt + 1;
+                }
+                st = copy_tags(pl->tags[id - 1], pl->ntags[id - 1] - 1, &out[k].tags,
+                               &out[k].ntags, src, err);
                 if (st != SX_OK)
                     goto out;
                 continue;

@@ -64,6 +64,10 @@ struct sx_h5 {
         uint32_t *slot; /* hash table of ids, 0 = free */
         size_t nslot;
         uint32_t *id; /* per file row */
+        /* tags only: each string parsed once, when a row first needs it (ntags + 1;
+         * 0: not yet) */
+        char ***tags;
+        size_t *ntags;
     } pool[3];
     unsigned char *rbuf;
     size_t rbuf_cap;
