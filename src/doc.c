@@ -419,8 +419,197 @@ struct piece {
     uint64_t a, z; /* events [a, z) (atomic segments: 0, 1) */
 };
 
+/* The pieces of block 'bi', in text order, into '*out' (grown as needed; '*np' of them).
+ */
+static enum sx_status block_pieces(const struct sx_doc *doc, size_t bi,
+                                   struct piece **out, size_t *cap, size_t *np,
+                                   struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const struct sx_run *run = doc->run;
+    const struct sx_block *blk = &doc->blocks[bi];
+    struct sx_row tmp;
+    memset(&tmp, 0, sizeof tmp);
+    *np = 0;
+    for (uint64_t i = blk->from.row; i < doc->nrows && i <= blk->to.row; i++) {
+        if (i == blk->to.row && blk->to.seg == 0 && blk->to.ev == 0)
+            break;
+        const struct sx_row *row = sx_plan_row_again(run, doc->order[i], &tmp);
+        unsigned s0 = i == blk->from.row ? blk->from.seg : 0;
+        for (unsigned seg = s0; seg < SX_NSEGS; seg++) {
+            if (i == blk->to.row && seg > blk->to.seg)
+                break;
+            if (i == blk->to.row && seg == blk->to.seg && blk->to.ev == 0)
+                break;
+            if (!sx_row_has_seg(row, seg))
+                continue;
+            uint64_t a = (i == blk->from.row && seg == blk->from.seg) ? blk->from.ev : 0;
+            uint64_t z = (i == blk->to.row && seg == blk->to.seg)
+                             ? blk->to.ev
+                             : sx_seg_units(row, seg);
+            if (*np == *cap) {
+                size_t ncap = *cap ? *cap * 2 : 64;
+                struct piece *nv = sx_realloc(*out, ncap * sizeof *nv);
+                SX_CHECK(nv != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+                *out = nv;
+                *cap = ncap;
+            }
+            (*out)[(*np)++] = (struct piece){i, seg, a, z};
+        }
+    }
+out:
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Events read ahead                                                  */
+
+/*
+ * Bounds of one read-ahead: event values (8 bytes each), event pieces and
+ * blocks. The room is reused from one read-ahead to the next.
+ */
+enum { AHEAD_VALUES = 1 << 21, AHEAD_PIECES = 1 << 15 };
+
+struct sx_doc_ahead_ent {
+    uint64_t i; /* the piece: row in doc order, segment, events [a, a + n) */
+    unsigned seg;
+    uint64_t a, n;
+    uint64_t at; /* its values: arena[at ..) */
+};
+
+void sx_doc_ahead_init(struct sx_doc_ahead *ah) { memset(ah, 0, sizeof *ah); }
+
+void sx_doc_ahead_free(struct sx_doc_ahead *ah) {
+    if (ah == NULL)
+        return;
+    free(ah->block);
+    free(ah->first);
+    free(ah->ent);
+    free(ah->arena);
+    free(ah->rows);
+    free(ah->slices);
+    sx_doc_ahead_init(ah);
+}
+
+/* The place of block 'b' among those read ahead, or -1. */
+static long ahead_find(const struct sx_doc_ahead *ah, size_t b) {
+    for (size_t k = 0; ah != NULL && k < ah->nblock; k++)
+        if (ah->block[k] == b)
+            return (long)k;
+    return -1;
+}
+
+bool sx_doc_ahead_has(const struct sx_doc_ahead *ah, size_t b) {
+    return ahead_find(ah, b) >= 0;
+}
+
+/* Make '*p' hold at least 'n' elements of 'size' bytes; its contents are kept. */
+static bool grow(void **p, size_t *cap, size_t n, size_t size) {
+    if (n <= *cap)
+        return true;
+    size_t ncap = *cap ? *cap : 16;
+    while (ncap < n)
+        ncap *= 2;
+    void *q = sx_realloc(*p, ncap * size);
+    if (q == NULL)
+        return false;
+    *p = q;
+    *cap = ncap;
+    return true;
+}
+
+enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
+                                 const struct sx_event_source *src,
+                                 struct sx_doc_ahead *ah, const size_t *blocks, size_t n,
+                                 struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const struct sx_run *run = doc->run;
+    struct piece *pieces = NULL;
+    size_t capp = 0, np = 0;
+    ah->nblock = 0;
+    ah->nent = 0;
+    if (src->ops == NULL || src->ops->read_slices == NULL || !sx_run_is_lazy(run))
+        goto out;
+    uint64_t values = 0;
+    for (size_t k = 0; k < n; k++) {
+        st = block_pieces(doc, blocks[k], &pieces, &capp, &np, err);
+        if (st != SX_OK)
+            goto out;
+        uint64_t evs = 0;
+        size_t nev = 0;
+        for (size_t q = 0; q < np; q++)
+            if (sx_seg_col(pieces[q].seg) >= 0) {
+                evs += pieces[q].z - pieces[q].a;
+                nev++;
+            }
+        if (values + evs > AHEAD_VALUES || ah->nent + nev > AHEAD_PIECES)
+            break;
+        SX_CHECK(
+            grow((void **)&ah->block, &ah->block_cap, ah->nblock + 1,
+                 sizeof *ah->block) &&
+                grow((void **)&ah->first, &ah->first_cap, ah->nblock + 2,
+                     sizeof *ah->first) &&
+                grow((void **)&ah->ent, &ah->ent_cap, ah->nent + nev, sizeof *ah->ent),
+            SX_ERR_NOMEM, err, run->path, "out of memory");
+        ah->block[ah->nblock] = blocks[k];
+        ah->first[ah->nblock] = ah->nent;
+        for (size_t q = 0; q < np; q++)
+            if (sx_seg_col(pieces[q].seg) >= 0) {
+                const struct piece *pc = &pieces[q];
+                ah->ent[ah->nent++] = (struct sx_doc_ahead_ent){pc->i, pc->seg, pc->a,
+                                                                pc->z - pc->a, values};
+                values += pc->z - pc->a;
+            }
+        ah->nblock++;
+        ah->first[ah->nblock] = ah->nent;
+    }
+    if (ah->nent == 0)
+        goto out;
+    SX_CHECK(grow((void **)&ah->arena, &ah->arena_cap, values + 1, sizeof *ah->arena),
+             SX_ERR_NOMEM, err, run->path, "out of memory");
+
+    /* One slice per piece; the rows they name, one per row of the document. */
+    size_t nrow = 0;
+    for (size_t e = 0; e < ah->nent; e++)
+        nrow += e == 0 || ah->ent[e].i != ah->ent[e - 1].i;
+    if (nrow > ah->rows_cap) {
+        free(ah->rows);
+        ah->rows = sx_calloc(nrow, sizeof *ah->rows);
+        ah->rows_cap = ah->rows != NULL ? nrow : 0;
+    }
+    SX_CHECK(ah->rows != NULL && grow((void **)&ah->slices, &ah->slices_cap, ah->nent,
+                                      sizeof *ah->slices),
+             SX_ERR_NOMEM, err, run->path, "out of memory");
+    struct sx_row *rows = ah->rows;
+    struct sx_slice *slices = ah->slices;
+    memset(slices, 0, ah->nent * sizeof *slices);
+    nrow = 0;
+    for (size_t e = 0; e < ah->nent; e++) {
+        const struct sx_doc_ahead_ent *en = &ah->ent[e];
+        if (e == 0 || en->i != ah->ent[e - 1].i)
+            sx_plan_row_again(run, doc->order[en->i], &rows[nrow++]);
+        int c = sx_seg_col(en->seg);
+        slices[e].row = &rows[nrow - 1];
+        slices[e].first = en->a;
+        slices[e].n = en->n;
+        slices[e].cols = SX_COLBIT(c);
+        slices[e].col[c] = ah->arena + en->at;
+    }
+    st = src->ops->read_slices(src->ctx, run, slices, ah->nent, err);
+out:
+    if (st != SX_OK) {
+        ah->nblock = 0;
+        ah->nent = 0;
+    }
+    free(pieces);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Blocks                                                             */
+
 enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_source *src,
-                            size_t bi, struct sx_buf *out, struct sx_error *err) {
+                            const struct sx_doc_ahead *ah, size_t bi, struct sx_buf *out,
+                            struct sx_error *err) {
     enum sx_status st = SX_OK;
     const struct sx_run *run = doc->run;
     const struct sx_block *blk = &doc->blocks[bi];
@@ -434,37 +623,16 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
     const struct sx_row **mrows = NULL;
     size_t *moff = NULL, nmeta = 0, mi = 0;
     bool *many = NULL;
-    struct sx_row *brows = NULL, tmp;
+    struct sx_row *brows = NULL;
     const struct sx_index_row **bix = NULL;
     size_t nbr = 0;
     const uint64_t r0 = blk->from.row;
+    const long kb = ahead_find(ah, bi);
 
     /* 1. The block's pieces, in text order. */
-    for (uint64_t i = blk->from.row; i < doc->nrows && i <= blk->to.row; i++) {
-        if (i == blk->to.row && blk->to.seg == 0 && blk->to.ev == 0)
-            break;
-        const struct sx_row *row = sx_plan_row(run, doc->order[i], &tmp);
-        unsigned s0 = i == blk->from.row ? blk->from.seg : 0;
-        for (unsigned seg = s0; seg < SX_NSEGS; seg++) {
-            if (i == blk->to.row && seg > blk->to.seg)
-                break;
-            if (i == blk->to.row && seg == blk->to.seg && blk->to.ev == 0)
-                break;
-            if (!sx_row_has_seg(row, seg))
-                continue;
-            uint64_t a = (i == blk->from.row && seg == blk->from.seg) ? blk->from.ev : 0;
-            uint64_t z = (i == blk->to.row && seg == blk->to.seg)
-                             ? blk->to.ev
-                             : sx_seg_units(row, seg);
-            if (np == capp) {
-                capp = capp ? capp * 2 : 64;
-                struct piece *nv = sx_realloc(pieces, capp * sizeof *nv);
-                SX_CHECK(nv != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
-                pieces = nv;
-            }
-            pieces[np++] = (struct piece){i, seg, a, z};
-        }
-    }
+    st = block_pieces(doc, bi, &pieces, &capp, &np, err);
+    if (st != SX_OK)
+        goto out;
 
     /* A lazy run's rows of this block, read in full (one read per index column). */
     if (sx_run_is_lazy(run) && np > 0) {
@@ -499,13 +667,16 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
             goto out;
     }
 
-    /* 3. Format, reading events in bounded batches of pieces. */
-    size_t p = 0;
+    /*
+     * 3. Format, reading events in bounded batches of pieces; a block read
+     * ahead has its events already, and is one batch.
+     */
+    size_t p = 0, ei = kb >= 0 ? ah->first[kb] : 0;
     while (p < np) {
         SX_CHECK(!sx_stop_requested(), SX_ERR_INTERRUPTED, err, run->path,
                  "%s: export interrupted by a signal; no output was written", run->path);
         /* gather pieces until PIECE_EVENTS events of event data */
-        size_t q = p;
+        size_t q = kb >= 0 ? np : p;
         uint64_t evs = 0;
         while (q < np) {
             const struct piece *pc = &pieces[q];
@@ -526,22 +697,22 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
         /* slices: one per event piece, clipped to PIECE_EVENTS for a long one */
         size_t ns = 0;
         /* room reused across batches: fresh large blocks would fault every page in */
-        if (q - p + 1 > slices_cap) {
+        if (kb < 0 && q - p + 1 > slices_cap) {
             free(slices);
             slices_cap = q - p + 1;
             slices = sx_malloc(slices_cap * sizeof *slices);
         }
         if (slices != NULL)
             memset(slices, 0, (q - p + 1) * sizeof *slices);
-        if (evs + 1 > arena_cap) {
+        if (kb < 0 && evs + 1 > arena_cap) {
             free(arena);
             arena_cap = evs + 1 > PIECE_EVENTS + 1 ? evs + 1 : PIECE_EVENTS + 1;
             arena = sx_malloc(arena_cap * sizeof *arena);
         }
-        SX_CHECK(slices != NULL && arena != NULL, SX_ERR_NOMEM, err, run->path,
-                 "out of memory");
+        SX_CHECK(kb >= 0 || (slices != NULL && arena != NULL), SX_ERR_NOMEM, err,
+                 run->path, "out of memory");
         uint64_t used = 0;
-        for (size_t k = p; k < q; k++) {
+        for (size_t k = p; kb < 0 && k < q; k++) {
             const struct piece *pc = &pieces[k];
             int c = sx_seg_col(pc->seg);
             if (c < 0)
@@ -589,16 +760,30 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
                         goto out;
                 }
             } else {
-                struct sx_slice *sl = &slices[si++];
-                const int64_t *v =
-                    src->ops != NULL ? sl->col[c] : row->col[c] + sl->first;
+                const int64_t *v;
+                uint64_t n, first = pc->a;
+                if (kb >= 0) {
+                    const struct sx_doc_ahead_ent *en = &ah->ent[ei++];
+                    SX_CHECK(ei <= ah->first[kb + 1] && en->i == pc->i &&
+                                 en->seg == pc->seg && en->a == pc->a &&
+                                 en->n == pc->z - pc->a,
+                             SX_ERR_INTERNAL, err, run->path,
+                             "%s: the events read ahead are not those of block %zu",
+                             run->path, bi);
+                    v = ah->arena + en->at;
+                    n = en->n;
+                } else {
+                    const struct sx_slice *sl = &slices[si++];
+                    v = src->ops != NULL ? sl->col[c] : row->col[c] + sl->first;
+                    n = sl->n;
+                }
                 if (pc->a == 0) {
                     sx_write_sep(out, doc->indent, 3);
                     key(out, seg_keys[pc->seg]);
                     sx_buf_putc(out, '[');
                 }
-                write_ints(out, v, sl->n, sl->first, doc->indent);
-                pc->a += sl->n;
+                write_ints(out, v, n, first, doc->indent);
+                pc->a += n;
                 if (pc->a == row->count && pc->z == row->count) {
                     if (row->count > 0)
                         sx_write_newline(out, doc->indent, 3);

@@ -65,8 +65,15 @@ const struct sx_row *sx_plan_row(const struct sx_run *run, uint64_t r,
                                  struct sx_row *tmp) {
     if (!sx_run_is_lazy(run))
         return &run->rows[r];
-    const struct sx_index_row *x = &run->index[r];
     memset(tmp, 0, sizeof *tmp);
+    return sx_plan_row_again(run, r, tmp);
+}
+
+const struct sx_row *sx_plan_row_again(const struct sx_run *run, uint64_t r,
+                                       struct sx_row *tmp) {
+    if (!sx_run_is_lazy(run))
+        return &run->rows[r];
+    const struct sx_index_row *x = &run->index[r];
     tmp->region = x->region;
     tmp->rank = x->rank;
     tmp->count = x->count;
@@ -159,11 +166,13 @@ enum sx_status sx_doc_plan(struct sx_doc *doc, const struct sx_run *run,
         keep_name[i] = sx_filter_name(filter, run->names[i]);
     const size_t nall = sx_run_nrows(run);
     struct sx_row tmp, tmp2;
+    memset(&tmp, 0, sizeof tmp);
+    memset(&tmp2, 0, sizeof tmp2);
     doc->order = sx_malloc((nall + 1) * sizeof *doc->order);
     SX_CHECK(doc->order != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
     uint64_t n = 0;
     for (size_t r = 0; r < nall; r++) {
-        const struct sx_row *row = sx_plan_row(run, r, &tmp);
+        const struct sx_row *row = sx_plan_row_again(run, r, &tmp);
         if (keep_name[row->region] && sx_filter_rank(filter, row->rank))
             doc->order[n++] = r;
     }
@@ -173,9 +182,9 @@ enum sx_status sx_doc_plan(struct sx_doc *doc, const struct sx_run *run,
     /* A (name, rank) written twice: the later row wins, as in the reader's dict. */
     uint64_t k = 0;
     for (uint64_t i = 0; i < n; i++) {
-        const struct sx_row *row = sx_plan_row(run, doc->order[i], &tmp);
+        const struct sx_row *row = sx_plan_row_again(run, doc->order[i], &tmp);
         if (i + 1 < n) {
-            const struct sx_row *nx = sx_plan_row(run, doc->order[i + 1], &tmp2);
+            const struct sx_row *nx = sx_plan_row_again(run, doc->order[i + 1], &tmp2);
             if (nx->region == row->region && nx->rank == row->rank)
                 continue;
         }
@@ -192,7 +201,7 @@ enum sx_status sx_doc_plan(struct sx_doc *doc, const struct sx_run *run,
     struct sx_pos from = {0, 0, 0};
     uint64_t acc = 0, acc_units = 0;
     for (uint64_t i = 0; i < doc->nrows; i++) {
-        const struct sx_row *row = sx_plan_row(run, doc->order[i], &tmp);
+        const struct sx_row *row = sx_plan_row_again(run, doc->order[i], &tmp);
         /* a lazy block reads its rows in full: bound how many it holds */
         if (sx_run_is_lazy(run) && acc > 0 && i - from.row >= SX_BLOCK_ROWS) {
             struct sx_pos to = {i, 0, 0};

@@ -72,5 +72,12 @@ bool sx_run_is_lazy(const struct sx_run *run);
 /* The plan's view of row 'r' of the run: its own row, or one made from the index. */
 const struct sx_row *sx_plan_row(const struct sx_run *run, uint64_t r,
                                  struct sx_row *tmp);
+/*
+ * The same, into a 'tmp' that is zeroed or that an earlier call of either
+ * filled: only what the index gives is set (a row is 900 bytes, the index's
+ * part of it a few dozen).
+ */
+const struct sx_row *sx_plan_row_again(const struct sx_run *run, uint64_t r,
+                                       struct sx_row *tmp);
 
 #endif /* SX_DOC_PLAN_H */

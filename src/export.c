@@ -38,7 +38,13 @@ static bool ends_with_gz(const char *path) {
 struct json_doc {
     const struct sx_doc *doc;
     const struct sx_event_source *src;
+    int rank, size; /* who formats which block: sx_stream_owner */
+    bool gz;
+    struct sx_doc_ahead ahead;
 };
+
+/* Blocks one read-ahead may cover, at most; the room bounds it first. */
+enum { AHEAD_BLOCKS = 64 };
 
 static enum sx_status json_head(void *ctx, struct sx_buf *out, struct sx_error *err) {
     return sx_doc_header(((const struct json_doc *)ctx)->doc, out, err);
@@ -50,8 +56,18 @@ static enum sx_status json_tail(void *ctx, struct sx_buf *out, struct sx_error *
 
 static enum sx_status json_block(void *ctx, size_t b, struct sx_buf *out,
                                  struct sx_error *err) {
-    const struct json_doc *j = ctx;
-    return sx_doc_block(j->doc, j->src, b, out, err);
+    struct json_doc *j = ctx;
+    if (!sx_doc_ahead_has(&j->ahead, b)) {
+        /* this rank's next blocks, from 'b' on */
+        size_t next[AHEAD_BLOCKS], n = 0;
+        for (size_t k = b; k < j->doc->nblocks && n < AHEAD_BLOCKS; k++)
+            if (sx_stream_owner(k, j->size, j->gz) == j->rank)
+                next[n++] = k;
+        enum sx_status st = sx_doc_ahead_fill(j->doc, j->src, &j->ahead, next, n, err);
+        if (st != SX_OK)
+            return st;
+    }
+    return sx_doc_block(j->doc, j->src, &j->ahead, b, out, err);
 }
 
 static uint64_t json_units(void *ctx, size_t b) {
@@ -185,12 +201,14 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
 
     /* Stage: the block stream (its own protocol and agreement). */
     struct sx_event_source src = sx_h5_event_source(h5);
-    struct json_doc jd = {&doc, &src};
+    struct json_doc jd = {&doc, &src, rank, size, gz, {0}};
+    sx_doc_ahead_init(&jd.ahead);
     struct sx_producer prod = {&jd,       doc.nblocks, doc.total_units, json_head,
                                json_tail, json_block,  json_units};
     struct sx_stream_opts so = {
         output, gz, opts->gzip_level, opts->deflate, opts->progress, opts->progress_user};
     st = sx_stream(c, &prod, &so, f, err);
+    sx_doc_ahead_free(&jd.ahead);
     if (st != SX_OK)
         goto out;
 

@@ -373,9 +373,45 @@ struct span {
     size_t slice;
 };
 
-static int cmp_span(const void *a, const void *b) {
-    const struct span *x = a, *y = b;
-    return (x->start > y->start) - (x->start < y->start);
+/*
+ * Sort 'sp[0 .. n)' by file offset. Spans come as a few ascending runs (a
+ * block's rows of a region, rank after rank, then the next region's), so the
+ * runs are merged, pairwise, until one is left; 'tmp' has room for 'n'.
+ * Returns the sorted array: 'sp' or 'tmp'.
+ */
+static struct span *sort_spans(struct span *sp, struct span *tmp, size_t n) {
+    bool sorted = true;
+    for (size_t i = 1; i < n && sorted; i++)
+        sorted = sp[i - 1].start <= sp[i].start;
+    while (!sorted) {
+        /* one pass: merge runs 2k and 2k + 1 from 'sp' into 'tmp' */
+        size_t i = 0, o = 0, runs = 0;
+        while (i < n) {
+            size_t a = i, m = i + 1;
+            while (m < n && sp[m - 1].start <= sp[m].start)
+                m++;
+            size_t z = m;
+            if (m < n) {
+                z = m + 1;
+                while (z < n && sp[z - 1].start <= sp[z].start)
+                    z++;
+            }
+            size_t x = a, y = m;
+            while (x < m && y < z)
+                tmp[o++] = sp[y].start < sp[x].start ? sp[y++] : sp[x++];
+            while (x < m)
+                tmp[o++] = sp[x++];
+            while (y < z)
+                tmp[o++] = sp[y++];
+            i = z;
+            runs++;
+        }
+        struct span *t = sp;
+        sp = tmp;
+        tmp = t;
+        sorted = runs == 1;
+    }
+    return sp;
 }
 
 /*
@@ -453,7 +489,7 @@ static enum sx_status read_col_spans(struct sx_h5 *h5, hid_t d, struct span *sp,
     enum { GAP = 4096 };
     hid_t fs = -1, ms = -1;
     int64_t *buf = NULL;
-    qsort(sp, n, sizeof *sp, cmp_span);
+    sp = sort_spans(sp, sp + n, n);
     if (h5->raw[c].ok && h5->ev[c] == d)
         return read_col_spans_raw(h5, &h5->raw[c], sp, n, s, c, src, err);
     fs = H5Dget_space(d);
@@ -521,7 +557,7 @@ static enum sx_status h5_read_slices_impl(struct sx_h5 *h5, const struct sx_run 
         }
         goto out;
     }
-    sp = sx_malloc((ns + 1) * sizeof *sp);
+    sp = sx_malloc((2 * ns + 1) * sizeof *sp); /* the spans, and room to sort them */
     SX_CHECK(sp != NULL, SX_ERR_NOMEM, err, h5->path, "out of memory");
     const bool delta = run->delta_encoded;
     for (int c = 0; c < SX_NCOLS; c++) {

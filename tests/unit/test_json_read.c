@@ -300,7 +300,7 @@ static void check_rewrite(const char *path, int indent) {
     CHECK(sx_doc_plan(&doc, run, NULL, indent, 4096, &err) == SX_OK);
     CHECK(sx_doc_header(&doc, &out, &err) == SX_OK);
     for (size_t b = 0; b < doc.nblocks; b++)
-        CHECK(sx_doc_block(&doc, &src, b, &out, &err) == SX_OK);
+        CHECK(sx_doc_block(&doc, &src, NULL, b, &out, &err) == SX_OK);
     CHECK(sx_doc_trailer(&doc, &out, &err) == SX_OK);
     orig = slurp(path, &n);
     /* Only the exporter value may differ. */
