@@ -1,5 +1,6 @@
 /* h5_index.c - open a run and read its index: schema, metadata, region table, the
  * rank-region index (lazy or full), schema-1 groups, summary-only runs */
+#include "file_win.h"
 #include "h5_int.h"
 #include "h5_read.h"
 #include "json_parse.h"
@@ -1203,6 +1204,7 @@ static void h5_close_impl(struct sx_h5 *h5) {
     h5_quiet_end(&q);
     if (h5->fd >= 0)
         close(h5->fd);
+    sx_file_win_free(h5->iwin);
     free(h5->rbuf);
     free(h5->scratch);
     free(h5->path);
@@ -1212,42 +1214,29 @@ static void h5_close_impl(struct sx_h5 *h5) {
 long sx_h5_open_ids(void) { return (long)H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL); }
 
 /*
- * Integers of a contiguous dataset at 'n' points by pread, through a window
- * of 64 KiB: a block's rows of one region are spread thin over the index,
- * one window holds many of them.
+ * Integers of a contiguous dataset at 'n' points, through the kept windows
+ * of the index: a block's rows of one region are spread thin over the index,
+ * one window holds many of them, and the next blocks' rows too.
  */
 static enum sx_status read_window_ints(struct sx_h5 *h5, const struct raw_col *rc,
                                        const hsize_t *pts, size_t n, int64_t *out,
                                        const char *src, struct sx_error *err) {
     enum sx_status st = SX_OK;
-    enum { WINDOW = 1 << 16 };
-    unsigned char *w = sx_malloc(WINDOW);
-    uint64_t lo = 1, hi = 0; /* rows in the window: [lo, hi) */
-    SX_CHECK(w != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    enum { WIN = 1 << 16, NWIN = 32 }; /* 2 MiB */
+    if (h5->iwin == NULL)
+        h5->iwin = sx_file_win_new(h5->fd, WIN, NWIN);
+    SX_CHECK(h5->iwin != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     for (size_t k = 0; k < n; k++) {
         uint64_t r = pts[k];
-        SX_CHECK(r < rc->nelem, SX_ERR_FORMAT, err, src,
+        unsigned char b[8];
+        SX_CHECK(r < rc->nelem && rc->size <= sizeof b, SX_ERR_FORMAT, err, src,
                  "%s: row %" PRIu64 " out of range", src, r);
-        if (r < lo || r >= hi) {
-            lo = r;
-            hi = r + WINDOW / rc->size;
-            if (hi > rc->nelem)
-                hi = rc->nelem;
-            size_t bytes = (size_t)(hi - lo) * rc->size, got = 0;
-            while (got < bytes) {
-                ssize_t g = pread(h5->fd, w + got, bytes - got,
-                                  (off_t)(rc->addr + lo * rc->size + got));
-                if (g < 0 && errno == EINTR)
-                    continue;
-                SX_CHECK(g > 0, SX_ERR_IO, err, src,
-                         "%s cannot be read; the file is truncated or damaged", src);
-                got += (size_t)g;
-            }
-        }
-        h5_widen(w + (r - lo) * rc->size, rc->size, rc->is_signed, 1, &out[k]);
+        st = sx_file_win_read(h5->iwin, rc->addr + r * rc->size, rc->size, b, src, err);
+        if (st != SX_OK)
+            goto out;
+        h5_widen(b, rc->size, rc->is_signed, 1, &out[k]);
     }
 out:
-    free(w);
     return st;
 }
 

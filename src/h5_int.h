@@ -71,6 +71,7 @@ struct sx_h5 {
     } pool[3];
     unsigned char *rbuf;
     size_t rbuf_cap;
+    struct sx_file_win *iwin; /* kept windows over the index's integer columns */
 };
 
 /* HDF5 prints its error stack by default; we turn failures into sx_error. */

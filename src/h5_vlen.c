@@ -2,6 +2,7 @@
  */
 #include "h5_vlen.h"
 #include "fault.h"
+#include "file_win.h"
 #include "internal.h"
 #include "json_write.h"
 
@@ -28,6 +29,8 @@
 
 /* Reads less than GAP bytes apart are merged into one of at most SPAN bytes. */
 enum { GAP = 4096, SPAN = 1 << 20, FIRST_READ = 1 << 16 };
+/* The element table is read through NWIN kept windows of WIN bytes (1 MiB). */
+enum { WIN = 1 << 16, NWIN = 16 };
 
 /*
  * A collection read once: where its objects lie are obj[first .. first + nobj),
@@ -54,6 +57,7 @@ struct sx_vlen {
     size_t ncol, col_cap;
     uint32_t *obj;
     size_t nobj, obj_cap;
+    struct sx_file_win *win; /* over the element table */
 };
 
 /* One requested row on its way through a read. */
@@ -251,35 +255,25 @@ out:
     return st;
 }
 
-/* The elements (length, heap ID) of rows 'rq[0..n)', sorted by row. */
+/*
+ * The elements (length, heap ID) of rows 'rq[0..n)', sorted by row, through
+ * the kept windows of the element table: a block's rows lie far apart in it,
+ * and the next block's rows in the same windows.
+ */
 static enum sx_status read_elements(const struct sx_vlen *v, struct req *rq, size_t n,
-                                    unsigned char **buf, size_t *cap, const char *src,
-                                    struct sx_error *err) {
+                                    const char *src, struct sx_error *err) {
     enum sx_status st = SX_OK;
-    size_t i = 0;
-    while (i < n) {
-        uint64_t lo = rq[i].row, hi = lo + 1;
-        size_t j = i + 1;
-        while (j < n && (rq[j].row < hi || (rq[j].row - hi) * v->esize <= GAP) &&
-               (rq[j].row + 1 - lo) * v->esize <= SPAN) {
-            if (rq[j].row >= hi)
-                hi = rq[j].row + 1;
-            j++;
-        }
-        size_t bytes = (size_t)(hi - lo) * v->esize;
-        SX_CHECK(grow_buf(buf, cap, bytes), SX_ERR_NOMEM, err, src, "out of memory");
-        st = read_at(v, *buf, bytes, v->table + lo * v->esize, src, err);
+    unsigned char e[32];
+    for (size_t m = 0; m < n; m++) {
+        st = sx_file_win_read(v->win, v->table + rq[m].row * v->esize, v->esize, e, src,
+                              err);
         if (st != SX_OK)
             goto out;
-        for (size_t m = i; m < j; m++) {
-            const unsigned char *p = *buf + (rq[m].row - lo) * v->esize;
-            rq[m].len = (uint32_t)get_le(p, 4);
-            rq[m].addr = get_le(p + 4, v->sa);
-            rq[m].idx = (uint32_t)get_le(p + 4 + v->sa, 4);
-            if (rq[m].addr == 0) /* HDF5's NULL, whatever the length says */
-                rq[m].len = 0;
-        }
-        i = j;
+        rq[m].len = (uint32_t)get_le(e, 4);
+        rq[m].addr = get_le(e + 4, v->sa);
+        rq[m].idx = (uint32_t)get_le(e + 4 + v->sa, 4);
+        if (rq[m].addr == 0) /* HDF5's NULL, whatever the length says */
+            rq[m].len = 0;
     }
 out:
     return st;
@@ -363,7 +357,7 @@ enum sx_status sx_vlen_read(struct sx_vlen *v, const hsize_t *rows, size_t n,
         rq[k].k = k;
     }
     sort_reqs(rq, n, cmp_row);
-    st = read_elements(v, rq, n, &buf, &cap, src, err);
+    st = read_elements(v, rq, n, src, err);
     if (st != SX_OK)
         goto out;
     /* string k goes to text->data[off[k] ..) until NULs are dropped at the end */
@@ -494,7 +488,8 @@ enum sx_status sx_vlen_open(hid_t dset, int fd, const char *src, struct sx_vlen 
     v->objhdr = (8 + sl + 7) & ~(size_t)7; /* headers are padded to 8 bytes */
     v->col_cap = 64;
     v->col = sx_calloc(v->col_cap, sizeof *v->col);
-    SX_CHECK(v->col != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    v->win = sx_file_win_new(fd, WIN, NWIN);
+    SX_CHECK(v->col != NULL && v->win != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     *out = v;
     v = NULL;
 out:
@@ -515,6 +510,7 @@ out:
 void sx_vlen_close(struct sx_vlen *v) {
     if (v == NULL)
         return;
+    sx_file_win_free(v->win);
     free(v->col);
     free(v->obj);
     free(v);

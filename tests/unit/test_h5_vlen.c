@@ -1,4 +1,5 @@
 /* test_h5_vlen.c - sx_vlen_read against H5Dread on variable-length string datasets */
+#include "file_win.h"
 #include "h5_vlen.h"
 #include "internal.h"
 #include "json_write.h"
@@ -645,6 +646,56 @@ static void test_faults(const char *path) {
     ds_close(&x);
 }
 
+/*
+ * The kept windows the element table is read through: any range, across
+ * windows and with windows replaced, reads what pread reads; a range past
+ * the end of the file is an I/O error naming the source; a failed read
+ * leaves the windows good.
+ */
+static void test_file_win(void) {
+    char path[300];
+    path_of(path, sizeof path, "win.bin");
+    enum { SIZE = 3 * 4096 + 1000 };
+    unsigned char *want = malloc(SIZE), got[3 * 4096];
+    ASSERT(want != NULL);
+    for (size_t i = 0; i < SIZE; i++)
+        want[i] = (unsigned char)(rnd() >> 24);
+    FILE *f = fopen(path, "wb");
+    ASSERT(f != NULL && fwrite(want, 1, SIZE, f) == SIZE && fclose(f) == 0);
+    int fd = open(path, O_RDONLY);
+    ASSERT(fd >= 0);
+    struct sx_file_win *w = sx_file_win_new(fd, 4096, 2);
+    ASSERT(w != NULL);
+    struct sx_error e;
+    for (int k = 0; k < 2000; k++) {
+        size_t n = (size_t)(rnd() % sizeof got), at = (size_t)(rnd() % SIZE);
+        if (k % 7 == 0)
+            at = SIZE - n < at ? SIZE - n : at; /* up to the last byte */
+        bool fits = at + n <= SIZE;
+        sx_error_clear(&e);
+        enum sx_status st = sx_file_win_read(w, at, n, got, "t.bin", &e);
+        if (fits) {
+            CHECK(st == SX_OK && memcmp(got, want + at, n) == 0);
+        } else {
+            CHECK(st == SX_ERR_IO && strcmp(e.source, "t.bin") == 0 &&
+                  strstr(e.text, "truncated") != NULL);
+        }
+    }
+    /* the 2nd window read fails: an I/O error, and the next read is right */
+    sx_file_win_free(w);
+    w = sx_file_win_new(fd, 4096, 2);
+    ASSERT(w != NULL);
+    sx_fault_arm(SX_FAULT_READ, 2);
+    CHECK(sx_file_win_read(w, 4000, 200, got, "t.bin", &e) == SX_ERR_IO);
+    sx_fault_off();
+    CHECK(sx_file_win_read(w, 4000, 200, got, "t.bin", &e) == SX_OK &&
+          memcmp(got, want + 4000, 200) == 0);
+    sx_file_win_free(w);
+    close(fd);
+    free(want);
+    unlink(path);
+}
+
 int main(void) {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/test_h5_vlen.XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -668,6 +719,7 @@ int main(void) {
     test_null_length(big);
     test_overrun(big);
     test_faults(big);
+    test_file_win();
 
     if (getenv("KEEP") == NULL) {
         unlink(big);
