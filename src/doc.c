@@ -467,13 +467,14 @@ out:
  * Bounds of one read-ahead: event values (8 bytes each), event pieces and
  * blocks. The room is reused from one read-ahead to the next.
  */
-enum { AHEAD_VALUES = 1 << 21, AHEAD_PIECES = 1 << 15 };
+enum { AHEAD_VALUES = 1 << 19, AHEAD_PIECES = 1 << 15, AHEAD_META_CALLS = 1 << 17 };
 
 struct sx_doc_ahead_ent {
     uint64_t i; /* the piece: row in doc order, segment, events [a, a + n) */
     unsigned seg;
     uint64_t a, n;
     uint64_t at; /* its values: arena[at ..) */
+    size_t row;  /* its row: rows[row] */
 };
 
 void sx_doc_ahead_init(struct sx_doc_ahead *ah) { memset(ah, 0, sizeof *ah); }
@@ -487,6 +488,13 @@ void sx_doc_ahead_free(struct sx_doc_ahead *ah) {
     free(ah->arena);
     free(ah->rows);
     free(ah->slices);
+    free(ah->rowi);
+    free(ah->mfirst);
+    free(ah->mrow);
+    free(ah->mrows);
+    free(ah->moff);
+    free(ah->many);
+    sx_buf_free(&ah->mtext);
     sx_doc_ahead_init(ah);
 }
 
@@ -524,82 +532,121 @@ enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
     enum sx_status st = SX_OK;
     const struct sx_run *run = doc->run;
     struct piece *pieces = NULL;
-    size_t capp = 0, np = 0;
-    ah->nblock = 0;
-    ah->nent = 0;
+    size_t capp = 0, np = 0, nrow = 0;
+    struct sx_row tmp;
+    memset(&tmp, 0, sizeof tmp);
+    ah->nblock = ah->nent = ah->nmeta = 0;
+    ah->metas = src->ops != NULL && src->ops->read_metas != NULL;
     if (src->ops == NULL || src->ops->read_slices == NULL || !sx_run_is_lazy(run))
         goto out;
-    uint64_t values = 0;
+    uint64_t values = 0, calls = 0, last = UINT64_MAX;
     for (size_t k = 0; k < n; k++) {
         st = block_pieces(doc, blocks[k], &pieces, &capp, &np, err);
         if (st != SX_OK)
             goto out;
-        uint64_t evs = 0;
-        size_t nev = 0;
-        for (size_t q = 0; q < np; q++)
+        uint64_t evs = 0, mcalls = 0;
+        size_t nev = 0, nm = 0;
+        for (size_t q = 0; q < np; q++) {
             if (sx_seg_col(pieces[q].seg) >= 0) {
                 evs += pieces[q].z - pieces[q].a;
                 nev++;
+            } else if (pieces[q].seg == SX_SEG_META && ah->metas) {
+                mcalls += sx_plan_row_again(run, doc->order[pieces[q].i], &tmp)->count;
+                nm++;
             }
-        if (values + evs > AHEAD_VALUES || ah->nent + nev > AHEAD_PIECES)
+        }
+        if (values + evs > AHEAD_VALUES || ah->nent + nev > AHEAD_PIECES ||
+            calls + mcalls > AHEAD_META_CALLS)
             break;
         SX_CHECK(
             grow((void **)&ah->block, &ah->block_cap, ah->nblock + 1,
                  sizeof *ah->block) &&
                 grow((void **)&ah->first, &ah->first_cap, ah->nblock + 2,
                      sizeof *ah->first) &&
-                grow((void **)&ah->ent, &ah->ent_cap, ah->nent + nev, sizeof *ah->ent),
+                grow((void **)&ah->mfirst, &ah->mfirst_cap, ah->nblock + 2,
+                     sizeof *ah->mfirst) &&
+                grow((void **)&ah->ent, &ah->ent_cap, ah->nent + nev, sizeof *ah->ent) &&
+                grow((void **)&ah->mrow, &ah->mrow_cap, ah->nmeta + nm,
+                     sizeof *ah->mrow) &&
+                grow((void **)&ah->rowi, &ah->rowi_cap, nrow + nev + nm,
+                     sizeof *ah->rowi),
             SX_ERR_NOMEM, err, run->path, "out of memory");
         ah->block[ah->nblock] = blocks[k];
         ah->first[ah->nblock] = ah->nent;
-        for (size_t q = 0; q < np; q++)
-            if (sx_seg_col(pieces[q].seg) >= 0) {
-                const struct piece *pc = &pieces[q];
-                ah->ent[ah->nent++] = (struct sx_doc_ahead_ent){pc->i, pc->seg, pc->a,
-                                                                pc->z - pc->a, values};
-                values += pc->z - pc->a;
+        ah->mfirst[ah->nblock] = ah->nmeta;
+        for (size_t q = 0; q < np; q++) {
+            const struct piece *pc = &pieces[q];
+            bool ev = sx_seg_col(pc->seg) >= 0;
+            if (!ev && !(pc->seg == SX_SEG_META && ah->metas))
+                continue;
+            if (pc->i != last) { /* the pieces' rows, each once */
+                ah->rowi[nrow++] = pc->i;
+                last = pc->i;
             }
+            if (ev) {
+                ah->ent[ah->nent++] = (struct sx_doc_ahead_ent){
+                    pc->i, pc->seg, pc->a, pc->z - pc->a, values, nrow - 1};
+                values += pc->z - pc->a;
+            } else {
+                ah->mrow[ah->nmeta++] = nrow - 1;
+            }
+        }
+        calls += mcalls;
         ah->nblock++;
         ah->first[ah->nblock] = ah->nent;
+        ah->mfirst[ah->nblock] = ah->nmeta;
     }
-    if (ah->nent == 0)
+    if (nrow == 0)
         goto out;
-    SX_CHECK(grow((void **)&ah->arena, &ah->arena_cap, values + 1, sizeof *ah->arena),
-             SX_ERR_NOMEM, err, run->path, "out of memory");
 
-    /* One slice per piece; the rows they name, one per row of the document. */
-    size_t nrow = 0;
-    for (size_t e = 0; e < ah->nent; e++)
-        nrow += e == 0 || ah->ent[e].i != ah->ent[e - 1].i;
+    /* The rows the pieces name, as the index gives them. */
     if (nrow > ah->rows_cap) {
         free(ah->rows);
         ah->rows = sx_calloc(nrow, sizeof *ah->rows);
         ah->rows_cap = ah->rows != NULL ? nrow : 0;
     }
-    SX_CHECK(ah->rows != NULL && grow((void **)&ah->slices, &ah->slices_cap, ah->nent,
-                                      sizeof *ah->slices),
-             SX_ERR_NOMEM, err, run->path, "out of memory");
-    struct sx_row *rows = ah->rows;
-    struct sx_slice *slices = ah->slices;
-    memset(slices, 0, ah->nent * sizeof *slices);
-    nrow = 0;
-    for (size_t e = 0; e < ah->nent; e++) {
-        const struct sx_doc_ahead_ent *en = &ah->ent[e];
-        if (e == 0 || en->i != ah->ent[e - 1].i)
-            sx_plan_row_again(run, doc->order[en->i], &rows[nrow++]);
-        int c = sx_seg_col(en->seg);
-        slices[e].row = &rows[nrow - 1];
-        slices[e].first = en->a;
-        slices[e].n = en->n;
-        slices[e].cols = SX_COLBIT(c);
-        slices[e].col[c] = ah->arena + en->at;
+    SX_CHECK(ah->rows != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+    for (size_t r = 0; r < nrow; r++)
+        sx_plan_row_again(run, doc->order[ah->rowi[r]], &ah->rows[r]);
+
+    /* Their events: one slice per piece, one read. */
+    if (ah->nent > 0) {
+        SX_CHECK(
+            grow((void **)&ah->arena, &ah->arena_cap, values + 1, sizeof *ah->arena) &&
+                grow((void **)&ah->slices, &ah->slices_cap, ah->nent, sizeof *ah->slices),
+            SX_ERR_NOMEM, err, run->path, "out of memory");
+        struct sx_slice *slices = ah->slices;
+        memset(slices, 0, ah->nent * sizeof *slices);
+        for (size_t e = 0; e < ah->nent; e++) {
+            const struct sx_doc_ahead_ent *en = &ah->ent[e];
+            int c = sx_seg_col(en->seg);
+            slices[e].row = &ah->rows[en->row];
+            slices[e].first = en->a;
+            slices[e].n = en->n;
+            slices[e].cols = SX_COLBIT(c);
+            slices[e].col[c] = ah->arena + en->at;
+        }
+        st = src->ops->read_slices(src->ctx, run, slices, ah->nent, err);
+        if (st != SX_OK)
+            goto out;
     }
-    st = src->ops->read_slices(src->ctx, run, slices, ah->nent, err);
+
+    /* Their event_metadata: one read. */
+    if (ah->nmeta > 0) {
+        SX_CHECK(
+            grow((void **)&ah->mrows, &ah->mrows_cap, ah->nmeta, sizeof *ah->mrows) &&
+                grow((void **)&ah->moff, &ah->moff_cap, ah->nmeta + 1,
+                     sizeof *ah->moff) &&
+                grow((void **)&ah->many, &ah->many_cap, ah->nmeta, sizeof *ah->many),
+            SX_ERR_NOMEM, err, run->path, "out of memory");
+        for (size_t m = 0; m < ah->nmeta; m++)
+            ah->mrows[m] = &ah->rows[ah->mrow[m]];
+        st = src->ops->read_metas(src->ctx, run, ah->mrows, ah->nmeta, &ah->mtext,
+                                  ah->moff, ah->many, err);
+    }
 out:
-    if (st != SX_OK) {
-        ah->nblock = 0;
-        ah->nent = 0;
-    }
+    if (st != SX_OK)
+        ah->nblock = ah->nent = ah->nmeta = 0;
     free(pieces);
     return st;
 }
@@ -649,10 +696,20 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
     }
 #define BLOCK_ROW(i) (brows != NULL ? &brows[(i)-r0] : &run->rows[doc->order[i]])
 
-    /* 2. The event_metadata of every row of the block, in one read. */
+    /* 2. The event_metadata of every row of the block, in one read (or read ahead). */
     for (size_t k = 0; src->ops != NULL && k < np; k++)
         nmeta += pieces[k].seg == SX_SEG_META;
-    if (nmeta > 0) {
+    const char *mtext = NULL; /* piece m's text: mtext[mo[m] .. mo[m + 1]) */
+    const size_t *mo = NULL;
+    const bool *ma = NULL;
+    if (nmeta > 0 && kb >= 0 && ah->metas) {
+        SX_CHECK(ah->mfirst[kb + 1] - ah->mfirst[kb] == nmeta, SX_ERR_INTERNAL, err,
+                 run->path, "%s: the event metadata read ahead is not that of block %zu",
+                 run->path, bi);
+        mtext = ah->mtext.data;
+        mo = ah->moff + ah->mfirst[kb];
+        ma = ah->many + ah->mfirst[kb];
+    } else if (nmeta > 0) {
         mrows = sx_malloc(nmeta * sizeof *mrows);
         moff = sx_malloc((nmeta + 1) * sizeof *moff);
         many = sx_malloc(nmeta * sizeof *many);
@@ -665,6 +722,9 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
         st = src->ops->read_metas(src->ctx, run, mrows, nmeta, &mb, moff, many, err);
         if (st != SX_OK)
             goto out;
+        mtext = mb.data;
+        mo = moff;
+        ma = many;
     }
 
     /*
@@ -747,9 +807,9 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
             } else if (pc->seg == SX_SEG_META) {
                 if (src->ops != NULL) {
                     size_t m = mi++;
-                    if (many[m]) {
-                        st = write_meta(doc, row, mb.data + moff[m],
-                                        moff[m + 1] - moff[m], out, err);
+                    if (ma[m]) {
+                        st = write_meta(doc, row, mtext + mo[m], mo[m + 1] - mo[m], out,
+                                        err);
                         if (st != SX_OK)
                             goto out;
                     }

@@ -33,6 +33,20 @@ struct sx_doc_ahead {
     size_t rows_cap;
     struct sx_slice *slices;
     size_t slices_cap;
+    uint64_t *rowi; /* rows[r] is the document's row rowi[r] */
+    size_t rowi_cap;
+    /* event_metadata, when the source reads it: block k's are those of the
+     * pieces mfirst[k] .. mfirst[k + 1], text at mtext[moff[m] .. moff[m + 1]) */
+    bool metas;
+    size_t *mfirst, mfirst_cap;
+    size_t *mrow, mrow_cap; /* each meta piece's row in rows */
+    size_t nmeta;
+    const struct sx_row **mrows;
+    size_t mrows_cap;
+    struct sx_buf mtext;
+    size_t *moff, moff_cap;
+    bool *many;
+    size_t many_cap;
 };
 
 void sx_doc_ahead_init(struct sx_doc_ahead *ah);
@@ -40,9 +54,10 @@ void sx_doc_ahead_free(struct sx_doc_ahead *ah);
 /* Whether block 'b' was read ahead. */
 bool sx_doc_ahead_has(const struct sx_doc_ahead *ah, size_t b);
 /*
- * Read ahead the events of 'blocks[0 .. n)' (in document order), as many of
- * them, from the first, as fit a bounded room; none if the source has no
- * reader or the first alone does not fit. What was read ahead before is gone.
+ * Read ahead the events and event_metadata of 'blocks[0 .. n)' (in document
+ * order), as many of them, from the first, as fit a bounded room; none if the
+ * source has no reader or the first alone does not fit. What was read ahead
+ * before is gone.
  */
 enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
                                  const struct sx_event_source *src,
