@@ -465,9 +465,12 @@ out:
 
 /*
  * Bounds of one read-ahead: event values (8 bytes each), event pieces and
- * blocks. The room is reused from one read-ahead to the next.
+ * calls whose event_metadata it holds; json_block bounds its blocks. The
+ * room is reused from one read-ahead to the next.
  */
-enum { AHEAD_VALUES = 1 << 19, AHEAD_PIECES = 1 << 15, AHEAD_META_CALLS = 1 << 17 };
+enum { AHEAD_VALUES = 1 << 19, AHEAD_PIECES = 1 << 14, AHEAD_META_CALLS = 1 << 17 };
+/* Events of a block's average piece from which it is read on its own. */
+enum { AHEAD_LONG = 1024 };
 
 struct sx_doc_ahead_ent {
     uint64_t i; /* the piece: row in doc order, segment, events [a, a + n) */
@@ -555,8 +558,10 @@ enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
                 nm++;
             }
         }
+        /* long pieces are read well block by block, and reading them early
+         * would only hold back the block stream (decompressing, say) */
         if (values + evs > AHEAD_VALUES || ah->nent + nev > AHEAD_PIECES ||
-            calls + mcalls > AHEAD_META_CALLS)
+            calls + mcalls > AHEAD_META_CALLS || (nev > 0 && evs / nev >= AHEAD_LONG))
             break;
         SX_CHECK(
             grow((void **)&ah->block, &ah->block_cap, ah->nblock + 1,
