@@ -365,17 +365,11 @@ static uint32_t pool_add(struct pool *p, const char *s, bool *ok) {
     return p->slot[j];
 }
 
-static void free_strv(char **v, size_t n) {
-    for (size_t i = 0; v != NULL && i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
 static void pool_free(struct pool *p) {
     for (size_t i = 0; i < p->n; i++) {
         free(p->s[i]);
         if (p->tags != NULL && p->ntags != NULL && p->ntags[i] > 0)
-            free_strv(p->tags[i], p->ntags[i] - 1);
+            h5_free_strv(p->tags[i], p->ntags[i] - 1);
     }
     free(p->tags);
     free(p->ntags);
@@ -1249,7 +1243,7 @@ static enum sx_status copy_tags(char *const *v, size_t n, char ***tags, size_t *
     for (size_t i = 0; i < n; i++) {
         t[i] = sx_strdup(v[i]);
         if (t[i] == NULL) {
-            free_strv(t, i);
+            h5_free_strv(t, i);
             t = NULL;
         }
         SX_CHECK(t != NULL, SX_ERR_NOMEM, err, src, "out of memory");
