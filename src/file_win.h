@@ -3,6 +3,7 @@
 #ifndef SX_FILE_WIN_H
 #define SX_FILE_WIN_H
 
+#include "file_map.h"
 #include "internal.h"
 
 #include <stddef.h>
@@ -17,9 +18,13 @@
  */
 struct sx_file_win;
 
-/* 'nwin' windows of 'win' bytes (a power of two) over 'fd' (borrowed); NULL: no memory.
+/*
+ * 'nwin' windows of 'win' bytes (a power of two) over 'fd' (borrowed); NULL:
+ * no memory. With 'map' (borrowed, may be NULL) the reads copy from it and
+ * keep no windows.
  */
-struct sx_file_win *sx_file_win_new(int fd, size_t win, size_t nwin);
+struct sx_file_win *sx_file_win_new(int fd, struct sx_file_map *map, size_t win,
+                                    size_t nwin);
 void sx_file_win_free(struct sx_file_win *w);
 
 /*

@@ -1,5 +1,6 @@
 /* h5_events.c - event data of rows: slices of the event columns (batched), delta
  * decoding, event_metadata, the GPU column's presence */
+#include "file_map.h"
 #include "h5_int.h"
 #include "h5_read.h"
 #include "json_parse.h"
@@ -442,6 +443,27 @@ static enum sx_status read_col_spans_raw(struct sx_h5 *h5, const struct raw_col 
     enum sx_status st = SX_OK;
     const uint64_t gap = 4096 / rc->size;
     size_t i = 0;
+    if (h5->evmap != NULL) {
+        for (size_t k = 0; k < n && st == SX_OK; k++) {
+            int64_t *dst = s[sp[k].slice].col[c];
+            uint64_t at = rc->addr + sp[k].start * rc->size;
+            if (rc->size == 8) {
+                st = sx_file_map_read(h5->evmap, at, sp[k].n * 8, dst, src, err);
+                continue;
+            }
+            size_t bytes = (size_t)sp[k].n * rc->size;
+            if (bytes > h5->rbuf_cap) {
+                free(h5->rbuf);
+                h5->rbuf = sx_malloc(bytes);
+                h5->rbuf_cap = h5->rbuf != NULL ? bytes : 0;
+            }
+            SX_CHECK(h5->rbuf != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+            st = sx_file_map_read(h5->evmap, at, bytes, h5->rbuf, src, err);
+            if (st == SX_OK)
+                h5_widen(h5->rbuf, rc->size, rc->is_signed, sp[k].n, dst);
+        }
+        return st;
+    }
     while (i < n) {
         uint64_t lo, hi;
         size_t j = merge_spans(sp, n, i, gap, &lo, &hi);

@@ -1,5 +1,6 @@
 /* h5_index.c - open a run and read its index: schema, metadata, region table, the
  * rank-region index (lazy or full), schema-1 groups, summary-only runs */
+#include "file_map.h"
 #include "file_win.h"
 #include "h5_int.h"
 #include "h5_read.h"
@@ -19,6 +20,15 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/*
+ * What the file's two mappings hold at most (file_map.h): the index and its
+ * strings, read again and again in no order, and the event columns, whose
+ * frames a read-ahead takes in file order, once each, so that holding more of
+ * them buys little.
+ */
+#define MAP_INDEX ((size_t)32 << 20)
+#define MAP_EVENTS ((size_t)8 << 20)
 
 struct meta_ctx {
     struct sx_h5 *h5;
@@ -394,7 +404,7 @@ static enum sx_status read_pool(struct sx_h5 *h5, hid_t d, uint64_t nrows, struc
     hsize_t *rows = NULL;
     struct sx_vlen *v = NULL;
     /* the global heap read directly where it can be: H5Dread allocates every string */
-    st = sx_vlen_open(d, h5->fd, src, &v, err);
+    st = sx_vlen_open(d, h5->fd, h5->map, src, &v, err);
     if (st != SX_OK)
         goto out;
     p->id = sx_malloc((nrows + 1) * sizeof *p->id);
@@ -492,7 +502,7 @@ static enum sx_status open_meta(struct sx_h5 *h5, struct sx_run *run, uint64_t n
     st = h5_req_len(h5, "/rank_region_index/event_metadata", (uint64_t)(nm < 0 ? 0 : nm),
                     nrows, err);
     if (st == SX_OK)
-        st = sx_vlen_open(h5->meta, h5->fd, src, &h5->meta_vlen, err);
+        st = sx_vlen_open(h5->meta, h5->fd, h5->map, src, &h5->meta_vlen, err);
     if (st == SX_OK)
         run->has_meta_col = true;
 out:
@@ -1126,6 +1136,11 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
     opened_mpi = comm != MPI_COMM_NULL;
     h5->file_size = sb.st_size;
     h5->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* Two views of the file: the index and its strings, read over and over in
+     * no order, and the event columns, which a read-ahead sweeps in file order
+     * once (file_map.h): a drop of the second costs the first nothing. */
+    h5->map = sx_file_map_open(h5->fd, (uint64_t)sb.st_size, MAP_INDEX);
+    h5->evmap = sx_file_map_open(h5->fd, (uint64_t)sb.st_size, MAP_EVENTS);
 
     fapl = H5Pcreate(H5P_FILE_ACCESS);
     SX_CHECK(fapl >= 0, SX_ERR_INTERNAL, err, path, "H5Pcreate failed");
@@ -1196,9 +1211,11 @@ static void h5_close_impl(struct sx_h5 *h5) {
         pool_free(&h5->pool[k]);
     h5_close_id(h5->file); /* NOTE: collective with the MPI-IO driver */
     h5_quiet_end(&q);
+    sx_file_win_free(h5->iwin);
+    sx_file_map_close(h5->map);
+    sx_file_map_close(h5->evmap);
     if (h5->fd >= 0)
         close(h5->fd);
-    sx_file_win_free(h5->iwin);
     free(h5->rbuf);
     free(h5->scratch);
     free(h5->path);
@@ -1218,7 +1235,7 @@ static enum sx_status read_window_ints(struct sx_h5 *h5, const struct raw_col *r
     enum sx_status st = SX_OK;
     enum { WIN = 1 << 16, NWIN = 32 }; /* 2 MiB */
     if (h5->iwin == NULL)
-        h5->iwin = sx_file_win_new(h5->fd, WIN, NWIN);
+        h5->iwin = sx_file_win_new(h5->fd, h5->map, WIN, NWIN);
     SX_CHECK(h5->iwin != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     for (size_t k = 0; k < n; k++) {
         uint64_t r = pts[k];

@@ -71,7 +71,9 @@ struct sx_h5 {
     } pool[3];
     unsigned char *rbuf;
     size_t rbuf_cap;
-    struct sx_file_win *iwin; /* kept windows over the index's integer columns */
+    struct sx_file_win *iwin;  /* kept windows over the index's integer columns */
+    struct sx_file_map *map;   /* the file mapped, or NULL: read with pread */
+    struct sx_file_map *evmap; /* again, for the event columns */
 };
 
 /* HDF5 prints its error stack by default; we turn failures into sx_error. */

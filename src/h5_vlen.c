@@ -2,6 +2,7 @@
  */
 #include "h5_vlen.h"
 #include "fault.h"
+#include "file_map.h"
 #include "file_win.h"
 #include "internal.h"
 #include "json_write.h"
@@ -46,8 +47,9 @@ struct gcol {
 
 struct sx_vlen {
     int fd;
-    uint64_t base;  /* the user block: heap addresses are relative to it */
-    uint64_t table; /* file offset of the dataset's elements */
+    struct sx_file_map *map; /* or NULL: pread */
+    uint64_t base;           /* the user block: heap addresses are relative to it */
+    uint64_t table;          /* file offset of the dataset's elements */
     uint64_t nelem;
     uint64_t file_size;
     unsigned sa, sl;  /* size of offsets, size of lengths */
@@ -108,6 +110,8 @@ static enum sx_status read_at(const struct sx_vlen *v, void *buf, size_t n, uint
                               const char *src, struct sx_error *err) {
     enum sx_status st = SX_OK;
     size_t got = 0;
+    if (v->map != NULL)
+        return sx_file_map_read(v->map, at, n, buf, src, err);
     SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, src,
              "%s cannot be read; the file is truncated or damaged", src);
     while (got < n) {
@@ -441,8 +445,8 @@ out:
     return st;
 }
 
-enum sx_status sx_vlen_open(hid_t dset, int fd, const char *src, struct sx_vlen **out,
-                            struct sx_error *err) {
+enum sx_status sx_vlen_open(hid_t dset, int fd, struct sx_file_map *map, const char *src,
+                            struct sx_vlen **out, struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t t = -1, dcpl = -1, sp = -1, file = -1, fcpl = -1;
     struct sx_vlen *v = NULL;
@@ -478,6 +482,7 @@ enum sx_status sx_vlen_open(hid_t dset, int fd, const char *src, struct sx_vlen 
     v = sx_calloc(1, sizeof *v);
     SX_CHECK(v != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     v->fd = fd;
+    v->map = map;
     v->base = ub;
     v->table = addr;
     v->nelem = dim;
@@ -488,7 +493,7 @@ enum sx_status sx_vlen_open(hid_t dset, int fd, const char *src, struct sx_vlen 
     v->objhdr = (8 + sl + 7) & ~(size_t)7; /* headers are padded to 8 bytes */
     v->col_cap = 64;
     v->col = sx_calloc(v->col_cap, sizeof *v->col);
-    v->win = sx_file_win_new(fd, WIN, NWIN);
+    v->win = sx_file_win_new(fd, map, WIN, NWIN);
     SX_CHECK(v->col != NULL && v->win != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     *out = v;
     v = NULL;
