@@ -190,7 +190,7 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
     if (rank == 0) {
         st = sx_h5_read_extras(h5, run, err);
         if (st == SX_OK)
-            st = sx_out_open(output, &f, err);
+            st = sx_out_open(output, sx_mpi_threads_ok(c), &f, err);
     }
     st = sx_all_ok(c, st, err);
     if (st == SX_OK)

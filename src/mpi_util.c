@@ -84,3 +84,9 @@ enum sx_status sx_all_ok(MPI_Comm comm, enum sx_status st, struct sx_error *err)
         *err = e;
     return e.code;
 }
+
+bool sx_mpi_threads_ok(MPI_Comm comm) {
+    int level = MPI_THREAD_SINGLE;
+    return comm == MPI_COMM_NULL ||
+           (MPI_Query_thread(&level) == MPI_SUCCESS && level >= MPI_THREAD_FUNNELED);
+}

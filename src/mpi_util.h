@@ -22,5 +22,11 @@ void sx_comm_free(MPI_Comm *comm);
  * lowest failing rank, and 'err' holds that rank's error on every rank.
  */
 enum sx_status sx_all_ok(MPI_Comm comm, enum sx_status st, struct sx_error *err);
+/*
+ * Whether the process may run a thread of its own beside the caller's: MPI's
+ * thread level is MPI_THREAD_FUNNELED or more (only the caller's thread calls
+ * MPI), or 'comm' is MPI_COMM_NULL (no MPI call at all).
+ */
+bool sx_mpi_threads_ok(MPI_Comm comm);
 
 #endif /* SX_MPI_UTIL_H */

@@ -421,7 +421,7 @@ enum sx_status sx_export_native(MPI_Comm comm, const char *const *inputs, size_t
     if (st == SX_OK && rank == 0)
         st = check_output(nr, output, err);
     if (st == SX_OK && rank == 0)
-        st = sx_out_open(output, &f, err);
+        st = sx_out_open(output, sx_mpi_threads_ok(c), &f, err);
     st = sx_all_ok(c, st, err);
     if (st != SX_OK)
         goto out;

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,10 +16,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/*
+ * The output is written by a thread of its own while the caller formats the
+ * next bytes: sx_out_write_buf hands it a buffer and takes back the one it
+ * wrote before. Only the caller's thread asks the fault hook; a write that
+ * fails in the thread is the caller's error at its next write or commit.
+ */
 struct sx_out_file {
     int fd;
     char *path; /* final name */
     char *tmp;  /* temporary name beside it */
+    bool threaded;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct sx_buf busy; /* the thread's: bytes to write while 'pending' */
+    bool pending, quit;
+    int werr; /* errno of the thread's first failed write, or 0 */
 };
 
 /*
@@ -94,6 +108,87 @@ out:
     return st;
 }
 
+/* All of p[0..n) to 'fd': 0, or the errno of the failed write. */
+static int write_all(int fd, const char *p, size_t n) {
+    while (n > 0) {
+        ssize_t w = write(fd, p, n > (1u << 30) ? (1u << 30) : n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return errno;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void *writer(void *arg) {
+    struct sx_out_file *f = arg;
+    pthread_mutex_lock(&f->mu);
+    for (;;) {
+        while (!f->pending && !f->quit)
+            pthread_cond_wait(&f->cv, &f->mu);
+        if (!f->pending)
+            break;
+        pthread_mutex_unlock(&f->mu);
+        int e = write_all(f->fd, f->busy.data, f->busy.len);
+        pthread_mutex_lock(&f->mu);
+        if (e != 0 && f->werr == 0)
+            f->werr = e;
+        f->busy.len = 0;
+        f->pending = false;
+        pthread_cond_broadcast(&f->cv);
+    }
+    pthread_mutex_unlock(&f->mu);
+    return NULL;
+}
+
+/* Start the writer; without it (no thread to be had) the caller writes. */
+static void writer_start(struct sx_out_file *f) {
+    sigset_t all, old;
+    if (pthread_mutex_init(&f->mu, NULL) != 0)
+        return;
+    if (pthread_cond_init(&f->cv, NULL) != 0) {
+        pthread_mutex_destroy(&f->mu);
+        return;
+    }
+    /* signals stay the caller's: the thread starts with all of them blocked */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    f->threaded = pthread_create(&f->th, NULL, writer, f) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!f->threaded) {
+        pthread_cond_destroy(&f->cv);
+        pthread_mutex_destroy(&f->mu);
+    }
+}
+
+/* Wait for the thread to have written all it was given: 0, or its first errno. */
+static int writer_idle(struct sx_out_file *f) {
+    if (!f->threaded)
+        return 0;
+    pthread_mutex_lock(&f->mu);
+    while (f->pending)
+        pthread_cond_wait(&f->cv, &f->mu);
+    int e = f->werr;
+    pthread_mutex_unlock(&f->mu);
+    return e;
+}
+
+static void writer_stop(struct sx_out_file *f) {
+    if (!f->threaded)
+        return;
+    pthread_mutex_lock(&f->mu);
+    f->quit = true;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+    pthread_join(f->th, NULL);
+    pthread_cond_destroy(&f->cv);
+    pthread_mutex_destroy(&f->mu);
+    sx_buf_free(&f->busy);
+    f->threaded = false;
+}
+
 /* Whether a write, close or rename fails on purpose (fault tests), as EIO. */
 static bool faulty(void) {
     if (!sx_fault(SX_FAULT_WRITE, 0))
@@ -136,7 +231,7 @@ out:
     return st;
 }
 
-enum sx_status sx_out_open(const char *path, struct sx_out_file **out,
+enum sx_status sx_out_open(const char *path, bool thread, struct sx_out_file **out,
                            struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_out_file *f = NULL;
@@ -170,6 +265,8 @@ enum sx_status sx_out_open(const char *path, struct sx_out_file **out,
     f->path = sx_strdup(path);
     SX_CHECK(f->path != NULL, SX_ERR_NOMEM, err, path, "%s: out of memory", path);
     st = sx_tmp_create(path, &f->tmp, &f->fd, err);
+    if (st == SX_OK && thread)
+        writer_start(f);
 out:
     free(resolved);
     if (st != SX_OK) {
@@ -180,27 +277,51 @@ out:
     return st;
 }
 
+static enum sx_status write_failed(const struct sx_out_file *f, int e,
+                                   struct sx_error *err) {
+    return sx_error_set(err, SX_ERR_IO, f->path, "cannot write %s: %s", f->path,
+                        strerror(e));
+}
+
 enum sx_status sx_out_write(struct sx_out_file *f, const void *p, size_t n,
                             struct sx_error *err) {
-    const char *c = p;
-    while (n > 0) {
-        ssize_t w = write(f->fd, c, n > (1u << 30) ? (1u << 30) : n);
-        if (faulty())
-            w = -1;
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return sx_error_set(err, SX_ERR_IO, f->path, "cannot write %s: %s", f->path,
-                                strerror(errno));
-        }
-        c += w;
-        n -= (size_t)w;
+    int e = writer_idle(f); /* in order: after what the thread holds */
+    if (e == 0 && faulty())
+        e = EIO;
+    if (e == 0)
+        e = write_all(f->fd, p, n);
+    return e != 0 ? write_failed(f, e, err) : SX_OK;
+}
+
+enum sx_status sx_out_write_buf(struct sx_out_file *f, struct sx_buf *b,
+                                struct sx_error *err) {
+    if (!f->threaded) {
+        enum sx_status st = sx_out_write(f, b->data, b->len, err);
+        sx_buf_reset(b);
+        return st;
     }
+    int e = writer_idle(f);
+    if (e == 0 && faulty())
+        e = EIO;
+    if (e != 0)
+        return write_failed(f, e, err);
+    pthread_mutex_lock(&f->mu);
+    struct sx_buf done = f->busy;
+    f->busy = *b;
+    f->pending = f->busy.len > 0;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+    *b = done;
+    sx_buf_reset(b);
     return SX_OK;
 }
 
 enum sx_status sx_out_commit(struct sx_out_file *f, struct sx_error *err) {
     enum sx_status st = SX_OK;
+    int e = writer_idle(f);
+    writer_stop(f);
+    SX_CHECK(e == 0, SX_ERR_IO, err, f->path, "cannot write %s: %s", f->path,
+             strerror(e));
     int fd = f->fd;
     f->fd = -1;
     /* a failed close is a failed write (NFS, quotas) */
@@ -221,6 +342,7 @@ const char *sx_out_tmp_path(const struct sx_out_file *f) { return f->tmp; }
 void sx_out_abort(struct sx_out_file *f) {
     if (f == NULL)
         return;
+    writer_stop(f);
     if (f->fd >= 0)
         close(f->fd);
     if (f->tmp != NULL) {

@@ -4,13 +4,25 @@
 #define SX_OUT_FILE_H
 
 #include "internal.h"
+#include "json_write.h"
 
 struct sx_out_file;
-/* Create the parent directories and a temporary file beside 'path'. */
-enum sx_status sx_out_open(const char *path, struct sx_out_file **f,
+/*
+ * Create the parent directories and a temporary file beside 'path'. With
+ * 'thread', a thread of its own writes what sx_out_write_buf hands it.
+ */
+enum sx_status sx_out_open(const char *path, bool thread, struct sx_out_file **f,
                            struct sx_error *err);
 enum sx_status sx_out_write(struct sx_out_file *f, const void *p, size_t n,
                             struct sx_error *err);
+/*
+ * Write b's bytes, in order after all written before: a thread writes them
+ * while the caller goes on, and 'b' comes back empty, holding the storage of
+ * a buffer written before (or its own). A failed write is reported here or by
+ * the next write or the commit.
+ */
+enum sx_status sx_out_write_buf(struct sx_out_file *f, struct sx_buf *b,
+                                struct sx_error *err);
 /* Flush, close and rename over 'path'. */
 enum sx_status sx_out_commit(struct sx_out_file *f, struct sx_error *err);
 /* Remove the temporary file. Accepts NULL. */

@@ -111,9 +111,12 @@ static uint64_t progress_of(const struct sx_producer *p, long b,
     return b < 0 ? 0 : p->block_units(p->ctx, (size_t)b);
 }
 
-static enum sx_status write_text(struct writer *w, const struct sx_buf *raw,
-                                 const struct sx_buf *z, uint32_t crc, bool final,
-                                 uint64_t units, struct sx_error *err) {
+/* Write 'raw' (or its deflated 'z'); the buffer written comes back empty
+ * (sx_out_write_buf).
+ */
+static enum sx_status write_text(struct writer *w, struct sx_buf *raw, struct sx_buf *z,
+                                 uint32_t crc, bool final, uint64_t units,
+                                 struct sx_error *err) {
     enum sx_status st = SX_OK;
     if (sx_stop_requested())
         return sx_error_set(
@@ -122,7 +125,7 @@ static enum sx_status write_text(struct writer *w, const struct sx_buf *raw,
             "(an existing file is left as it was)",
             w->so->path);
     if (!w->so->gz) {
-        st = sx_out_write(w->f, raw->data, raw->len, err);
+        st = sx_out_write_buf(w->f, raw, err);
     } else {
         if (z == NULL) { /* head and tail: compressed here */
             sx_buf_reset(&w->z);
@@ -131,10 +134,10 @@ static enum sx_status write_text(struct writer *w, const struct sx_buf *raw,
                                     &w->z, err);
             z = &w->z;
         }
-        if (st == SX_OK)
-            st = sx_out_write(w->f, z->data, z->len, err);
         w->crc = sx_crc32_combine(w->crc, crc, raw->len);
         w->isize += raw->len;
+        if (st == SX_OK)
+            st = sx_out_write_buf(w->f, z, err);
     }
     w->done += units;
     if (st == SX_OK && w->so->progress != NULL)

@@ -377,7 +377,7 @@ static enum sx_status export_run(MPI_Comm comm, struct sx_run *run, struct sx_h5
 
     /* Stage: rank 0 opens the output. */
     if (rank == 0)
-        st = sx_out_open(output, fout, err);
+        st = sx_out_open(output, sx_mpi_threads_ok(comm), fout, err);
     st = sx_all_ok(comm, st, err);
     if (st != SX_OK)
         goto out;

@@ -596,7 +596,9 @@ out:
 
 int main(int argc, char **argv) {
     if (want_mpi()) {
-        if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
+        /* FUNNELED: the output's writer thread makes no MPI call */
+        int level = MPI_THREAD_SINGLE;
+        if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &level) != MPI_SUCCESS) {
             fprintf(stderr, "scope-export: error: MPI_Init failed\n");
             return 1;
         }

@@ -1,0 +1,196 @@
+/*
+ * test_out_file.c - the output file and its writer thread: bytes land in
+ * order whichever way they are written; a write that fails in the thread is
+ * an error naming the output at the next write or the commit; a failed
+ * output leaves no file and no temporary behind, and an existing file as it
+ * was.
+ */
+#include "json_write.h"
+#include "out_file.h"
+#include "sx_fault.h"
+#include "sx_test.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[256];
+static bool threaded; /* the writer thread, or the caller writes */
+
+static unsigned long long rnd_state = 88172645463325252ull;
+static unsigned rnd(void) {
+    rnd_state ^= rnd_state << 13;
+    rnd_state ^= rnd_state >> 7;
+    rnd_state ^= rnd_state << 17;
+    return (unsigned)(rnd_state >> 16);
+}
+
+/* The file's bytes, or NULL; their count in '*n'. */
+static char *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *p = malloc((size_t)len + 1);
+    ASSERT(p != NULL && fread(p, 1, (size_t)len, f) == (size_t)len);
+    fclose(f);
+    *n = (size_t)len;
+    return p;
+}
+
+/* How many names in 'dir' (temporaries are hidden names beside the output). */
+static int entries(void) {
+    DIR *d = opendir(dir);
+    ASSERT(d != NULL);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+/* Buffers handed over and bytes copied, interleaved, of many sizes: all of them, in
+ * order. */
+static void test_order(const char *path) {
+    size_t cap = (size_t)40 << 20, len = 0;
+    char *want = malloc(cap);
+    ASSERT(want != NULL);
+    struct sx_out_file *f = NULL;
+    struct sx_error e;
+    sx_error_clear(&e);
+    ASSERT(sx_out_open(path, threaded, &f, &e) == SX_OK);
+    struct sx_buf b = {0};
+    for (int k = 0; k < 400; k++) {
+        size_t n = k % 50 == 0 ? (size_t)(rnd() % (4u << 20)) : (size_t)(rnd() % 70000);
+        char piece[64];
+        if (len + n + sizeof piece > cap)
+            break;
+        for (size_t i = 0; i < n; i++) {
+            char c = (char)('a' + (k + i) % 26);
+            sx_buf_putc(&b, c);
+            want[len++] = c;
+        }
+        ASSERT(!b.failed);
+        CHECK(sx_out_write_buf(f, &b, &e) == SX_OK);
+        CHECK(b.len == 0); /* it comes back empty */
+        int m = snprintf(piece, sizeof piece, "<%d>", k);
+        CHECK(sx_out_write(f, piece, (size_t)m, &e) == SX_OK);
+        memcpy(want + len, piece, (size_t)m);
+        len += (size_t)m;
+    }
+    CHECK(sx_out_commit(f, &e) == SX_OK);
+    size_t got_n = 0;
+    char *got = slurp(path, &got_n);
+    CHECK(got != NULL && got_n == len && memcmp(got, want, len) == 0);
+    CHECK(entries() == 1);
+    sx_buf_free(&b);
+    free(got);
+    free(want);
+}
+
+/*
+ * The thread's write fails (the file size limit, as a full disk would): the
+ * caller hears of it, naming the output, by the commit at the latest; the
+ * existing output stays, and no temporary is left.
+ */
+static void test_thread_failure(const char *path) {
+    size_t before_n = 0;
+    char *before = slurp(path, &before_n);
+    ASSERT(before != NULL);
+    struct rlimit was, small;
+    ASSERT(getrlimit(RLIMIT_FSIZE, &was) == 0);
+    small = was;
+    small.rlim_cur = 1 << 20;
+    signal(SIGXFSZ, SIG_IGN); /* the write fails with EFBIG instead */
+    ASSERT(setrlimit(RLIMIT_FSIZE, &small) == 0);
+    struct sx_out_file *f = NULL;
+    struct sx_error e;
+    sx_error_clear(&e);
+    ASSERT(sx_out_open(path, threaded, &f, &e) == SX_OK);
+    struct sx_buf b = {0};
+    enum sx_status st = SX_OK;
+    for (int k = 0; k < 4 && st == SX_OK; k++) {
+        for (int i = 0; i < (1 << 19); i++)
+            sx_buf_putc(&b, 'x');
+        st = sx_out_write_buf(f, &b, &e);
+    }
+    if (st == SX_OK)
+        st = sx_out_commit(f, &e);
+    else
+        sx_out_abort(f);
+    CHECK(st == SX_ERR_IO);
+    CHECK(strcmp(e.source, path) == 0 && strstr(e.text, "cannot write") != NULL &&
+          strstr(e.text, path) != NULL);
+    ASSERT(setrlimit(RLIMIT_FSIZE, &was) == 0);
+    signal(SIGXFSZ, SIG_DFL);
+    size_t after_n = 0;
+    char *after = slurp(path, &after_n);
+    CHECK(after != NULL && after_n == before_n && memcmp(after, before, before_n) == 0);
+    CHECK(entries() == 1);
+    sx_buf_free(&b);
+    free(after);
+    free(before);
+}
+
+/* A write that fails on purpose, the nth of them for every n: the same. */
+static void test_faults(const char *path) {
+    size_t before_n = 0;
+    char *before = slurp(path, &before_n);
+    ASSERT(before != NULL);
+    for (long nth = 1;; nth++) {
+        struct sx_out_file *f = NULL;
+        struct sx_error e;
+        sx_error_clear(&e);
+        ASSERT(sx_out_open(path, threaded, &f, &e) == SX_OK);
+        sx_fault_arm(SX_FAULT_WRITE, nth);
+        struct sx_buf b = {0};
+        enum sx_status st = SX_OK;
+        for (int k = 0; k < 6 && st == SX_OK; k++) {
+            sx_buf_append(&b, "0123456789", 10);
+            st = k % 2 ? sx_out_write_buf(f, &b, &e) : sx_out_write(f, "ab", 2, &e);
+        }
+        if (st == SX_OK)
+            st = sx_out_commit(f, &e);
+        else
+            sx_out_abort(f);
+        bool fired = sx_fault_fired();
+        sx_fault_off();
+        sx_buf_free(&b);
+        if (!fired) {
+            CHECK(st == SX_OK && nth > 6);
+            break;
+        }
+        CHECK(st == SX_ERR_IO && strcmp(e.source, path) == 0);
+        size_t n = 0;
+        char *now = slurp(path, &n);
+        CHECK(now != NULL && n == before_n && memcmp(now, before, n) == 0);
+        free(now);
+        CHECK(entries() == 1);
+    }
+    free(before);
+}
+
+int main(void) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/test_out_file.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    ASSERT(mkdtemp(dir) != NULL);
+    char path[300];
+    snprintf(path, sizeof path, "%s/out.json", dir);
+    for (int t = 1; t >= 0; t--) {
+        threaded = t;
+        test_order(path);
+        test_thread_failure(path);
+        test_faults(path);
+    }
+    unlink(path);
+    rmdir(dir);
+    TEST_DONE();
+}
