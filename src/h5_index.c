@@ -27,8 +27,8 @@
  * frames a read-ahead takes in file order, once each, so that holding more of
  * them buys little.
  */
-#define MAP_INDEX ((size_t)32 << 20)
-#define MAP_EVENTS ((size_t)8 << 20)
+#define MAP_INDEX ((size_t)16 << 20)
+#define MAP_EVENTS ((size_t)4 << 20)
 
 struct meta_ctx {
     struct sx_h5 *h5;
