@@ -67,6 +67,9 @@ shape() { # name block-size synth-options...
 # small blocks: rows of one block spread over the whole index, many blocks per rank
 shape every-column 16384 --ranks 300 --regions 24 --events 30000 --empty-ranks --zero-rows \
     --columns all
+# event columns over the mapping's budget: read-aheads drop its frames and fault them in again
+shape mapped-sweeps 4194304 --ranks 2000 --regions 8 --events 600000 --skew 0.3 --zero-rows \
+    --columns call,parent,meta
 # the default block size: blocks cut by their number of rows
 shape chunked-fixed 4194304 --ranks 1100 --regions 6 --events 20000 --zero-rows \
     --strings fixed --chunk 512 --deflate 2 --unicode
