@@ -222,6 +222,9 @@ timed() {
     IFS='|' read -r c kind n _ opts <<<"$2"
     out=$(case_out "$c")
     rm -f "$out" "$W/time.outer" "$W"/time.r0.*
+    # the outputs of the cases before are written back first: else their writeback lands
+    # on whichever case comes next (gigabytes of traces), yardsticks and exports alike
+    sync
     t0=$(now_us)
     if [ "$kind" = sx ] || [ "$kind" = launch ]; then
         local in=$W/run.$run.h5
@@ -525,7 +528,8 @@ report() {
     echo "MPI_Init and MPI_Finalize of scope-export on a 100-event run): the export's whole cost."
     echo "MPI settings: $( (env | grep '^OMPI_MCA_' | grep -v -e rmaps_base_oversubscribe \
         || echo 'Open MPI defaults') | tr '\n' ' ')"
-    echo "Each repetition times every case on every run in turn (interleaved against drift)."
+    echo "Each repetition times every case on every run in turn (interleaved against drift),"
+    echo "each after a sync: no case pays for the writeback of the outputs before it."
     echo "NOTE: timings on a shared machine are noisy; compare within one session only."
     for run in "${runs[@]}"; do
         [ -n "${EVENTS[$run]:-}" ] || continue
