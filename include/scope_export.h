@@ -128,6 +128,11 @@ SX_API void sx_options_init(struct sx_options *opts);
  * With 'comm' MPI_COMM_NULL the call runs on the calling process alone and
  * makes no MPI call at all, so MPI need not be initialized (the output is the
  * same as with one rank).
+ *
+ * The process that writes the file writes it from a thread of its own, which
+ * makes no MPI call, when MPI was initialized with MPI_THREAD_FUNNELED or more
+ * (or 'comm' is MPI_COMM_NULL); under MPI_THREAD_SINGLE the calling thread
+ * writes it. The thread is gone when the call returns.
  */
 SX_API enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
                                 const struct sx_options *opts, struct sx_error *err);
@@ -180,7 +185,8 @@ SX_API enum sx_status sx_import(const char *input, const char *output,
  * named it, and what the document needs of the whole run is agreed with
  * collectives. Every rank returns the same status and error; on failure no
  * output is written and an existing 'output' is left as it was. With 'comm'
- * MPI_COMM_NULL the call runs on this process alone, without MPI.
+ * MPI_COMM_NULL the call runs on this process alone, without MPI. The output
+ * is written from a thread of its own as sx_export() says.
  */
 SX_API enum sx_status sx_export_native(MPI_Comm comm, const char *const *inputs,
                                        size_t n_inputs, const char *output,
