@@ -306,9 +306,10 @@ static enum sx_status h5_read_metas_impl(struct sx_h5 *h5, const struct sx_run *
         size_t at = out->len;
         uint64_t cnt = 0;
         if (len > 0) {
-            char where[1200];
-            snprintf(where, sizeof where, "%s[%" PRIu64 "]", src, rows[k]->file_row);
+            char where[1200]; /* the row, named only when it fails: a row is a few us */
             st = sx_json_canon_meta(raw.data + roff[k], len, out, &any[k], &cnt, err);
+            if (st != SX_OK || (cnt != 0 && cnt != rows[k]->count))
+                snprintf(where, sizeof where, "%s[%" PRIu64 "]", src, rows[k]->file_row);
             if (st != SX_OK) {
                 if (err != NULL && err->source[0] == '\0')
                     snprintf(err->source, sizeof err->source, "%.500s", where);

@@ -1251,26 +1251,6 @@ out:
     return st;
 }
 
-/* A row's own copy of parsed tags. */
-static enum sx_status copy_tags(char *const *v, size_t n, char ***tags, size_t *ntags,
-                                const char *src, struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    char **t = sx_calloc(n + 1, sizeof *t);
-    SX_CHECK(t != NULL, SX_ERR_NOMEM, err, src, "out of memory");
-    for (size_t i = 0; i < n; i++) {
-        t[i] = sx_strdup(v[i]);
-        if (t[i] == NULL) {
-            h5_free_strv(t, i);
-            t = NULL;
-        }
-        SX_CHECK(t != NULL, SX_ERR_NOMEM, err, src, "out of memory");
-    }
-    *tags = t;
-    *ntags = n;
-out:
-    return st;
-}
-
 static enum sx_status h5_fill_rows_impl(struct sx_h5 *h5, const struct sx_run *run,
                                         const struct sx_index_row *const *ix, size_t n,
                                         struct sx_row *out, struct sx_error *err) {
@@ -1296,6 +1276,7 @@ static enum sx_status h5_fill_rows_impl(struct sx_h5 *h5, const struct sx_run *r
         if (ix[k]->flags & SX_IR_NO_GPU)
             row->cols &= ~SX_COLBIT(SX_COL_GPU);
         row->has_meta_col = run->has_meta_col;
+        row->borrowed = true; /* the strings are the pools' (sx_h5_close frees them) */
     }
     if (n == 0)
         goto out;
@@ -1357,18 +1338,14 @@ static enum sx_status h5_fill_rows_impl(struct sx_h5 *h5, const struct sx_run *r
                         goto out;
                     pl->ntags[id - 1] = nt + 1;
                 }
-                st = copy_tags(pl->tags[id - 1], pl->ntags[id - 1] - 1, &out[k].tags,
-                               &out[k].ntags, src, err);
-                if (st != SX_OK)
-                    goto out;
+                out[k].tags = pl->tags[id - 1];
+                out[k].ntags = pl->ntags[id - 1] - 1;
                 continue;
             }
-            char *v = sx_strdup(p);
-            SX_CHECK(v != NULL, SX_ERR_NOMEM, err, src, "out of memory");
             if (c == RD_FILES)
-                out[k].source_file = v;
+                out[k].source_file = (char *)p;
             else
-                out[k].source_text = v;
+                out[k].source_text = (char *)p;
         }
     }
 out:

@@ -24,9 +24,11 @@ static void free_strings(char **s, size_t n) {
 }
 
 void sx_row_clear(struct sx_row *row) {
-    free(row->source_file);
-    free(row->source_text);
-    free_strings(row->tags, row->ntags);
+    if (!row->borrowed) {
+        free(row->source_file);
+        free(row->source_text);
+        free_strings(row->tags, row->ntags);
+    }
     free(row->group);
     for (int c = 0; c < SX_NCOLS; c++)
         free(row->col[c]);

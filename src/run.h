@@ -46,6 +46,9 @@ struct sx_row {
     int64_t source_lineno;
     char **tags;
     size_t ntags;
+    /* source_file, source_text and tags belong to the reader that filled the row
+     * (sx_h5_fill_rows: its pools, alive while the run is open): not freed with it */
+    bool borrowed;
     bool has_exclusive;
     int64_t exclusive_total;
     /* aggregate branch */
