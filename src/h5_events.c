@@ -433,6 +433,16 @@ static size_t merge_spans(const struct span *sp, size_t n, size_t i, uint64_t ga
     return j;
 }
 
+/* Make h5->rbuf hold 'bytes' (its contents need not survive); false: no memory. */
+static bool rbuf_reserve(struct sx_h5 *h5, size_t bytes) {
+    if (bytes > h5->rbuf_cap) {
+        free(h5->rbuf);
+        h5->rbuf = sx_malloc(bytes);
+        h5->rbuf_cap = h5->rbuf != NULL ? bytes : 0;
+    }
+    return h5->rbuf != NULL;
+}
+
 /*
  * The direct path of read_col_spans: one pread per run of ranges less than a
  * page apart, converted from the file's little-endian integers.
@@ -453,12 +463,7 @@ static enum sx_status read_col_spans_raw(struct sx_h5 *h5, const struct raw_col 
                 continue;
             }
             size_t bytes = (size_t)sp[k].n * rc->size;
-            if (bytes > h5->rbuf_cap) {
-                free(h5->rbuf);
-                h5->rbuf = sx_malloc(bytes);
-                h5->rbuf_cap = h5->rbuf != NULL ? bytes : 0;
-            }
-            SX_CHECK(h5->rbuf != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+            SX_CHECK(rbuf_reserve(h5, bytes), SX_ERR_NOMEM, err, src, "out of memory");
             st = sx_file_map_read(h5->evmap, at, bytes, h5->rbuf, src, err);
             if (st == SX_OK)
                 h5_widen(h5->rbuf, rc->size, rc->is_signed, sp[k].n, dst);
@@ -469,12 +474,7 @@ static enum sx_status read_col_spans_raw(struct sx_h5 *h5, const struct raw_col 
         uint64_t lo, hi;
         size_t j = merge_spans(sp, n, i, gap, &lo, &hi);
         size_t bytes = (size_t)(hi - lo) * rc->size;
-        if (bytes > h5->rbuf_cap) {
-            free(h5->rbuf);
-            h5->rbuf = sx_malloc(bytes);
-            h5->rbuf_cap = h5->rbuf != NULL ? bytes : 0;
-        }
-        SX_CHECK(h5->rbuf != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        SX_CHECK(rbuf_reserve(h5, bytes), SX_ERR_NOMEM, err, src, "out of memory");
         uint64_t at = rc->addr + lo * rc->size;
         size_t got = 0;
         while (got < bytes) {
