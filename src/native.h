@@ -114,7 +114,9 @@ void sx_native_free(struct sx_native *nr);
  * every rank's 'inputs', spread the files over the ranks (a file named by
  * several ranks is read by one of them), read the indexes and merge them
  * into '*out' (new), the same on every rank. 'label' NULL or "" gives
- * 'stem_of' stem. Every rank returns the same status and error.
+ * 'stem_of' name without its document suffix (.json, .trace.json,
+ * .speedscope.json, also with .gz) or else its last suffix. Every rank returns the same
+ * status and error.
  */
 enum sx_status sx_native_open(MPI_Comm comm, const char *const *inputs, size_t n,
                               const char *label, const char *stem_of,

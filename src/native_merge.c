@@ -315,18 +315,35 @@ static int cmp_seen(const void *a, const void *b) {
     return x->file < y->file ? -1 : x->file > y->file;
 }
 
-/* Path(p).stem */
+/*
+ * The default label of a native run written to 'p': its name without a document
+ * suffix (.json, .trace.json, .speedscope.json, each also with .gz), so that
+ * profile.json.gz is "profile"; any other name loses its last suffix, as Path(p).stem
+ * (merged.h5 is "merged", as scope-profiler's import-native labels it).
+ */
 static char *path_stem(const char *p) {
+    static const char *const doc_suffixes[] = {
+        ".trace.json.gz", ".speedscope.json.gz", ".json.gz",
+        ".trace.json",    ".speedscope.json",    ".json",
+    };
     char *norm = sx_native_path_norm(p);
     if (norm == NULL)
         return NULL;
     const char *slash = strrchr(norm, '/');
     const char *name = slash ? slash + 1 : norm;
-    const char *dot = strrchr(name, '.');
     size_t n = strlen(name);
-    char *out = dot != NULL && dot > name && (size_t)(dot - name) < n - 1
-                    ? sx_strndup(name, (size_t)(dot - name))
-                    : sx_strdup(name);
+    const char *dot = strrchr(name, '.');
+    size_t stem = dot != NULL && dot > name && (size_t)(dot - name) < n - 1
+                      ? (size_t)(dot - name)
+                      : n;
+    for (size_t i = 0; i < sizeof doc_suffixes / sizeof doc_suffixes[0]; i++) {
+        size_t k = strlen(doc_suffixes[i]);
+        if (n > k && strcmp(name + n - k, doc_suffixes[i]) == 0) {
+            stem = n - k;
+            break;
+        }
+    }
+    char *out = sx_strndup(name, stem);
     free(norm);
     return out;
 }

@@ -100,8 +100,14 @@ done
 (cd "$d" && "$X" export --native ranks/run_rank00001.h5 ./ranks/ ranks/run_rank00000.h5 \
     -o "$TMP/merged.json.gz" --label merged -q) && "$CMP" "$TMP/merged.json.gz" "$d/run.json" && ok ||
     bad "files named twice and beside their directory are read once"
-(cd "$d" && "$X" export --native ranks -o "$TMP/x.y.json" -q) &&
-    grep -q '"label": "x.y"' "$TMP/x.y.json" && ok || bad "the default label is not Path(out).stem"
+# the default label is the output's name without its document suffix
+for out_label in x.y.json:x.y profile.json.gz:profile t.trace.json:t s.speedscope.json.gz:s \
+    p.gz:p p:p; do
+    out=${out_label%%:*} want=${out_label#*:}
+    (cd "$d" && "$X" export --native ranks -o "$TMP/$out" -q) &&
+        zcat -f "$TMP/$out" | grep -q "\"label\": \"$want\"" && ok ||
+        bad "-o $out: the default label is not '$want'"
+done
 (cd "$d" && "$X" import-native ranks -o "$TMP/lab.h5" --label L >/dev/null) &&
     "$X" export "$TMP/lab.h5" -o "$TMP/lab.json" -q && grep -q '"label": "L"' "$TMP/lab.json" &&
     ok || bad "import-native --label"
