@@ -382,18 +382,24 @@ static int write_h5(const char *path, long r, const struct region *g, size_t n) 
     return ok ? 0 : 1;
 }
 
-static int usage(void) {
-    fprintf(stderr,
-            "usage: scope-export-native-synth --prefix P [--ranks N] [--events E] "
-            "[--regions R] [--format h5|spt|mixed] [--version 1|2] "
-            "[--endian little|big|mixed] [--empty-ranks K] [--seed S]\n");
-    return 2;
+static int usage_to(FILE *f, int status) {
+    fprintf(f, "usage: scope-export-native-synth --prefix P [--ranks N] [--events E] "
+               "[--regions R] [--format h5|spt|mixed] [--version 1|2] "
+               "[--endian little|big|mixed] [--empty-ranks K] [--seed S]\n"
+               "Write a synthetic native run (per-process P_rank<N>.h5 or .spt files).\n"
+               "A generator of test and benchmark input for scope-export, deterministic\n"
+               "from --seed. Not needed to export real runs.\n");
+    return status;
 }
+
+static int usage(void) { return usage_to(stderr, 2); }
 
 int main(int argc, char **argv) {
     struct opts o = {NULL, 4, 8, 2, 0, 1, 1000, "h5", "little"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+            return usage_to(stdout, 0);
         if (v == NULL)
             return usage();
         i++;

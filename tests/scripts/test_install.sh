@@ -22,15 +22,26 @@ cd "$TMP" || exit 1
 ex="$P/share/doc/scope_export/examples"
 
 # What is installed, and what is not
-for f in bin/scope-export bin/scope-export-synth include/scope_export.h \
+for f in bin/scope-export include/scope_export.h \
     lib/libscope_export.a lib/libscope_export.so lib/pkgconfig/scope_export.pc \
     lib/cmake/scope_export/scope_exportConfig.cmake share/man/man1/scope-export.1 \
     lib/python3/dist-packages/scope_export/__init__.py "${ex#"$P/"}/finalize_export.c"; do
     [ -e "$P/$f" ] && ok || bad "not installed: $f"
 done
-[ ! -e "$P/bin/scope-export-damage" ] && ok || bad "the test-only scope-export-damage is installed"
-scope-export-synth --help | grep -q 'generator of test and benchmark input' && ok ||
-    bad "scope-export-synth --help does not say what it is"
+# the generators of test input only when asked for, the damage tool never
+for t in scope-export-synth scope-export-native-synth scope-export-damage; do
+    [ ! -e "$P/bin/$t" ] && ok || bad "$t is installed by a plain cmake --install"
+done
+if cmake --install "$BIN" --prefix "$TMP/tools" --component tools >"$TMP/tools.log" 2>&1; then
+    for t in scope-export-synth scope-export-native-synth; do
+        "$TMP/tools/bin/$t" --help | grep -q 'generator of test and benchmark input' && ok ||
+            bad "--component tools: $t is not installed or its --help does not say what it is"
+    done
+    [ "$(find "$TMP/tools" -type f | wc -l)" = 2 ] && ok ||
+        bad "--component tools installs more than the two generators: $(find "$TMP/tools" -type f)"
+else
+    bad "cmake --install --component tools: $(cat "$TMP/tools.log")"
+fi
 soname=$(readelf -d "$P/lib/libscope_export.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
 [[ "$soname" =~ ^libscope_export\.so\.[0-9]+(\.[0-9]+)?$ ]] && [ -e "$P/lib/$soname" ] && ok ||
     bad "SONAME '$soname' is not versioned or not installed"
