@@ -1142,10 +1142,13 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
     h5->map = sx_file_map_open(h5->fd, (uint64_t)sb.st_size, MAP_INDEX);
     h5->evmap = sx_file_map_open(h5->fd, (uint64_t)sb.st_size, MAP_EVENTS);
 
+    /* Every rank opens the run on its own through the POSIX driver: the reads are
+     * independent anyway, and MPI-IO (ROMIO) would create and delete lock-test files
+     * beside the input, writing into a directory that may be shared or read-only. */
     fapl = H5Pcreate(H5P_FILE_ACCESS);
     SX_CHECK(fapl >= 0, SX_ERR_INTERNAL, err, path, "H5Pcreate failed");
-    if (comm != MPI_COMM_NULL)
-        H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL); /* NOTE: collective open below */
+    SX_CHECK(H5Pset_fapl_sec2(fapl) >= 0, SX_ERR_INTERNAL, err, path,
+             "H5Pset_fapl_sec2 failed");
     h5->file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
     SX_CHECK(
         h5->file >= 0, SX_ERR_OPEN, err, path,
@@ -1209,7 +1212,7 @@ static void h5_close_impl(struct sx_h5 *h5) {
         h5_close_id(h5->rd[k]);
     for (int k = 0; k < 3; k++)
         pool_free(&h5->pool[k]);
-    h5_close_id(h5->file); /* NOTE: collective with the MPI-IO driver */
+    h5_close_id(h5->file);
     h5_quiet_end(&q);
     sx_file_win_free(h5->iwin);
     sx_file_map_close(h5->map);

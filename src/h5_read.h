@@ -14,9 +14,10 @@ struct sx_h5;
 /*
  * Open 'path' and read the run's index: root attributes, metadata, region
  * table, rank-region index (or the schema-1 groups), validated (spec 2.11).
- * 'comm' selects the MPI-IO driver (MPI_COMM_NULL: the POSIX driver, for
- * tools and tests). Collective over 'comm' when it is not MPI_COMM_NULL:
- * every rank must call it (and sx_h5_close) even after an error elsewhere.
+ * Every rank reads the file through HDF5's POSIX driver on its own (nothing
+ * is written beside it); 'comm' (MPI_COMM_NULL: this process alone) agrees
+ * on errors and shares a lazily read index. Collective over 'comm' when it is
+ * not MPI_COMM_NULL: every rank must call it even after an error elsewhere.
  * The returned run holds rows without event data.
  */
 enum sx_status sx_h5_open(MPI_Comm comm, const char *path, bool summary,
@@ -38,7 +39,7 @@ enum sx_status sx_h5_open_index(MPI_Comm comm, const char *path, bool summary,
 enum sx_status sx_h5_fill_rows(struct sx_h5 *h5, const struct sx_run *run,
                                const struct sx_index_row *const *ix, size_t n,
                                struct sx_row *out, struct sx_error *err);
-/* Collective like sx_h5_open. Accepts NULL. */
+/* Local. Accepts NULL. */
 void sx_h5_close(struct sx_h5 *h5);
 
 /* Read lane tables, LIKWID and line-profile groups into 'run'. Local. */
