@@ -275,6 +275,22 @@ for sig in TERM INT; do
 done
 
 # ---------------------------------------------------------------------------------------
+# Batch scripts: under Open MPI's mpirun with -q (as the README's examples), or with
+# OMPI_MCA_orte_execute_quiet=1, a failed export prints its one line and nothing of
+# mpirun's ("Primary job terminated normally, but 1 process returned..."), exit status 1.
+for how in "-q" "OMPI_MCA_orte_execute_quiet=1"; do
+    q=()
+    e=()
+    case $how in -q) q=(-q) ;; *) e=("$how") ;; esac
+    env "${e[@]}" timeout -k 5 60 "$MPIEXEC" "${q[@]}" --oversubscribe -n 2 "$X" export \
+        "$TMP/none.h5" -o "$TMP/none.json" </dev/null >/dev/null 2>"$TMP/quiet.err"
+    rc=$?
+    n=$(grep -c '' "$TMP/quiet.err")
+    [ "$rc" = 1 ] && [ "$n" = 1 ] && grep -q 'none.h5' "$TMP/quiet.err" && ok ||
+        bad "mpirun $how, a failed export: status $rc, $n lines on stderr (1 expected): $(head -c 600 "$TMP/quiet.err")"
+done
+
+# ---------------------------------------------------------------------------------------
 # Injected MPI faults: every stage, the first and the last rank; the run fails within 30 s,
 # rank 0 prints the error once, naming the failing rank; no output is left.
 for np in 2 4; do
