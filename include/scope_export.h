@@ -208,8 +208,12 @@ SX_API enum sx_status sx_import_native(MPI_Comm comm, const char *const *inputs,
 /*
  * Ask running exports on this process to stop at the next block and fail
  * with SX_ERR_INTERRUPTED. Async-signal-safe: meant for a signal handler.
+ * Returns how many outputs this process was writing (or knew another rank
+ * to be writing) under their temporary names: those are removed now and
+ * will not be written, so their exports are sure to fail; 0 when none was
+ * (not yet created, or already renamed into place).
  */
-SX_API void sx_request_stop(void);
+SX_API int sx_request_stop(void);
 
 /*
  * For a crash or hang report from a signal handler (async-signal-safe): the

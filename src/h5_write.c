@@ -1869,12 +1869,16 @@ enum sx_status sx_h5w_finish(struct sx_h5w *w, struct sx_error *err) {
         w->collective = false;
         st = write_pending(w, err);
         close_id(&w->t_str);
-        if (st == SX_OK && rename(w->tmp, w->path) != 0)
-            st = sx_error_set(err, SX_ERR_IO, src(w, NULL),
-                              "cannot rename the temporary file into place: %s",
-                              strerror(errno));
+        if (st == SX_OK && sx_tmp_commit(w->tmp, w->path) != 0)
+            st = errno == EINTR
+                     ? sx_error_set(err, SX_ERR_INTERRUPTED, src(w, NULL),
+                                    "interrupted by a signal; the file was not "
+                                    "written")
+                     : sx_error_set(err, SX_ERR_IO, src(w, NULL),
+                                    "cannot rename the temporary file into "
+                                    "place: %s",
+                                    strerror(errno));
         if (st == SX_OK) {
-            sx_tmp_forget(w->tmp);
             free(w->tmp);
             w->tmp = NULL;
         }

@@ -3,6 +3,7 @@
 #include "out_file.h"
 
 #include "fault.h"
+#include "stop.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,10 +66,27 @@ void sx_tmp_forget(const char *tmp) {
         }
 }
 
-void sx_tmp_remove_all(void) {
+int sx_tmp_remove_all(void) {
+    int n = 0;
     for (int i = 0; i < MAX_TMP; i++)
-        if (pending[i].set)
+        if (pending[i].set) {
             unlink(pending[i].path);
+            n++;
+        }
+    return n;
+}
+
+int sx_tmp_commit(const char *tmp, const char *path) {
+    /* Untracked first, then the look at the stop flag (sx_request_stop() does the
+     * reverse): a stop whose handler saw 'tmp' pending, and said the output will not
+     * be written, is seen here, and the rename does not happen. */
+    sx_tmp_forget(tmp);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (sx_stop_requested()) {
+        errno = EINTR;
+        return -1;
+    }
+    return rename(tmp, path);
 }
 
 enum sx_status sx_tmp_create(const char *path, char **tmp, int *fd,
@@ -327,9 +346,19 @@ enum sx_status sx_out_commit(struct sx_out_file *f, struct sx_error *err) {
     /* a failed close is a failed write (NFS, quotas) */
     SX_CHECK(close(fd) == 0 && !faulty(), SX_ERR_IO, err, f->path, "cannot write %s: %s",
              f->path, strerror(errno));
-    SX_CHECK(!faulty() && rename(f->tmp, f->path) == 0, SX_ERR_IO, err, f->path,
+    SX_CHECK(!faulty(), SX_ERR_IO, err, f->path,
              "cannot rename the finished output to %s: %s", f->path, strerror(errno));
-    sx_tmp_forget(f->tmp);
+    if (sx_tmp_commit(f->tmp, f->path) != 0) {
+        st = errno == EINTR
+                 ? sx_error_set(err, SX_ERR_INTERRUPTED, f->path,
+                                "%s: export interrupted by a signal; no output "
+                                "was written",
+                                f->path)
+                 : sx_error_set(err, SX_ERR_IO, f->path,
+                                "cannot rename the finished output to %s: %s", f->path,
+                                strerror(errno));
+        goto out;
+    }
     free(f->tmp);
     f->tmp = NULL;
 out:

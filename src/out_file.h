@@ -35,14 +35,22 @@ const char *sx_out_tmp_path(const struct sx_out_file *f);
  * The one temporary-file scheme: a new empty file ".NAME.XXXXXX" beside
  * 'path' (mode as open(2) with 0666 under the umask), tracked for
  * sx_tmp_remove_all. New name in '*tmp'; its descriptor in '*fd', or closed
- * when 'fd' is NULL. The caller renames or removes it, then sx_tmp_forget.
+ * when 'fd' is NULL. The caller renames it with sx_tmp_commit, or removes it
+ * and calls sx_tmp_forget.
  */
 enum sx_status sx_tmp_create(const char *path, char **tmp, int *fd, struct sx_error *err);
 /* Track a temporary file another rank writes, so that a signal here removes it. */
 void sx_tmp_track(const char *tmp);
 /* 'tmp' was renamed or removed: no longer tracked. */
 void sx_tmp_forget(const char *tmp);
-/* Unlink every tracked temporary file (async-signal-safe: signal handlers). */
-void sx_tmp_remove_all(void);
+/* Unlink every tracked temporary file (async-signal-safe: signal handlers); how
+ * many were tracked. */
+int sx_tmp_remove_all(void);
+/*
+ * The finished 'tmp' renamed to 'path' and no longer tracked, unless a stop was
+ * asked for (sx_request_stop): then -1 with errno EINTR, 'tmp' left in place
+ * (untracked) for the caller to remove. Else rename(2)'s result.
+ */
+int sx_tmp_commit(const char *tmp, const char *path);
 
 #endif /* SX_OUT_FILE_H */

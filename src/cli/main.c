@@ -200,7 +200,7 @@ static void show_progress(uint64_t done, uint64_t total, void *user) {
 }
 
 static void print_error(const struct sx_error *e) {
-    if (world_rank != 0)
+    if (world_rank != 0 || sx_cli_stop_reported()) /* the signal's line was the one */
         return;
     fprintf(stderr, "scope-export: error: %s",
             e->text[0] ? e->text : sx_strerror(e->code));
@@ -400,7 +400,11 @@ parsed:
     if (native) { /* one document of all the inputs */
         struct sx_error ne;
         sx_cli_input(inputs[0]);
-        if (sx_export_native(world, inputs, nin, output, label, &o, &ne) != SX_OK) {
+        sx_cli_output(output);
+        enum sx_status nst = sx_export_native(world, inputs, nin, output, label, &o, &ne);
+        alarm(0); /* it ended: no deadline for it */
+        sx_cli_output(NULL);
+        if (nst != SX_OK) {
             print_error(&ne);
             rc = ne.code == SX_ERR_USAGE ? 2 : 1;
         } else {
@@ -463,8 +467,10 @@ parsed:
         }
         ps.t0 = now();
         sx_cli_input(inputs[k]);
+        sx_cli_output(path);
         enum sx_status st = sx_export(world, inputs[k], path, &o, &e);
-        alarm(0); /* it ended: no deadline for it */
+        alarm(0);            /* it ended: no deadline for it */
+        sx_cli_output(NULL); /* (before 'path' is freed) */
         if (o.progress != NULL)
             fprintf(stderr, "\n");
         if (st != SX_OK) {

@@ -11,10 +11,16 @@
 /* Seconds a stop may take before the process ends itself (see on_signal). */
 enum { STOP_GRACE_S = 10 };
 
-static const char *volatile current_input; /* the run being exported, for the reports */
-static int report_rank;                    /* this process's rank, for the reports */
+static const char *volatile current_input;  /* the run being exported, for the reports */
+static const char *volatile current_output; /* its output, for the stop's line */
+static int report_rank;                     /* this process's rank, for the reports */
+static volatile sig_atomic_t stop_reported; /* the stop's line was printed here */
 
 void sx_cli_input(const char *path) { current_input = path; }
+
+void sx_cli_output(const char *path) { current_output = path; }
+
+bool sx_cli_stop_reported(void) { return stop_reported != 0; }
 
 /* Async-signal-safe output: pieces of one line, written at once. */
 struct line {
@@ -47,14 +53,17 @@ static void line_subject(struct line *l, const char *h5) {
     line_add(l, ": ");
 }
 
-/* End the line with the rank, write it, and end the process with status 1. */
+/* End the line with the rank, write it (unless the stop's line was), and end the
+ * process with status 1. */
 static void line_exit(struct line *l) {
     line_add(l, "; no output was written [rank ");
     line_int(l, report_rank);
     line_add(l, "]");
     l->text[l->len++] = '\n';
-    ssize_t w = write(STDERR_FILENO, l->text, l->len);
-    (void)w;
+    if (!stop_reported) {
+        ssize_t w = write(STDERR_FILENO, l->text, l->len);
+        (void)w;
+    }
     _exit(1);
 }
 
@@ -77,10 +86,34 @@ static void on_deadline(int sig) {
     line_exit(&l);
 }
 
+/*
+ * The first SIGTERM or SIGINT: a clean stop. When it removed the output being
+ * written, that export is sure to fail, and rank 0 says so here and now: under
+ * mpirun the signal is a SIGTERM that Open MPI follows with SIGKILL about 1 s
+ * later, often before the export has unwound to print its error (then no line
+ * at all). The export's own error is not printed again (sx_cli_stop_reported).
+ */
 static void on_signal(int sig) {
     (void)sig;
-    sx_request_stop();
+    int removed = sx_request_stop();
     alarm(STOP_GRACE_S); /* a stop that does not come in time ends the process */
+    const char *out = current_output, *in = current_input;
+    if (removed > 0 && report_rank == 0 && out != NULL && !stop_reported) {
+        struct line l = {.len = 0};
+        line_add(&l, "scope-export: error: ");
+        line_add(&l, out);
+        line_add(&l, ": export");
+        if (in != NULL) {
+            line_add(&l, " of ");
+            line_add(&l, in);
+        }
+        line_add(&l, " interrupted by a signal; the output was not written (an existing "
+                     "file is left as it was) [rank 0]");
+        l.text[l.len++] = '\n';
+        stop_reported = 1;
+        ssize_t w = write(STDERR_FILENO, l.text, l.len);
+        (void)w;
+    }
 }
 
 /*
