@@ -11,6 +11,51 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 fails=0
 passes=0
+
+# ctest ends a test that runs past its TIMEOUT with SIGKILL (CMake before 3.27), which no
+# trap sees: a test that prints only at its end would be killed without a word. So a
+# watchdog (SX_TEST_TIMEOUT, which tests/CMakeLists.txt sets to the TIMEOUT) says on
+# stderr, shortly before the limit, what the test is doing: the commands running under it
+# and for how long, and (when the shell gets to it) the line of the script.
+sx_watchdog_report() {
+    local main=$1 limit=$2 elapsed=$3 p kids all=""
+    kids=$main
+    while [ -n "$kids" ]; do # every descendant of the test's shell
+        local next=""
+        for p in $kids; do
+            [ "$p" = "$BASHPID" ] || next="$next $(pgrep -P "$p" | tr '\n' ' ')"
+        done
+        kids=$(echo $next)
+        all="$all $kids"
+    done
+    all=" $all "
+    all=${all/ $BASHPID / } # not the watchdog itself
+    {
+        echo "TIMEOUT SOON: $(basename "$0") still running after ${elapsed} s of its ${limit} s" \
+            "(ctest will kill it without a word); running now:"
+        # shellcheck disable=SC2086
+        [ -n "${all// /}" ] && ps -o pid=,etimes=,args= -p "$(echo $all | tr ' ' ',')" |
+            sed 's/^/    /' | cut -c1-300
+    } >>"/proc/$main/fd/2" # the test's stderr, opened now: the watchdog holds no pipe open
+    kill -USR1 "$main" 2>/dev/null # the shell prints its line when the command returns
+}
+sx_where() { echo "TIMEOUT SOON: $(basename "$0") at line ${BASH_LINENO[0]}: $BASH_COMMAND" >&2; }
+if [ -n "${SX_TEST_TIMEOUT:-}" ] && [ "${SX_TEST_TIMEOUT:-0}" -gt 0 ]; then
+    trap sx_where USR1
+    sx_lead=$((SX_TEST_TIMEOUT / 10))
+    [ "$sx_lead" -lt 3 ] && sx_lead=3
+    [ "$sx_lead" -gt 60 ] && sx_lead=60
+    (
+        main=$$ start=$SECONDS
+        while kill -0 "$main" 2>/dev/null; do
+            if [ $((SECONDS - start)) -ge $((SX_TEST_TIMEOUT - sx_lead)) ]; then
+                sx_watchdog_report "$main" "$SX_TEST_TIMEOUT" $((SECONDS - start))
+                break
+            fi
+            sleep 1
+        done
+    ) </dev/null >/dev/null 2>/dev/null &
+fi
 ok() { passes=$((passes + 1)); }
 bad() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 # mpirun with a timeout: a hang is a failure
