@@ -9,7 +9,8 @@
  * Usage: mpirun -n 4 example_native_finalize PREFIX OUTPUT.json[.gz]
  * reads PREFIX_rank<NNNNN>.h5 for this rank's number in MPI_COMM_WORLD
  * (PREFIX_rank<NNNNN>.spt when there is no .h5). The label is the output's
- * stem. Exit status 0 on success, 1 on failure (rank 0 prints the error).
+ * name without .json, .json.gz, ... (profile.json.gz: "profile"). Exit
+ * status 0 on success, 1 on failure (rank 0 prints the error).
  */
 #include <scope_export.h>
 

@@ -174,9 +174,10 @@ SX_API enum sx_status sx_import(const char *input, const char *output,
  * INPUTS -o M` exported, without writing M. 'inputs' are 'n_inputs' files
  * and directories as import-native takes them (a directory gives its *.spt
  * and *_rank[0-9]*.h5 entries). 'label' is the run's label; NULL or "" gives
- * the stem of 'output' (the name without its last suffix), as import-native
- * takes it from M. 'opts' as for sx_export(); a summary-only read does not
- * apply.
+ * the name of 'output' without its document suffix (.json, .trace.json,
+ * .speedscope.json, each also with .gz: profile.json.gz gives "profile"),
+ * or else without its last suffix. 'opts' as for sx_export(); a
+ * summary-only read does not apply.
  *
  * Collective over 'comm'. Each rank passes its own inputs (a profiler's
  * finalize passes just the file it wrote; a command line may pass the same
