@@ -119,7 +119,17 @@ static herr_t awrite(hid_t a, hid_t mt, const void *buf) {
 static herr_t walk_cb(unsigned n, const H5E_error2_t *e, void *data) {
     char *out = data;
     (void)n;
-    if (out[0] == '\0' && e->desc != NULL && e->desc[0] != '\0')
+    if (out[0] != '\0' || e->desc == NULL || e->desc[0] == '\0')
+        return 0;
+    /* A failed system call: "file write failed: time = ..., errno = 28, error
+     * message = '...'" (several lines) becomes "file write failed: No space left on
+     * device", the words an export uses for the same failure. */
+    const char *en = strstr(e->desc, "errno = ");
+    const char *colon = strchr(e->desc, ':');
+    int code = en != NULL ? atoi(en + 8) : 0;
+    if (code > 0 && colon != NULL && colon < en)
+        snprintf(out, 160, "%.*s: %s", (int)(colon - e->desc), e->desc, strerror(code));
+    else
         snprintf(out, 160, "%s", e->desc);
     return 0;
 }
