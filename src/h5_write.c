@@ -1927,9 +1927,10 @@ enum sx_status sx_h5w_finish(struct sx_h5w *w, struct sx_error *err) {
         close_id(&w->t_str);
         if (st == SX_OK && w->out != NULL) {
             st = sx_out_write(w->out, img, nimg, err);
-            if (st == SX_OK)
-                st = sx_out_commit(w->out, err);
-            w->out = NULL;
+            if (st == SX_OK) {
+                st = sx_out_commit(w->out, err); /* releases it, on failure too */
+                w->out = NULL;
+            }
         } else if (st == SX_OK && rename(w->tmp, w->final) != 0)
             st = sx_error_set(err, SX_ERR_IO, src(w, NULL),
                               "cannot rename the temporary file into place: %s",
