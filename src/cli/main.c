@@ -18,10 +18,10 @@ static const char usage_text[] =
     "usage: scope-export export IN.h5 [IN.h5 ...] -o OUT.json[.gz] [options]\n"
     "       scope-export IN.h5 -o OUT.json[.gz] [options]\n"
     "       scope-export validate FILE [FILE ...]\n"
-    "       scope-export import IN.json[.gz] -o OUT.h5\n"
+    "       scope-export import IN.json[.gz] -o OUT.h5 [-q]\n"
     "       scope-export export --native INPUT... -o OUT.json[.gz] [--label L] "
     "[options]\n"
-    "       scope-export import-native INPUT... -o OUT.h5 [--label L]\n"
+    "       scope-export import-native INPUT... -o OUT.h5 [--label L] [-q]\n"
     "\n"
     "Export scope-profiler HDF5 runs as JSON documents (scope-profiler-profile,\n"
     "format_version 1), byte-identical to scope_profiler.json_export. Run it under\n"
@@ -50,7 +50,7 @@ static const char usage_text[] =
     "                        directories of them, exported as one document\n"
     "  --label L             the native run's label (default: the output's stem)\n"
     "  -q, --quiet           print nothing but errors\n"
-    "  -h, --help            this text\n"
+    "  -h, --help            this text (also after a command)\n"
     "  -V, --version         print the version\n"
     "\n"
     "Exit status: 0 on success, 1 on failure (one line on stderr names the file,\n"
@@ -684,6 +684,8 @@ int main(int argc, char **argv) {
         MPI_Comm_size(world, &world_size);
     }
     sx_cli_signals_install(world_rank);
+    if (world_size > 1)
+        sx_cli_crash_once();
 #ifdef SX_TEST_FAULTS
     if (sx_fault_from_env(world_rank) != 0)
         return 2;

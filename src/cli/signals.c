@@ -4,8 +4,11 @@
 
 #include "scope_export.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Seconds a stop may take before the process ends itself (see on_signal). */
@@ -13,6 +16,7 @@ enum { STOP_GRACE_S = 10 };
 
 static const char *volatile current_input; /* the run being exported, for the reports */
 static int report_rank;                    /* this process's rank, for the reports */
+static char crash_mark[64]; /* sx_cli_crash_once: the ranks' marker file, or "" */
 
 void sx_cli_input(const char *path) { current_input = path; }
 
@@ -23,8 +27,18 @@ struct line {
 };
 
 static void line_add(struct line *l, const char *s) {
-    while (s != NULL && *s != '\0' && l->len < sizeof l->text - 2)
-        l->text[l->len++] = *s++;
+    static const char hex[] = "0123456789abcdef";
+    for (; s != NULL && *s != '\0' && l->len < sizeof l->text - 6; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 0x20 && c != 0x7f) { /* a file name's newline cannot split the line */
+            l->text[l->len++] = (char)c;
+        } else {
+            l->text[l->len++] = '\\';
+            l->text[l->len++] = 'x';
+            l->text[l->len++] = hex[c >> 4];
+            l->text[l->len++] = hex[c & 15];
+        }
+    }
 }
 
 static void line_int(struct line *l, int v) {
@@ -92,6 +106,17 @@ static void on_crash(int sig) {
     struct line l = {.len = 0};
     const char *h5 = sx_hdf5_file_in_use();
     sx_request_stop(); /* removes the temporary output */
+    if (crash_mark[0] != '\0') {
+        /* Ranks crash together on the same damaged file: the first to make the
+         * marker reports, the others end quietly; the marker goes a second later. */
+        int fd = open(crash_mark, O_CREAT | O_EXCL | O_WRONLY, 0600);
+        if (fd < 0)
+            _exit(1);
+        close(fd);
+        struct timespec pause = {1, 0};
+        nanosleep(&pause, NULL);
+        unlink(crash_mark);
+    }
     line_subject(&l, h5);
     line_add(&l, h5 != NULL ? "the HDF5 library crashed (" : "scope-export crashed (");
     line_add(&l, sig == SIGSEGV  ? "SIGSEGV"
@@ -126,4 +151,11 @@ void sx_cli_signals_install(int rank) {
     sigaction(SIGBUS, &sa, NULL);
     sigaction(SIGFPE, &sa, NULL);
     sigaction(SIGILL, &sa, NULL);
+}
+
+void sx_cli_crash_once(void) {
+    /* the ranks of one node share their launcher (getppid) and /dev/shm or /tmp */
+    const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    snprintf(crash_mark, sizeof crash_mark, "%s/.scope-export-crash-%ld", dir,
+             (long)getppid());
 }

@@ -198,6 +198,13 @@ rc=0
 one_line "import of a name with a newline" $rc 1 "$TMP/err" 'evil\nscope-export'
 rm -f "$TMP"/out/*
 
+# a libhdf5 crash on a damaged file, every rank crashing: one line, not one per rank
+gzip -dc "$(dirname "$0")/../fuzz/hdf5_known/h5hg_read_segv_vlen_attr.h5.gz" >"$TMP/in/segv.h5"
+rc=0
+mpi 3 "$X" export "$TMP/in/segv.h5" -o "$TMP/out/segv.json" -q 2>"$TMP/err" || rc=$?
+one_line "libhdf5 crash at -n 3" $rc 1 "$TMP/err" "$TMP/in/segv.h5"
+rm -f "$TMP"/out/*
+
 # --- Item: output names and inputs that cannot be meant ---------------------------------
 usage() { # usage NAME CMD...: a usage error (status 2), nothing written
     local name=$1 rc=0
