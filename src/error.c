@@ -25,7 +25,9 @@ enum sx_status sx_error_set(struct sx_error *err, enum sx_status code, const cha
         if (*p < 0x20 || *p == 0x7f) {
             if (*p == '\n' || *p == '\t' || *p == '\r')
                 snprintf(esc, sizeof esc, "\\%c",
-                         *p == '\n' ? 'n' : *p == '\t' ? 't' : 'r');
+                         *p == '\n'   ? 'n'
+                         : *p == '\t' ? 't'
+                                      : 'r');
             else
                 snprintf(esc, sizeof esc, "\\x%02x", *p);
         }

@@ -60,9 +60,9 @@ struct row_out {
 };
 
 struct sx_h5w {
-    char *path;  /* final name, for messages */
-    char *final; /* where it goes: the target of a symbolic link 'path' */
-    char *tmp;   /* the file being written (HDF5's drivers open it by name) */
+    char *path;              /* final name, for messages */
+    char *final;             /* where it goes: the target of a symbolic link 'path' */
+    char *tmp;               /* the file being written (HDF5's drivers open it by name) */
     struct sx_out_file *out; /* 'in_memory': where the image goes */
     struct stat old;         /* the file replaced, for its mode and owner */
     struct sx_h5w_spec spec;
@@ -580,8 +580,8 @@ enum sx_status sx_h5w_create_mpi(MPI_Comm comm, const char *path,
     }
     /* SEMI: closing the file fails while an object is open, so a leak is an error. */
     H5OK(H5Pset_fclose_degree(fapl, H5F_CLOSE_SEMI), NULL, "set the close degree");
-    w->file = H5Fcreate(w->out != NULL ? w->path : w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT,
-                        fapl);
+    w->file =
+        H5Fcreate(w->out != NULL ? w->path : w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     H5OK(w->file, NULL, "create the file");
     w->t_str = str_type(0);
     H5OK(w->t_str, NULL, "create a string type");

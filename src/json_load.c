@@ -10,9 +10,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -48,9 +48,10 @@ static enum sx_status read_raw(const char *path, int fd, size_t size, char **dat
     char *buf = NULL;
     size_t n = 0, cap = 0;
     for (;;) {
-        SX_CHECK(grow(&buf, &cap, n, n < size ? size - n : (size_t)1 << 20),
-                 SX_ERR_NOMEM, err, path, "out of memory reading %s", path);
-        const size_t want = cap - n - 1 < ((size_t)1 << 30) ? cap - n - 1 : (size_t)1 << 30;
+        SX_CHECK(grow(&buf, &cap, n, n < size ? size - n : (size_t)1 << 20), SX_ERR_NOMEM,
+                 err, path, "out of memory reading %s", path);
+        const size_t want =
+            cap - n - 1 < ((size_t)1 << 30) ? cap - n - 1 : (size_t)1 << 30;
         ssize_t got = read(fd, buf + n, want);
         SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, path, "cannot read %s: %s",
                  path, strerror(EIO)); /* a fault test's failed read */
@@ -100,7 +101,10 @@ static enum sx_status gunzip(const char *path, const unsigned char *in, size_t n
         out += gave_out - z.avail_out;
         SX_CHECK(rc == Z_OK || rc == Z_STREAM_END || (rc == Z_BUF_ERROR && at < n),
                  SX_ERR_FORMAT, err, path, "%s: gzip data is damaged or truncated (%s)",
-                 path, rc == Z_BUF_ERROR ? "unexpected end of file" : z.msg ? z.msg : "");
+                 path,
+                 rc == Z_BUF_ERROR ? "unexpected end of file"
+                 : z.msg           ? z.msg
+                                   : "");
         if (rc != Z_STREAM_END)
             continue;
         if (at == n)

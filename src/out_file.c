@@ -10,9 +10,9 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -260,8 +260,8 @@ enum sx_status sx_out_target(const char *path, char **final, struct stat *old,
                  path);
         /* Refused where a shell's > would fail; root, whom no mode bit stops, is
          * refused a file that nobody may write (0444): that is what it says. */
-        SX_CHECK(faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0,
-                 SX_ERR_IO, err, path, "cannot write %s: %s", path, strerror(errno));
+        SX_CHECK(faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0, SX_ERR_IO, err, path,
+                 "cannot write %s: %s", path, strerror(errno));
         SX_CHECK((sb.st_mode & 0222) != 0, SX_ERR_IO, err, path,
                  "cannot write %s: it is read-only (mode %04o); make it writable or "
                  "remove it first",
@@ -286,7 +286,8 @@ void sx_out_adopt(int fd, const struct stat *old) {
         return;
     /* Owner first: a chown may clear the set-id bits that the chmod then restores.
      * Only root may give a file away: elsewhere the new file stays ours. */
-    if (fchown(fd, old->st_uid, old->st_gid) != 0 && fchown(fd, (uid_t)-1, old->st_gid) != 0) {
+    if (fchown(fd, old->st_uid, old->st_gid) != 0 &&
+        fchown(fd, (uid_t)-1, old->st_gid) != 0) {
         /* not fatal, as a shell's > keeps no owner either when it cannot */
     }
     if (fchmod(fd, old->st_mode & 07777) != 0) {
@@ -305,7 +306,7 @@ static int unnamed_create(const char *path) {
     if (access("/proc/self/fd", X_OK) != 0)
         return -1;
     const char *slash = strrchr(path, '/');
-    char *dir = slash == NULL ? sx_strdup(".")
+    char *dir = slash == NULL   ? sx_strdup(".")
                 : slash == path ? sx_strdup("/")
                                 : sx_strndup(path, (size_t)(slash - path));
     if (dir == NULL)

@@ -81,7 +81,9 @@ static void say(FILE *f, const char *fmt, ...) {
             line[n++] = (char)*p;
         else if (*p == '\n' || *p == '\t' || *p == '\r')
             n += (size_t)snprintf(line + n, 3, "\\%c",
-                                  *p == '\n' ? 'n' : *p == '\t' ? 't' : 'r');
+                                  *p == '\n'   ? 'n'
+                                  : *p == '\t' ? 't'
+                                               : 'r');
         else
             n += (size_t)snprintf(line + n, 5, "\\x%02x", *p);
     }

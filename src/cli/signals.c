@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -154,8 +155,22 @@ void sx_cli_signals_install(int rank) {
 }
 
 void sx_cli_crash_once(void) {
-    /* the ranks of one node share their launcher (getppid) and /dev/shm or /tmp */
+    /* One marker per job and node: the launcher's job id (Open MPI, PMIx, Slurm),
+     * else the parent process that launched the ranks. */
+    static const char *const ids[] = {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid",
+                                      "SLURM_JOB_ID"};
+    char job[32] = "";
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0] && job[0] == '\0'; i++) {
+        const char *v = getenv(ids[i]);
+        size_t n = 0;
+        for (; v != NULL && *v != '\0' && n < sizeof job - 1; v++)
+            if ((*v >= '0' && *v <= '9') || (*v >= 'A' && *v <= 'Z') ||
+                (*v >= 'a' && *v <= 'z'))
+                job[n++] = *v;
+        job[n] = '\0';
+    }
+    if (job[0] == '\0')
+        snprintf(job, sizeof job, "p%ld", (long)getppid());
     const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(crash_mark, sizeof crash_mark, "%s/.scope-export-crash-%ld", dir,
-             (long)getppid());
+    snprintf(crash_mark, sizeof crash_mark, "%s/.scope-export-crash-%s", dir, job);
 }
