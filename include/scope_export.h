@@ -156,13 +156,18 @@ SX_API enum sx_status sx_run_label(MPI_Comm comm, const char *input, char **labe
 
 /*
  * Check a document or run: a JSON profile (.json, .json.gz or by content)
- * or an HDF5 run. Not collective: runs on the calling process alone.
+ * or an HDF5 run; a FIFO or a device is not one. Not collective: runs on the
+ * calling process alone.
  */
 SX_API enum sx_status sx_validate(const char *path, struct sx_error *err);
 
 /*
- * Read a JSON profile in 'input' and write it as a schema-3 HDF5 run to
- * 'output' (atomically). Not collective: runs on the calling process alone.
+ * Read a JSON profile in 'input' (a regular file) and write it as a schema-3
+ * HDF5 run to 'output' (atomically; an existing file keeps its mode and, where
+ * we may, its owner). The run is built in memory and written out whole, so a
+ * failed write (a full disk, a size limit) is an error here, never a crash of
+ * the HDF5 library later at the process's exit. 'output' being 'input' is
+ * SX_ERR_USAGE. Not collective: runs on the calling process alone.
  */
 SX_API enum sx_status sx_import(const char *input, const char *output,
                                 struct sx_error *err);

@@ -12,10 +12,32 @@ enum sx_status sx_error_set(struct sx_error *err, enum sx_status code, const cha
     err->code = code;
     err->rank = -1;
     snprintf(err->source, sizeof err->source, "%s", source ? source : "");
+    char raw[sizeof err->text];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->text, sizeof err->text, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    /* One line, whatever a file name or HDF5's text holds: control characters are
+     * written as \n, \t, \r or \xHH (cut short at the end of 'text'). */
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)raw; *p != '\0'; p++) {
+        char esc[5] = {(char)*p, '\0'};
+        if (*p < 0x20 || *p == 0x7f) {
+            if (*p == '\n' || *p == '\t' || *p == '\r')
+                snprintf(esc, sizeof esc, "\\%c",
+                         *p == '\n'   ? 'n'
+                         : *p == '\t' ? 't'
+                                      : 'r');
+            else
+                snprintf(esc, sizeof esc, "\\x%02x", *p);
+        }
+        size_t k = strlen(esc);
+        if (n + k >= sizeof err->text)
+            break;
+        memcpy(err->text + n, esc, k);
+        n += k;
+    }
+    err->text[n] = '\0';
     return code;
 }
 

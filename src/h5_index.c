@@ -1150,6 +1150,15 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
     SX_CHECK(H5Pset_fapl_sec2(fapl) >= 0, SX_ERR_INTERNAL, err, path,
              "H5Pset_fapl_sec2 failed");
     h5->file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    /* Not the file's fault when it cannot be opened at all (too many open files, no
+     * permission): say why, not that it may be truncated. */
+    if (h5->file < 0) {
+        int probe = open(path, O_RDONLY | O_CLOEXEC), why = errno;
+        if (probe >= 0)
+            close(probe);
+        SX_CHECK(probe >= 0, SX_ERR_OPEN, err, path, "cannot open %s: %s", path,
+                 strerror(why));
+    }
     SX_CHECK(
         h5->file >= 0, SX_ERR_OPEN, err, path,
         "%s is not a readable HDF5 profiling file. A run that was interrupted while "

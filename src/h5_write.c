@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define SCHEMA_VERSION 3
@@ -59,8 +60,11 @@ struct row_out {
 };
 
 struct sx_h5w {
-    char *path; /* final name, for messages and the rename */
-    char *tmp;  /* the file being written */
+    char *path;              /* final name, for messages */
+    char *final;             /* where it goes: the target of a symbolic link 'path' */
+    char *tmp;               /* the file being written (HDF5's drivers open it by name) */
+    struct sx_out_file *out; /* 'in_memory': where the image goes */
+    struct stat old;         /* the file replaced, for its mode and owner */
     struct sx_h5w_spec spec;
     MPI_Comm comm;       /* a dup of the caller's; MPI_COMM_NULL: one process, POSIX */
     int rank;            /* in 'comm'; 0 when serial */
@@ -115,7 +119,17 @@ static herr_t awrite(hid_t a, hid_t mt, const void *buf) {
 static herr_t walk_cb(unsigned n, const H5E_error2_t *e, void *data) {
     char *out = data;
     (void)n;
-    if (out[0] == '\0' && e->desc != NULL && e->desc[0] != '\0')
+    if (out[0] != '\0' || e->desc == NULL || e->desc[0] == '\0')
+        return 0;
+    /* A failed system call: "file write failed: time = ..., errno = 28, error
+     * message = '...'" (several lines) becomes "file write failed: No space left on
+     * device", the words an export uses for the same failure. */
+    const char *en = strstr(e->desc, "errno = ");
+    const char *colon = strchr(e->desc, ':');
+    int code = en != NULL ? atoi(en + 8) : 0;
+    if (code > 0 && colon != NULL && colon < en)
+        snprintf(out, 160, "%.*s: %s", (int)(colon - e->desc), e->desc, strerror(code));
+    else
         snprintf(out, 160, "%s", e->desc);
     return 0;
 }
@@ -412,7 +426,9 @@ out:
 void sx_h5w_spec_init(struct sx_h5w_spec *spec) { *spec = (struct sx_h5w_spec){0}; }
 
 static void free_w(struct sx_h5w *w) {
+    sx_out_abort(w->out);
     free(w->path);
+    free(w->final);
     free(w->tmp);
     free(w->offset);
     free(w->count);
@@ -477,8 +493,20 @@ static enum sx_status create_local(MPI_Comm comm, const char *path,
         MPI_Comm_rank(comm, &w->rank);
     w->path = sx_strdup(path);
     SX_CHECK(w->path != NULL, SX_ERR_NOMEM, err, path, "out of memory");
-    if (w->rank == 0)
-        st = sx_tmp_create(path, &w->tmp, NULL, err);
+    if (w->rank != 0)
+        goto out;
+    if (spec->in_memory && !w->collective) {
+        st = sx_out_open(path, false, &w->out, err);
+        goto out;
+    }
+    int fd = -1;
+    st = sx_out_target(path, &w->final, &w->old, err);
+    if (st == SX_OK)
+        st = sx_tmp_create(w->final, &w->tmp, &fd, err);
+    if (st == SX_OK) {
+        sx_out_adopt(fd, &w->old);
+        close(fd);
+    }
 out:
     return st;
 }
@@ -545,12 +573,15 @@ enum sx_status sx_h5w_create_mpi(MPI_Comm comm, const char *path,
         H5OK(w->dxpl, NULL, "create a transfer list");
         H5OK(H5Pset_dxpl_mpio(w->dxpl, H5FD_MPIO_COLLECTIVE), NULL,
              "select collective transfers");
+    } else if (w->out != NULL) {
+        H5OK(H5Pset_fapl_core(fapl, 1 << 20, 0), NULL, "select the memory driver");
     } else {
         H5OK(H5Pset_fapl_sec2(fapl), NULL, "select the POSIX driver");
     }
     /* SEMI: closing the file fails while an object is open, so a leak is an error. */
     H5OK(H5Pset_fclose_degree(fapl, H5F_CLOSE_SEMI), NULL, "set the close degree");
-    w->file = H5Fcreate(w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    w->file =
+        H5Fcreate(w->out != NULL ? w->path : w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     H5OK(w->file, NULL, "create the file");
     w->t_str = str_type(0);
     H5OK(w->t_str, NULL, "create a string type");
@@ -1822,11 +1853,34 @@ out:
     return st;
 }
 
+/*
+ * The whole file of an in-memory writer, as it would be on disk, in '*img'
+ * (new). The file is closed afterwards without a write that could fail:
+ * libhdf5 1.10 leaves a file whose close failed (a full disk, a size limit)
+ * half closed, and its exit handler then crashes on it, in a host process too.
+ */
+static enum sx_status take_image(struct sx_h5w *w, char **img, size_t *n,
+                                 struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    /* the superblock's end of file is written by a flush */
+    H5OK(H5Fflush(w->file, H5F_SCOPE_GLOBAL), NULL, "flush the file");
+    ssize_t len = H5Fget_file_image(w->file, NULL, 0);
+    H5OK(len, NULL, "read the file's image");
+    *img = sx_malloc(len > 0 ? (size_t)len : 1);
+    SX_CHECK(*img != NULL, SX_ERR_NOMEM, err, src(w, NULL), "out of memory");
+    H5OK(H5Fget_file_image(w->file, *img, (size_t)len), NULL, "read the file's image");
+    *n = (size_t)len;
+out:
+    return st;
+}
+
 enum sx_status sx_h5w_finish(struct sx_h5w *w, struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct h5_quiet q;
     bool quieted = false;
     herr_t rc;
+    char *img = NULL;
+    size_t nimg = 0;
 
     if (w == NULL)
         return sx_error_set(err, SX_ERR_USAGE, "", "no writer");
@@ -1856,6 +1910,8 @@ enum sx_status sx_h5w_finish(struct sx_h5w *w, struct sx_error *err) {
             goto out;
     }
     close_id(&w->dxpl);
+    if (w->out != NULL && (st = take_image(w, &img, &nimg, err)) != SX_OK)
+        goto out;
     rc = H5Fclose(w->file);
     w->file = H5I_INVALID_HID;
     if (rc < 0 &&
@@ -1869,7 +1925,13 @@ enum sx_status sx_h5w_finish(struct sx_h5w *w, struct sx_error *err) {
         w->collective = false;
         st = write_pending(w, err);
         close_id(&w->t_str);
-        if (st == SX_OK && sx_tmp_commit(w->tmp, w->path) != 0)
+        if (st == SX_OK && w->out != NULL) {
+            st = sx_out_write(w->out, img, nimg, err);
+            if (st == SX_OK) {
+                st = sx_out_commit(w->out, err); /* releases it, on failure too */
+                w->out = NULL;
+            }
+        } else if (st == SX_OK && sx_tmp_commit(w->tmp, w->final) != 0)
             st = errno == EINTR
                      ? sx_error_set(err, SX_ERR_INTERRUPTED, src(w, NULL),
                                     "interrupted by a signal; the file was not "
@@ -1888,6 +1950,7 @@ enum sx_status sx_h5w_finish(struct sx_h5w *w, struct sx_error *err) {
     if (w->comm != MPI_COMM_NULL)
         st = sx_all_ok(w->comm, st, err); /* NOTE: collective */
 out:
+    free(img);
     if (quieted)
         h5_quiet_end(&q);
     if (st != SX_OK)
@@ -1929,6 +1992,7 @@ enum sx_status sx_h5_write(const struct sx_run *run, const char *path,
     const struct sx_row **order = NULL;
 
     sx_h5w_spec_init(&spec);
+    spec.in_memory = true; /* the run is in memory already */
     spec.aggregate = run_is_aggregate(run);
     if (!spec.aggregate) {
         spec.cols = run->file_cols;

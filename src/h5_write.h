@@ -73,6 +73,11 @@ struct sx_h5w_spec {
     uint64_t chunk; /* event columns: chunk length (resizable datasets); 0 = contiguous */
     int deflate;    /* event columns: 1..9 = shuffle + deflate at that level; 0 = none.
                        Implies chunking (16384 when 'chunk' is 0). */
+    bool in_memory; /* serial writer: the file is built in memory (HDF5's core
+                       driver) and written out whole by the library's own output
+                       (out_file.h): a write that fails (full disk, size limit)
+                       cannot leave HDF5 a half-closed file, and no named temporary
+                       file is needed. Costs the file's size twice in memory. */
 };
 
 /* Columnar, vlen strings, no optional columns, contiguous, unfiltered. */

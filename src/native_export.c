@@ -530,6 +530,7 @@ enum sx_status sx_import_native(MPI_Comm comm, const char *const *inputs, size_t
      * rank that reads its file */
     sx_h5w_spec_init(&spec);
     spec.meta = true;
+    spec.in_memory = true; /* when serial: see h5_write.h */
     st = sx_h5w_create_mpi(c, output, &spec, &w, err);
     if (st != SX_OK)
         goto out;

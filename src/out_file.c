@@ -1,5 +1,5 @@
 /* out_file.c - output under a temporary name, renamed into place only when complete */
-#define _XOPEN_SOURCE 700 /* realpath */
+#define _GNU_SOURCE /* realpath, O_TMPFILE, linkat */
 #include "out_file.h"
 
 #include "fault.h"
@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +28,9 @@
 struct sx_out_file {
     int fd;
     char *path; /* final name */
-    char *tmp;  /* temporary name beside it */
+    char *tmp;  /* temporary name beside it; NULL while the file has no name */
     bool threaded;
+    bool counted; /* unnamed, and counted in 'unnamed_live' */
     pthread_t th;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -50,7 +52,7 @@ static struct {
 } pending[MAX_TMP];
 
 void sx_tmp_track(const char *tmp) {
-    for (int i = 0; tmp != NULL && i < MAX_TMP; i++)
+    for (int i = 0; tmp != NULL && tmp[0] != '\0' && i < MAX_TMP; i++)
         if (!pending[i].set && strlen(tmp) < sizeof pending[i].path) {
             memcpy(pending[i].path, tmp, strlen(tmp) + 1);
             pending[i].set = 1;
@@ -66,8 +68,22 @@ void sx_tmp_forget(const char *tmp) {
         }
 }
 
+/*
+ * Unnamed outputs (O_TMPFILE) being written: nothing to remove, but a stop
+ * that finds one must say so, as for a named one, and the commit must then
+ * see the stop (sx_out_commit keeps it counted until its name is tracked).
+ */
+static volatile sig_atomic_t unnamed_live;
+
+static void unnamed_count(struct sx_out_file *f, bool on) {
+    if (f->counted == on)
+        return;
+    f->counted = on;
+    unnamed_live = unnamed_live + (on ? 1 : -1);
+}
+
 int sx_tmp_remove_all(void) {
-    int n = 0;
+    int n = unnamed_live;
     for (int i = 0; i < MAX_TMP; i++)
         if (pending[i].set) {
             unlink(pending[i].path);
@@ -250,19 +266,18 @@ out:
     return st;
 }
 
-enum sx_status sx_out_open(const char *path, bool thread, struct sx_out_file **out,
-                           struct sx_error *err) {
+enum sx_status sx_out_target(const char *path, char **final, struct stat *old,
+                             struct sx_error *err) {
     enum sx_status st = SX_OK;
-    struct sx_out_file *f = NULL;
     struct stat sb;
     char *resolved = NULL;
-    *out = NULL;
+    *final = NULL;
+    old->st_mode = 0;
     SX_CHECK(path != NULL && path[0] != '\0', SX_ERR_USAGE, err, "",
              "no output path given");
     SX_CHECK(!(stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)), SX_ERR_IO, err, path,
              "cannot write %s: it is a directory", path);
-    /* A device, FIFO or socket would be replaced by the rename: refuse it. A link is
-     * followed, so that its target is written, as Python's write_text does. */
+    /* A link is followed, so that its target is written, as a shell's > does. */
     if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) {
         resolved = realpath(path, NULL);
         SX_CHECK(
@@ -271,19 +286,131 @@ enum sx_status sx_out_open(const char *path, bool thread, struct sx_out_file **o
             path, strerror(errno));
         path = resolved;
     }
-    SX_CHECK(!(stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)), SX_ERR_IO, err, path,
-             "cannot write %s: it exists and is not a regular file (a device, FIFO or "
-             "socket); remove it or choose another name",
-             path);
+    if (stat(path, &sb) == 0) {
+        /* A device, FIFO or socket would be replaced by the rename: refuse it. */
+        SX_CHECK(S_ISREG(sb.st_mode), SX_ERR_IO, err, path,
+                 "cannot write %s: it exists and is not a regular file (a device, FIFO "
+                 "or socket); remove it or choose another name",
+                 path);
+        /* Refused where a shell's > would fail; root, whom no mode bit stops, is
+         * refused a file that nobody may write (0444): that is what it says. */
+        SX_CHECK(faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0, SX_ERR_IO, err, path,
+                 "cannot write %s: %s", path, strerror(errno));
+        SX_CHECK((sb.st_mode & 0222) != 0, SX_ERR_IO, err, path,
+                 "cannot write %s: it is read-only (mode %04o); make it writable or "
+                 "remove it first",
+                 path, (unsigned)(sb.st_mode & 07777));
+        *old = sb;
+    }
+    if (resolved == NULL) {
+        resolved = sx_strdup(path);
+        SX_CHECK(resolved != NULL, SX_ERR_NOMEM, err, path, "%s: out of memory", path);
+    }
+out:
+    if (st != SX_OK) {
+        free(resolved);
+        resolved = NULL;
+    }
+    *final = resolved;
+    return st;
+}
+
+void sx_out_adopt(int fd, const struct stat *old) {
+    if (fd < 0 || old->st_mode == 0)
+        return;
+    /* Owner first: a chown may clear the set-id bits that the chmod then restores.
+     * Only root may give a file away: elsewhere the new file stays ours. */
+    if (fchown(fd, old->st_uid, old->st_gid) != 0 &&
+        fchown(fd, (uid_t)-1, old->st_gid) != 0) {
+        /* not fatal, as a shell's > keeps no owner either when it cannot */
+    }
+    if (fchmod(fd, old->st_mode & 07777) != 0) {
+        /* not fatal: the data is what matters */
+    }
+}
+
+/*
+ * An unnamed file in the directory of 'path' (O_TMPFILE): whatever ends the
+ * process, even SIGKILL, nothing is left. It is linked under a name at the
+ * commit through /proc/self/fd. -1 where the file system or the kernel has
+ * no such files, or /proc is not mounted: the caller names the file.
+ */
+static int unnamed_create(const char *path) {
+#ifdef O_TMPFILE
+    if (access("/proc/self/fd", X_OK) != 0)
+        return -1;
+    const char *slash = strrchr(path, '/');
+    char *dir = slash == NULL   ? sx_strdup(".")
+                : slash == path ? sx_strdup("/")
+                                : sx_strndup(path, (size_t)(slash - path));
+    if (dir == NULL)
+        return -1;
+    /* 0666 under the umask, as open(2) makes a new file */
+    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+    free(dir);
+    return fd;
+#else
+    (void)path;
+    return -1;
+#endif
+}
+
+/* Give the unnamed file a temporary name beside its final one (tracked). */
+static enum sx_status unnamed_link(struct sx_out_file *f, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    size_t n = strlen(f->path) + 32;
+    char proc[64];
+    char *t = sx_malloc(n);
+    SX_CHECK(t != NULL, SX_ERR_NOMEM, err, f->path, "%s: out of memory", f->path);
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", f->fd);
+    const char *base = strrchr(f->path, '/');
+    for (unsigned k = 0;; k++) {
+        unsigned long r = ((unsigned long)getpid() * 2654435761u) ^
+                          ((unsigned long)(uintptr_t)f >> 4) ^ (k * 40503u);
+        if (base == NULL)
+            snprintf(t, n, ".%s.%06lx", f->path, r & 0xffffff);
+        else
+            snprintf(t, n, "%.*s/.%s.%06lx", (int)(base - f->path), f->path, base + 1,
+                     r & 0xffffff);
+        if (linkat(AT_FDCWD, proc, AT_FDCWD, t, AT_SYMLINK_FOLLOW) == 0)
+            break;
+        SX_CHECK(errno == EEXIST && k < 100, SX_ERR_IO, err, f->path,
+                 "cannot write %s: %s", f->path, strerror(errno));
+    }
+    sx_tmp_track(t);
+    f->tmp = t;
+    t = NULL;
+out:
+    free(t);
+    return st;
+}
+
+enum sx_status sx_out_open(const char *path, bool thread, struct sx_out_file **out,
+                           struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_out_file *f = NULL;
+    struct stat old;
+    char *resolved = NULL;
+    *out = NULL;
+    st = sx_out_target(path, &resolved, &old, err);
+    if (st != SX_OK)
+        goto out;
+    path = resolved;
     st = make_parents(path, err);
     if (st != SX_OK)
         goto out;
     f = sx_calloc(1, sizeof *f);
     SX_CHECK(f != NULL, SX_ERR_NOMEM, err, path, "%s: out of memory", path);
     f->fd = -1;
-    f->path = sx_strdup(path);
-    SX_CHECK(f->path != NULL, SX_ERR_NOMEM, err, path, "%s: out of memory", path);
-    st = sx_tmp_create(path, &f->tmp, &f->fd, err);
+    f->path = resolved;
+    resolved = NULL;
+    f->fd = unnamed_create(f->path);
+    if (f->fd >= 0)
+        unnamed_count(f, true);
+    else
+        st = sx_tmp_create(f->path, &f->tmp, &f->fd, err);
+    if (st == SX_OK)
+        sx_out_adopt(f->fd, &old);
     if (st == SX_OK && thread)
         writer_start(f);
 out:
@@ -341,6 +468,9 @@ enum sx_status sx_out_commit(struct sx_out_file *f, struct sx_error *err) {
     writer_stop(f);
     SX_CHECK(e == 0, SX_ERR_IO, err, f->path, "cannot write %s: %s", f->path,
              strerror(e));
+    if (f->tmp == NULL && (st = unnamed_link(f, err)) != SX_OK)
+        goto out;
+    unnamed_count(f, false); /* its name is tracked now, until sx_tmp_commit */
     int fd = f->fd;
     f->fd = -1;
     /* a failed close is a failed write (NFS, quotas) */
@@ -366,12 +496,13 @@ out:
     return st;
 }
 
-const char *sx_out_tmp_path(const struct sx_out_file *f) { return f->tmp; }
+const char *sx_out_tmp_path(const struct sx_out_file *f) { return f->tmp ? f->tmp : ""; }
 
 void sx_out_abort(struct sx_out_file *f) {
     if (f == NULL)
         return;
     writer_stop(f);
+    unnamed_count(f, false);
     if (f->fd >= 0)
         close(f->fd);
     if (f->tmp != NULL) {

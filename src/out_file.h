@@ -6,10 +6,15 @@
 #include "internal.h"
 #include "json_write.h"
 
+#include <sys/stat.h>
+
 struct sx_out_file;
 /*
- * Create the parent directories and a temporary file beside 'path'. With
- * 'thread', a thread of its own writes what sx_out_write_buf hands it.
+ * Create the parent directories and a temporary file beside 'path': an
+ * unnamed one (O_TMPFILE) where the file system has them, so that nothing is
+ * left whatever ends the process, else ".NAME.XXXXXX". The checks and the
+ * mode and owner of sx_out_target() apply. With 'thread', a thread of its
+ * own writes what sx_out_write_buf hands it.
  */
 enum sx_status sx_out_open(const char *path, bool thread, struct sx_out_file **f,
                            struct sx_error *err);
@@ -27,9 +32,22 @@ enum sx_status sx_out_write_buf(struct sx_out_file *f, struct sx_buf *b,
 enum sx_status sx_out_commit(struct sx_out_file *f, struct sx_error *err);
 /* Remove the temporary file. Accepts NULL. */
 void sx_out_abort(struct sx_out_file *f);
-/* The temporary name 'f' is written under (shorter than SX_TMP_NAME bytes). */
+/* The temporary name 'f' is written under (shorter than SX_TMP_NAME bytes); "" while
+ * it is an unnamed file. */
 #define SX_TMP_NAME 4096
 const char *sx_out_tmp_path(const struct sx_out_file *f);
+
+/*
+ * Where an output named 'path' goes, as a shell's > would write it: the
+ * target of a symbolic link ('*final', new: the caller frees it). An existing
+ * file must be a regular file we may write, and root is refused one that has
+ * no write bit at all; its status is in '*old' (st_mode 0 when there is none).
+ */
+enum sx_status sx_out_target(const char *path, char **final, struct stat *old,
+                             struct sx_error *err);
+/* Give the new file 'fd' the mode and, when we may, the owner of the file it
+ * replaces ('old' from sx_out_target(); nothing when st_mode is 0). */
+void sx_out_adopt(int fd, const struct stat *old);
 
 /*
  * The one temporary-file scheme: a new empty file ".NAME.XXXXXX" beside

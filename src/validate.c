@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 enum sx_status sx_validate(const char *path, struct sx_error *err) {
     enum sx_status st = SX_OK;
@@ -12,6 +13,10 @@ enum sx_status sx_validate(const char *path, struct sx_error *err) {
 
     sx_error_clear(err);
     SX_CHECK(path != NULL, SX_ERR_USAGE, err, "", "no input file given");
+    /* a FIFO would block the first open, a device (/dev/zero) never end */
+    struct stat sb;
+    SX_CHECK(stat(path, &sb) != 0 || S_ISREG(sb.st_mode), SX_ERR_OPEN, err, path,
+             "%s is not a regular file", path);
     if (sx_is_hdf5(path))
         st = sx_h5_load(path, false, &run, err);
     else

@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +18,10 @@ static const char usage_text[] =
     "usage: scope-export export IN.h5 [IN.h5 ...] -o OUT.json[.gz] [options]\n"
     "       scope-export IN.h5 -o OUT.json[.gz] [options]\n"
     "       scope-export validate FILE [FILE ...]\n"
-    "       scope-export import IN.json[.gz] -o OUT.h5\n"
+    "       scope-export import IN.json[.gz] -o OUT.h5 [-q]\n"
     "       scope-export export --native INPUT... -o OUT.json[.gz] [--label L] "
     "[options]\n"
-    "       scope-export import-native INPUT... -o OUT.h5 [--label L]\n"
+    "       scope-export import-native INPUT... -o OUT.h5 [--label L] [-q]\n"
     "\n"
     "Export scope-profiler HDF5 runs as JSON documents (scope-profiler-profile,\n"
     "format_version 1), byte-identical to scope_profiler.json_export. Run it under\n"
@@ -49,7 +51,7 @@ static const char usage_text[] =
     "  --label L             the native run's label (default: the output's name\n"
     "                        without .json, .trace.json, ... and .gz)\n"
     "  -q, --quiet           print nothing but errors\n"
-    "  -h, --help            this text\n"
+    "  -h, --help            this text (also after a command)\n"
     "  -V, --version         print the version\n"
     "\n"
     "Exit status: 0 on success, 1 on failure (one line on stderr names the file,\n"
@@ -62,6 +64,34 @@ int sx_fault_from_env(int rank); /* tests/support/sx_fault.c: the test build onl
 static int world_rank;
 static int world_size = 1;
 static MPI_Comm world = MPI_COMM_NULL; /* MPI_COMM_WORLD, or NULL when run without MPI */
+
+/*
+ * Every line the command prints goes through here: printf's 'fmt', with
+ * control characters escaped (\n, \t, \r, \xHH), then one newline. A file
+ * name holding a newline cannot split the line or forge another one.
+ */
+static void say(FILE *f, const char *fmt, ...) {
+    char raw[4096], line[4 * sizeof raw + 2];
+    size_t n = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    va_end(ap);
+    for (const unsigned char *p = (const unsigned char *)raw; *p != '\0'; p++) {
+        if (*p >= 0x20 && *p != 0x7f)
+            line[n++] = (char)*p;
+        else if (*p == '\n' || *p == '\t' || *p == '\r')
+            n += (size_t)snprintf(line + n, 3, "\\%c",
+                                  *p == '\n'   ? 'n'
+                                  : *p == '\t' ? 't'
+                                               : 'r');
+        else
+            n += (size_t)snprintf(line + n, 5, "\\x%02x", *p);
+    }
+    line[n++] = '\n';
+    fwrite(line, 1, n, f);
+    fflush(f);
+}
 
 /*
  * Whether an MPI launcher (mpirun/mpiexec of Open MPI or MPICH, srun) started
@@ -102,8 +132,7 @@ static bool all_passed(bool ok, const char *what) {
     if (first < 0)
         return true;
     if (world_rank == 0)
-        fprintf(stderr, "scope-export: error: %s: out of memory [rank %d]\n", what,
-                first);
+        say(stderr, "scope-export: error: %s: out of memory [rank %d]", what, first);
     return false;
 }
 
@@ -113,15 +142,18 @@ static void rank0_bcast_rc(int *rc) {
 }
 
 static int usage_error(const char *msg, const char *arg) {
-    if (world_rank == 0)
-        fprintf(stderr, "scope-export: %s%s%s\nTry 'scope-export --help'.\n", msg,
-                arg ? ": " : "", arg ? arg : "");
+    if (world_rank == 0) {
+        say(stderr, "scope-export: %s%s%s", msg, arg ? ": " : "", arg ? arg : "");
+        say(stderr, "Try 'scope-export --help'.");
+    }
     return 2;
 }
 
 /* "0,2,5-7" -> ranks */
 static int parse_ranks(const char *s, int64_t **out, size_t *n_out) {
     size_t cap = 16, n = 0;
+    if (*s == '\0')
+        return -1; /* no rank at all: a mistake, not "keep none" */
     int64_t *v = malloc(cap * sizeof *v);
     if (v == NULL)
         return -1;
@@ -202,15 +234,34 @@ static void show_progress(uint64_t done, uint64_t total, void *user) {
 static void print_error(const struct sx_error *e) {
     if (world_rank != 0 || sx_cli_stop_reported()) /* the signal's line was the one */
         return;
-    fprintf(stderr, "scope-export: error: %s",
-            e->text[0] ? e->text : sx_strerror(e->code));
+    char where[sizeof e->source + 32] = "";
+    const bool named = e->source[0] && strstr(e->text, e->source) == NULL;
     if (e->rank >= 0)
-        fprintf(stderr, " [rank %d", e->rank);
-    if (e->source[0] && strstr(e->text, e->source) == NULL)
-        fprintf(stderr, "%s%s", e->rank >= 0 ? ", " : " [", e->source);
-    if (e->rank >= 0 || (e->source[0] && strstr(e->text, e->source) == NULL))
-        fprintf(stderr, "]");
-    fprintf(stderr, "\n");
+        snprintf(where, sizeof where, " [rank %d%s%s]", e->rank, named ? ", " : "",
+                 named ? e->source : "");
+    else if (named)
+        snprintf(where, sizeof where, " [%s]", e->source);
+    say(stderr, "scope-export: error: %s%s", e->text[0] ? e->text : sx_strerror(e->code),
+        where);
+}
+
+/*
+ * An output name that cannot be meant: empty, a directory's ("dir/"), or an
+ * existing device, FIFO or socket (-o /dev/null would write /dev/null.json
+ * beside it). A usage error (status 2) before anything is read.
+ */
+static int check_output_name(const char *out) {
+    struct stat sb;
+    if (out[0] == '\0')
+        return usage_error("the output name is empty", NULL);
+    if (out[strlen(out) - 1] == '/')
+        return usage_error("the output name ends in '/'; name a file in the directory",
+                           out);
+    if (stat(out, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode))
+        return usage_error("the output exists and is not a regular file (a device, "
+                           "FIFO or socket)",
+                           out);
+    return 0;
 }
 
 /* --stats: the export alone, without process and MPI start-up (rank 0). */
@@ -225,8 +276,8 @@ static void print_stats(const char *path, double t0) {
         snprintf(how, sizeof how, "1 process, no MPI");
     else
         snprintf(how, sizeof how, "%d rank%s", world_size, world_size == 1 ? "" : "s");
-    fprintf(stderr, "scope-export: stats: %s: %lld bytes in %.3f s (%.1f MB/s, %s)\n",
-            path, bytes, el, el > 0 ? (double)bytes / el / 1e6 : 0.0, how);
+    say(stderr, "scope-export: stats: %s: %lld bytes in %.3f s (%.1f MB/s, %s)", path,
+        bytes, el, el > 0 ? (double)bytes / el / 1e6 : 0.0, how);
 }
 
 /* _unique_labels: the k-th repeat of a label becomes "<label> (k)". */
@@ -384,6 +435,8 @@ parsed:
         rc = usage_error("no output given (-o OUT.json or OUT.json.gz)", NULL);
         goto out;
     }
+    if ((rc = check_output_name(output)) != 0)
+        goto out;
     o.include = ninc ? inc : NULL;
     o.n_include = ninc;
     o.exclude = nexc ? exc : NULL;
@@ -409,7 +462,7 @@ parsed:
             rc = ne.code == SX_ERR_USAGE ? 2 : 1;
         } else {
             if (!quiet && world_rank == 0)
-                printf("Wrote %s\n", output);
+                say(stdout, "Wrote %s", output);
             if (stats)
                 print_stats(output, ps.t0);
         }
@@ -480,7 +533,7 @@ parsed:
             break;
         }
         if (!quiet && world_rank == 0)
-            printf("Wrote %s\n", path);
+            say(stdout, "Wrote %s", path);
         if (stats)
             print_stats(path, ps.t0);
         free(path);
@@ -515,9 +568,9 @@ static int cmd_validate(int argc, char **argv, int first) {
         e.rank = -1;
         sx_cli_input(argv[i]);
         if (sx_validate(argv[i], &e) == SX_OK) {
-            printf("%s: OK\n", argv[i]);
+            say(stdout, "%s: OK", argv[i]);
         } else {
-            printf("%s: INVALID: %s\n", argv[i], e.text);
+            say(stdout, "%s: INVALID: %s", argv[i], e.text);
             rc = 1;
         }
     }
@@ -527,13 +580,20 @@ static int cmd_validate(int argc, char **argv, int first) {
     return rc;
 }
 
+static bool is_quiet(const char *a) {
+    return strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0;
+}
+
 static int cmd_import(int argc, char **argv, int first) {
     const char *in = NULL, *out = NULL;
+    bool quiet = false;
     for (int i = first; i < argc; i++) {
         if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
             if (i + 1 >= argc)
                 return usage_error("option needs a value", argv[i]);
             out = argv[++i];
+        } else if (is_quiet(argv[i])) {
+            quiet = true;
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
             return usage_error("unknown option", argv[i]);
         } else if (in == NULL) {
@@ -544,7 +604,9 @@ static int cmd_import(int argc, char **argv, int first) {
     }
     if (in == NULL || out == NULL)
         return usage_error("usage: scope-export import IN.json[.gz] -o OUT.h5", NULL);
-    int rc = 0;
+    int rc = check_output_name(out);
+    if (rc != 0)
+        return rc;
     struct sx_error e;
     memset(&e, 0, sizeof e);
     e.rank = -1;
@@ -552,9 +614,9 @@ static int cmd_import(int argc, char **argv, int first) {
         sx_cli_input(in);
         if (sx_import(in, out, &e) != SX_OK) {
             print_error(&e);
-            rc = 1;
-        } else {
-            printf("Wrote %s\n", out);
+            rc = e.code == SX_ERR_USAGE ? 2 : 1;
+        } else if (!quiet) {
+            say(stdout, "Wrote %s", out);
         }
     }
     rank0_bcast_rc(&rc);
@@ -566,6 +628,7 @@ static int cmd_import_native(int argc, char **argv, int first) {
     const char **in = calloc((size_t)argc + 1, sizeof *in);
     size_t n = 0;
     int rc = 0;
+    bool quiet = false;
     if (in == NULL)
         return 1;
     for (int i = first; i < argc; i++) {
@@ -576,6 +639,8 @@ static int cmd_import_native(int argc, char **argv, int first) {
                 goto out;
             }
             *(o ? &out : &label) = argv[++i];
+        } else if (is_quiet(argv[i])) {
+            quiet = true;
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
             rc = usage_error("unknown option", argv[i]);
             goto out;
@@ -588,20 +653,34 @@ static int cmd_import_native(int argc, char **argv, int first) {
             "usage: scope-export import-native INPUT... -o OUT.h5 [--label L]", NULL);
         goto out;
     }
+    if ((rc = check_output_name(out)) != 0)
+        goto out;
     struct sx_error e;
     sx_cli_input(in[0]);
     if (sx_import_native(world, in, n, out, label, &e) != SX_OK) {
         print_error(&e);
         rc = e.code == SX_ERR_USAGE ? 2 : 1;
-    } else if (world_rank == 0) {
-        printf("Wrote %s\n", out);
+    } else if (world_rank == 0 && !quiet) {
+        say(stdout, "Wrote %s", out);
     }
 out:
     free(in);
     return rc;
 }
 
+/* Whether the arguments after the subcommand ask for help. */
+static bool asks_help(int argc, char **argv) {
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+            return true;
+    return false;
+}
+
 int main(int argc, char **argv) {
+    /* A size limit (ulimit -f) fails the write with EFBIG, reported and cleaned up
+     * like a full disk, instead of killing the process without a word. The command
+     * owns its process; the library never changes a disposition. */
+    signal(SIGXFSZ, SIG_IGN);
     if (want_mpi()) {
         /* FUNNELED: the output's writer thread makes no MPI call */
         int level = MPI_THREAD_SINGLE;
@@ -614,6 +693,8 @@ int main(int argc, char **argv) {
         MPI_Comm_size(world, &world_size);
     }
     sx_cli_signals_install(world_rank);
+    if (world_size > 1)
+        sx_cli_crash_once();
 #ifdef SX_TEST_FAULTS
     if (sx_fault_from_env(world_rank) != 0)
         return 2;
@@ -630,6 +711,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
         if (world_rank == 0)
             printf("scope-export %s\n", sx_version());
+    } else if (asks_help(argc, argv)) { /* scope-export SUBCOMMAND --help */
+        if (world_rank == 0)
+            fputs(usage_text, stdout);
     } else if (strcmp(cmd, "export") == 0) {
         rc = cmd_export(argc, argv, 2);
     } else if (strcmp(cmd, "validate") == 0) {

@@ -4,8 +4,12 @@
 
 #include "scope_export.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Seconds a stop may take before the process ends itself (see on_signal). */
@@ -15,6 +19,7 @@ static const char *volatile current_input;  /* the run being exported, for the r
 static const char *volatile current_output; /* its output, for the stop's line */
 static int report_rank;                     /* this process's rank, for the reports */
 static volatile sig_atomic_t stop_reported; /* the stop's line was printed here */
+static char crash_mark[64]; /* sx_cli_crash_once: the ranks' marker file, or "" */
 
 void sx_cli_input(const char *path) { current_input = path; }
 
@@ -29,8 +34,21 @@ struct line {
 };
 
 static void line_add(struct line *l, const char *s) {
-    while (s != NULL && *s != '\0' && l->len < sizeof l->text - 2)
-        l->text[l->len++] = *s++;
+    static const char hex[] = "0123456789abcdef";
+    for (; s != NULL && *s != '\0' && l->len < sizeof l->text - 6; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 0x20 && c != 0x7f) { /* a file name's newline cannot split the line */
+            l->text[l->len++] = (char)c;
+        } else if (c == '\n' || c == '\t' || c == '\r') { /* as main.c writes them */
+            l->text[l->len++] = '\\';
+            l->text[l->len++] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
+        } else {
+            l->text[l->len++] = '\\';
+            l->text[l->len++] = 'x';
+            l->text[l->len++] = hex[c >> 4];
+            l->text[l->len++] = hex[c & 15];
+        }
+    }
 }
 
 static void line_int(struct line *l, int v) {
@@ -125,6 +143,17 @@ static void on_crash(int sig) {
     struct line l = {.len = 0};
     const char *h5 = sx_hdf5_file_in_use();
     sx_request_stop(); /* removes the temporary output */
+    if (crash_mark[0] != '\0') {
+        /* Ranks crash together on the same damaged file: the first to make the
+         * marker reports, the others end quietly; the marker goes a second later. */
+        int fd = open(crash_mark, O_CREAT | O_EXCL | O_WRONLY, 0600);
+        if (fd < 0)
+            _exit(1);
+        close(fd);
+        struct timespec pause = {1, 0};
+        nanosleep(&pause, NULL);
+        unlink(crash_mark);
+    }
     line_subject(&l, h5);
     line_add(&l, h5 != NULL ? "the HDF5 library crashed (" : "scope-export crashed (");
     line_add(&l, sig == SIGSEGV  ? "SIGSEGV"
@@ -159,4 +188,25 @@ void sx_cli_signals_install(int rank) {
     sigaction(SIGBUS, &sa, NULL);
     sigaction(SIGFPE, &sa, NULL);
     sigaction(SIGILL, &sa, NULL);
+}
+
+void sx_cli_crash_once(void) {
+    /* One marker per job and node: the launcher's job id (Open MPI, PMIx, Slurm),
+     * else the parent process that launched the ranks. */
+    static const char *const ids[] = {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid",
+                                      "SLURM_JOB_ID"};
+    char job[32] = "";
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0] && job[0] == '\0'; i++) {
+        const char *v = getenv(ids[i]);
+        size_t n = 0;
+        for (; v != NULL && *v != '\0' && n < sizeof job - 1; v++)
+            if ((*v >= '0' && *v <= '9') || (*v >= 'A' && *v <= 'Z') ||
+                (*v >= 'a' && *v <= 'z'))
+                job[n++] = *v;
+        job[n] = '\0';
+    }
+    if (job[0] == '\0')
+        snprintf(job, sizeof job, "p%ld", (long)getppid());
+    const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    snprintf(crash_mark, sizeof crash_mark, "%s/.scope-export-crash-%s", dir, job);
 }

@@ -10,6 +10,9 @@
  * line naming the file and 'rank'. The temporary output is removed in every case.
  */
 void sx_cli_signals_install(int rank);
+/* Several ranks: a crash is reported by the first rank of a node to crash, the
+ * others end without a line (they crash together on the same damaged file). */
+void sx_cli_crash_once(void);
 /* The run being exported now, named by those lines. */
 void sx_cli_input(const char *path);
 /* The output being written now (NULL: none), named by the stop's line. */

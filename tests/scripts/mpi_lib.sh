@@ -64,8 +64,28 @@ leftovers() {
     find "$dir" -maxdepth 1 -name ".$base.*" 2>/dev/null | head -3 | tr '\n' ' '
 }
 
+# The processes started under PID, at any depth.
+descendants() {
+    local p
+    for p in $(pgrep -P "$1"); do
+        echo "$p"
+        descendants "$p"
+    done
+}
+
+# unnamed_open TPID OUT: a process under TPID holds an unnamed file (O_TMPFILE) open in
+# OUT's directory: the output's temporary file where the file system has them.
+unnamed_open() {
+    local dir p
+    dir=$(cd "$(dirname "$2")" && pwd)
+    for p in $(descendants "$1"); do
+        ls -l "/proc/$p/fd" 2>/dev/null | grep -qF -- "$dir/#" && return 0
+    done
+    return 1
+}
+
 # mid_export TPID OUT [RANK]: wait (up to 20 s) for the export run by 'timeout' TPID to
-# write its temporary file beside OUT, then 0.3 s more; print the pid of its mpiexec, or
+# write its temporary file beside OUT (named, or unnamed), then 0.3 s more; print the pid of its mpiexec, or
 # with RANK of that rank's process. Status 1 when it never started writing.
 mid_export() {
     local tpid=$1 out=$2 rank=${3:-} pid="" m p
@@ -80,7 +100,7 @@ mid_export() {
                 done
             fi
         fi
-        if [ -n "$pid" ] && [ -n "$(leftovers "$out")" ]; then
+        if [ -n "$pid" ] && { [ -n "$(leftovers "$out")" ] || unnamed_open "$tpid" "$out"; }; then
             sleep 0.3
             echo "$pid"
             return 0

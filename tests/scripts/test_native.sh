@@ -59,13 +59,15 @@ for d in "${cases[@]}"; do
             fi
         done
     done
-    # the Chrome trace of every rank (--ranks "" is the empty list of a run without rows)
+    # the Chrome trace of every rank (a run without ranks has no list to name them: an
+    # empty --ranks is a usage error, so that a lost variable selects nothing silently)
     n=$(grep -o '"num_ranks": [0-9]*' "$d/run.json" | grep -o '[0-9]*$')
     ref=$d/run.chrome.json
     [ -f "$ref" ] || ref=$d/run.chrome.json.gz
-    sel=""
-    [ "$n" -gt 0 ] && sel="0-$((n - 1))"
+    sel="0-$((n - 1))"
+    [ "$n" -gt 0 ] || echo "skip: $c: chrome trace of every rank: the run has no rank"
     for np in 0 1 2 3 5; do # bare, 1 to 3 ranks, and more ranks than files
+        [ "$n" -gt 0 ] || break
         for ext in json json.gz; do
             rm -f "$TMP/c.$ext"
             (cd "$d" && mpi_rc "$np" "$X" export --native ranks -o "$TMP/c.$ext" --label merged \
