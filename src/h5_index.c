@@ -53,13 +53,15 @@ static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void 
     if (c->st != SX_OK)
         return -1;
     char *key = sx_utf8_sanitize(name, strlen(name));
-    if (key == NULL || !sx_value_set(c->obj, key, strlen(key), v)) {
-        free(key);
+    /* sx_value_set takes 'v' on failure too: only a value never passed is freed here */
+    bool ok = key != NULL && sx_value_set(c->obj, key, strlen(key), v);
+    if (key == NULL)
         sx_value_free(&v);
+    free(key);
+    if (!ok) {
         c->st = sx_error_set(c->err, SX_ERR_NOMEM, src, "out of memory");
         return -1;
     }
-    free(key);
     return 0;
 }
 
