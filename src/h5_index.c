@@ -1142,9 +1142,15 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
     h5->evmap = sx_file_map_open(h5->fd, (uint64_t)sb.st_size, MAP_EVENTS);
 
     fapl = H5Pcreate(H5P_FILE_ACCESS);
-    SX_CHECK(fapl >= 0, SX_ERR_INTERNAL, err, path, "H5Pcreate failed");
-    if (comm != MPI_COMM_NULL)
-        H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL); /* NOTE: collective open below */
+    if (fapl < 0)
+        st = sx_error_set(err, SX_ERR_INTERNAL, path, "%s: H5Pcreate failed", path);
+    else if (comm != MPI_COMM_NULL && H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL) < 0)
+        st =
+            sx_error_set(err, SX_ERR_INTERNAL, path, "%s: H5Pset_fapl_mpio failed", path);
+    /* NOTE: collective open below: a rank that cannot make its property list says so */
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
     h5->file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
     SX_CHECK(
         h5->file >= 0, SX_ERR_OPEN, err, path,

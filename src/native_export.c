@@ -3,7 +3,6 @@
 #define _GNU_SOURCE /* qsort_r: the sort context per call, not in a global */
 #include "doc.h"
 #include "doc_plan.h"
-#include "stop.h"
 #include "h5_write.h"
 #include "json_write.h"
 #include "mpi_util.h"
@@ -11,6 +10,7 @@
 #include "out_file.h"
 #include "regex.h"
 #include "run.h"
+#include "stop.h"
 #include "stream.h"
 #include "trace.h"
 

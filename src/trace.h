@@ -74,7 +74,8 @@ enum sx_status sx_trace_row_mins(const struct sx_run *run, struct sx_h5 *h5, int
 /*
  * Plan the trace of 'run' (rows' GPU columns already resolved): region order,
  * selection, labels, origin. 'row_min' (every row's, from sx_trace_row_mins)
- * is taken over, on failure too (freed by sx_trace_free). 'o->label' overrides the run's label. Local.
+ * is taken over, on failure too (freed by sx_trace_free). 'o->label' overrides the run's
+ * label. Local.
  */
 enum sx_status sx_trace_plan(struct sx_trace *t, struct sx_run *run, struct sx_h5 *h5,
                              const struct sx_filter *filter, const struct sx_options *o,

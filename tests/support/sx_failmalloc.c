@@ -22,8 +22,8 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <execinfo.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
@@ -52,7 +52,8 @@ static int nsegs;
 static pthread_mutex_t seg_lock = PTHREAD_MUTEX_INITIALIZER;
 static char exe_path[4096];
 static char match[512];
-static atomic_int armed = -1; /* -1: not yet read from the environment; 0: off; 1: this rank */
+static atomic_int armed =
+    -1; /* -1: not yet read from the environment; 0: off; 1: this rank */
 static atomic_long fail_at;
 static atomic_long calls;
 static atomic_int fired;
@@ -129,8 +130,8 @@ __attribute__((destructor)) static void report(void) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0)
         return;
-    int len = snprintf(text, sizeof text, "%ld %d\n", atomic_load(&calls),
-                       atomic_load(&fired));
+    int len =
+        snprintf(text, sizeof text, "%ld %d\n", atomic_load(&calls), atomic_load(&fired));
     if (write(fd, text, (size_t)len) != len)
         (void)0;
     close(fd);

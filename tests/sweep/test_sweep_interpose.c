@@ -93,8 +93,8 @@ static const struct cmd cmds[] = {
      SX_FORMAT_JSON, 0},
     {"validate run.json.gz", K_VALIDATE, "golden/gen_schema3_allcols/run.json.gz", NULL,
      SX_FORMAT_JSON, 0},
-    {"import", K_IMPORT, "golden/gen_schema3_allcols/run.json.gz", "i.h5",
-     SX_FORMAT_JSON, 0},
+    {"import", K_IMPORT, "golden/gen_schema3_allcols/run.json.gz", "i.h5", SX_FORMAT_JSON,
+     0},
     {"import-native", K_IMPORT_NATIVE, "golden-native/mixed_3ranks/ranks", "m.h5",
      SX_FORMAT_JSON, 0},
 };
@@ -389,7 +389,8 @@ int main(int argc, char **argv) {
          * with N (and starts differently with each number of ranks), so that every
          * rank sees failures everywhere over the sweep. */
         const long stride = most > 60 && beyond > 0 ? (most - 60) / beyond + 1 : 1;
-        for (long nth = one_n > 0 ? one_n : 1; nth <= most; nth += nth < 60 ? 1 : stride) {
+        for (long nth = one_n > 0 ? one_n : 1; nth <= most;
+             nth += nth < 60 ? 1 : stride) {
             int r = one_n > 0 ? one_rank : (int)((nth + wsize) % wsize);
             if (nth > counts[r]) /* beyond this rank's count: the next one's */
                 for (int k = 0; k < wsize && nth > counts[r]; k++)

@@ -58,7 +58,8 @@ int main(void) {
     memset(block, 'x', sizeof block);
     ASSERT(write(fd, block, sizeof block) == (ssize_t)sizeof block);
 
-    alarm(30); /* a fault repeating under a handler that returns: a hang, made a failure */
+    alarm(
+        30); /* a fault repeating under a handler that returns: a hang, made a failure */
     set_handler(host_handler);
     struct sx_file_map *m = sx_file_map_open(fd, sizeof block, 1 << 20);
     ASSERT(m != NULL);

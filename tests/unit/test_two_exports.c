@@ -50,11 +50,12 @@ int main(void) {
     ASSERT(system(cmd) == 0);
 
     /* the outputs of separate processes (the command, one process, no MPI) */
-    snprintf(cmd, sizeof cmd,
-             "env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_RANK %s/scope-export export "
-             "%s -o %s -q && env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_RANK "
-             "%s/scope-export export --native %s -o %s -q",
-             SX_BUILD_DIR, in, ref, SX_BUILD_DIR, native, refn);
+    snprintf(
+        cmd, sizeof cmd,
+        "env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_RANK %s/scope-export export "
+        "%s -o %s -q && env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_RANK "
+        "%s/scope-export export --native %s -o %s -q",
+        SX_BUILD_DIR, in, ref, SX_BUILD_DIR, native, refn);
     ASSERT(system(cmd) == 0);
 
     struct sx_options o, stop;
