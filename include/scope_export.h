@@ -14,6 +14,21 @@ extern "C" {
  * The library is built with hidden visibility: only what this header declares
  * with SX_API is exported from libscope_export.so.
  */
+/*
+ * Threads. The calls that read or write runs (sx_export, sx_export_args,
+ * sx_export_args_f, sx_export_native, sx_import, sx_import_native, sx_validate,
+ * sx_run_label) must not run concurrently in one process: the HDF5 library they use
+ * (the parallel build) is not thread-safe, and neither may the host call HDF5 from
+ * another thread while one of them runs. One after another they are independent:
+ * two exports in one process give what two processes give, an interrupted one
+ * followed by a good one included. The host's process-wide state is left as it was
+ * (the umask is only read; a SIGBUS handler is installed only while a run's file is
+ * mapped, passes any other SIGBUS to the handler that was there before, and is
+ * removed with the last mapping unless the host has set another since). Any thread,
+ * at any time: sx_options_init, sx_output_path, sx_strerror, sx_version,
+ * sx_has_isal, and sx_args_* on an sx_args no other thread uses. From a signal
+ * handler: sx_request_stop and sx_hdf5_file_in_use (async-signal-safe).
+ */
 #if defined(__GNUC__)
 #define SX_API __attribute__((visibility("default")))
 #else
@@ -218,6 +233,8 @@ SX_API enum sx_status sx_import_native(MPI_Comm comm, const char *const *inputs,
  * to be writing) under their temporary names: those are removed now and
  * will not be written, so their exports are sure to fail; 0 when none was
  * (not yet created, or already renamed into place).
+ * The stop applies to the exports running when it is asked for: an export
+ * started afterwards runs to its end.
  */
 SX_API int sx_request_stop(void);
 

@@ -1,5 +1,6 @@
 /* doc_plan.c - the JSON document's plan: rows in document order after the filters, cut
  * into blocks of about equal text, with exact progress units */
+#define _GNU_SOURCE /* qsort_r: the sort context per call, not in a global */
 #include "doc_plan.h"
 
 #include "regex.h"
@@ -86,9 +87,8 @@ const struct sx_row *sx_plan_row_again(const struct sx_run *run, uint64_t r,
     return tmp;
 }
 
-static const struct sx_run *sort_run; /* qsort has no context argument in C11 */
-
-static int cmp_doc_rows(const void *a, const void *b) {
+static int cmp_doc_rows(const void *a, const void *b, void *ctx) {
+    const struct sx_run *sort_run = ctx;
     uint64_t i = *(const uint64_t *)a, j = *(const uint64_t *)b;
     uint32_t xr, yr;
     int64_t xk, yk;
@@ -177,8 +177,7 @@ enum sx_status sx_doc_plan(struct sx_doc *doc, const struct sx_run *run,
             doc->order[n++] = r;
     }
     /* Region-major (region table order), then rank ascending. */
-    sort_run = run;
-    qsort(doc->order, n, sizeof *doc->order, cmp_doc_rows);
+    qsort_r(doc->order, n, sizeof *doc->order, cmp_doc_rows, (void *)run);
     /* A (name, rank) written twice: the later row wins, as in the reader's dict. */
     uint64_t k = 0;
     for (uint64_t i = 0; i < n; i++) {

@@ -130,6 +130,7 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
     char tmp[SX_TMP_NAME] = "";
 
     memset(&doc, 0, sizeof doc);
+    sx_stop_clear(); /* see stop.h: a stop from before this export is not its own */
     sx_error_clear(&local);
     if (err == NULL)
         err = &local;

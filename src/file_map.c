@@ -5,16 +5,23 @@
 
 #include "fault.h"
 
+#include <errno.h>
+
 #include <inttypes.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 enum { FRAME_BITS = 16 }; /* 64 KiB frames: what a fault maps around it */
 
 struct sx_file_map {
+    int fd; /* borrowed: read with pread when no copier slot is free */
     const unsigned char *base;
     uint64_t size;
     size_t budget, held; /* bytes of frames read since the last drop */
@@ -25,39 +32,72 @@ struct sx_file_map {
 
 /*
  * SIGBUS: a read of a page the file no longer has. While a read copies, the
- * handler jumps back into it; any other SIGBUS goes to the handler there was
- * before the first mapping (restored, then the fault repeats or the signal
- * is raised again).
+ * handler jumps back into it. The library is a guest in its host's process, so:
+ * - the handler is installed once, while any mapping is open (counted under a mutex),
+ *   and removed with the last one only if it is still the one installed;
+ * - it finds the copying thread's jump buffer in a fixed table keyed by thread id, with
+ *   atomic loads: no thread-local storage, whose first use from a handler in a
+ *   dlopen'ed library may allocate (__tls_get_addr), and no lock;
+ * - any other SIGBUS goes to the handler there was before: called when it is a
+ *   function; else that one is restored and the fault repeats under it (or the signal,
+ *   sent rather than a fault, is raised again).
+ * A thread that finds the table full reads with pread instead.
  */
-/* volatile: the stores around the copy must happen, though memcpy never reads it */
-static _Thread_local sigjmp_buf *volatile guard;
-static struct sigaction old_bus;
-static int nmaps;
+enum { MAX_COPIERS = 64 };
+static struct {
+    atomic_int tid;            /* the thread copying under this slot, 0: free */
+    sigjmp_buf *volatile jump; /* volatile: set around a memcpy that never reads it */
+} copiers[MAX_COPIERS];
+static pthread_mutex_t guard_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sigaction old_bus; /* written under guard_mu before the handler is set */
+static int nmaps;                /* under guard_mu */
+
+static int thread_id(void) { return (int)syscall(SYS_gettid); }
 
 static void on_bus(int sig, siginfo_t *si, void *uc) {
-    (void)uc;
-    if (guard != NULL)
-        siglongjmp(*guard, 1);
+    const int me = thread_id();
+    for (int i = 0; i < MAX_COPIERS; i++)
+        if (atomic_load(&copiers[i].tid) == me && copiers[i].jump != NULL)
+            siglongjmp(*copiers[i].jump, 1);
+    if ((old_bus.sa_flags & SA_SIGINFO) && old_bus.sa_sigaction != NULL) {
+        old_bus.sa_sigaction(sig, si, uc);
+        return;
+    }
+    if (!(old_bus.sa_flags & SA_SIGINFO) && old_bus.sa_handler != SIG_DFL &&
+        old_bus.sa_handler != SIG_IGN) {
+        old_bus.sa_handler(sig);
+        return;
+    }
     sigaction(SIGBUS, &old_bus, NULL);
     if (si == NULL || si->si_code <= 0)
         raise(sig); /* sent, not a fault: the fault would not repeat */
 }
 
 static void guard_install(void) {
-    if (nmaps++ > 0)
-        return;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_bus;
-    /* NODEFER: the jump out of the handler leaves SIGBUS unblocked */
-    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGBUS, &sa, &old_bus);
+    pthread_mutex_lock(&guard_mu);
+    if (nmaps++ == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_bus;
+        /* NODEFER: the jump out of the handler leaves SIGBUS unblocked */
+        sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGBUS, NULL, &old_bus);
+        sigaction(SIGBUS, &sa, NULL);
+    }
+    pthread_mutex_unlock(&guard_mu);
 }
 
 static void guard_remove(void) {
-    if (--nmaps == 0)
-        sigaction(SIGBUS, &old_bus, NULL);
+    pthread_mutex_lock(&guard_mu);
+    if (--nmaps == 0) {
+        /* a handler the host set since is the host's: left alone */
+        struct sigaction cur;
+        if (sigaction(SIGBUS, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+            cur.sa_sigaction == on_bus)
+            sigaction(SIGBUS, &old_bus, NULL);
+    }
+    pthread_mutex_unlock(&guard_mu);
 }
 
 struct sx_file_map *sx_file_map_open(int fd, uint64_t size, size_t budget) {
@@ -66,6 +106,7 @@ struct sx_file_map *sx_file_map_open(int fd, uint64_t size, size_t budget) {
     struct sx_file_map *m = sx_calloc(1, sizeof *m);
     if (m == NULL)
         return NULL;
+    m->fd = fd;
     m->size = size;
     m->budget = budget < ((size_t)1 << FRAME_BITS) ? (size_t)1 << FRAME_BITS : budget;
     m->nwords = (size_t)((((size - 1) >> FRAME_BITS) + 64) / 64);
@@ -101,17 +142,48 @@ static void drop(struct sx_file_map *m) {
     m->drops++;
 }
 
-/* Copy under the SIGBUS guard: false when the file lost the bytes. */
-static bool copy(void *dst, const unsigned char *p, size_t n) {
+/* All of 'n' bytes at 'at' of 'fd' into 'dst'. */
+static bool pread_all(int fd, void *dst, size_t n, uint64_t at) {
+    char *d = dst;
+    while (n > 0) {
+        const ssize_t r = pread(fd, d, n, (off_t)at);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        d += r;
+        n -= (size_t)r;
+        at += (uint64_t)r;
+    }
+    return true;
+}
+
+/* memcpy with '*jump' set for the handler: false when the copy faulted. */
+static bool guarded_memcpy(sigjmp_buf *volatile *jump, void *dst, const void *src,
+                           size_t n) {
     sigjmp_buf jb;
     if (sigsetjmp(jb, 0) != 0) {
-        guard = NULL;
+        *jump = NULL;
         return false;
     }
-    guard = &jb;
-    memcpy(dst, p, n);
-    guard = NULL;
+    *jump = &jb;
+    memcpy(dst, src, n);
+    *jump = NULL;
     return true;
+}
+
+/* Copy under the SIGBUS guard: false when the file lost the bytes. */
+static bool copy(const struct sx_file_map *m, void *dst, uint64_t at, size_t n) {
+    const int me = thread_id();
+    for (int i = 0; i < MAX_COPIERS; i++) {
+        int free_tid = 0;
+        if (atomic_compare_exchange_strong(&copiers[i].tid, &free_tid, me)) {
+            const bool ok = guarded_memcpy(&copiers[i].jump, dst, m->base + at, n);
+            atomic_store(&copiers[i].tid, 0);
+            return ok;
+        }
+    }
+    return pread_all(m->fd, dst, n, at);
 }
 
 enum sx_status sx_file_map_read(struct sx_file_map *m, uint64_t at, size_t n, void *dst,
@@ -134,7 +206,7 @@ enum sx_status sx_file_map_read(struct sx_file_map *m, uint64_t at, size_t n, vo
         m->seen[f / 64] |= bit;
         m->held += (size_t)1 << FRAME_BITS;
     }
-    SX_CHECK(copy(dst, m->base + at, n), SX_ERR_IO, err, src,
+    SX_CHECK(copy(m, dst, at, n), SX_ERR_IO, err, src,
              "%s cannot be read (%zu bytes at offset %" PRIu64
              "): the file was cut short while it was read",
              src, n, at);

@@ -1,5 +1,6 @@
 /* h5_index.c - open a run and read its index: schema, metadata, region table, the
  * rank-region index (lazy or full), schema-1 groups, summary-only runs */
+#define _GNU_SOURCE /* qsort_r: the sort context per call, not in a global */
 #include "file_map.h"
 #include "file_win.h"
 #include "h5_int.h"
@@ -53,13 +54,15 @@ static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void 
     if (c->st != SX_OK)
         return -1;
     char *key = sx_utf8_sanitize(name, strlen(name));
-    if (key == NULL || !sx_value_set(c->obj, key, strlen(key), v)) {
-        free(key);
+    /* sx_value_set takes 'v' on failure too: only a value never passed is freed here */
+    bool ok = key != NULL && sx_value_set(c->obj, key, strlen(key), v);
+    if (key == NULL)
         sx_value_free(&v);
+    free(key);
+    if (!ok) {
         c->st = sx_error_set(c->err, SX_ERR_NOMEM, src, "out of memory");
         return -1;
     }
-    free(key);
     return 0;
 }
 
@@ -183,9 +186,8 @@ static void free_index(struct index_cols *ix) {
     h5_free_strv(ix->tags, ix->n_tags);
 }
 
-static const int64_t *sort_offsets; /* qsort has no context argument in C11 */
-
-static int cmp_rows(const void *a, const void *b) {
+static int cmp_rows(const void *a, const void *b, void *ctx) {
+    const int64_t *sort_offsets = ctx;
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     uint64_t ox = (uint64_t)sort_offsets[x], oy = (uint64_t)sort_offsets[y];
     if (ox != oy)
@@ -193,9 +195,8 @@ static int cmp_rows(const void *a, const void *b) {
     return x < y ? -1 : x > y; /* stable: by row */
 }
 
-static char *const *sort_names; /* qsort has no context argument in C11 */
-
-static int cmp_name_ids(const void *a, const void *b) {
+static int cmp_name_ids(const void *a, const void *b, void *ctx) {
+    char *const *sort_names = ctx;
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
     int c = strcmp(sort_names[x], sort_names[y]);
     return c != 0 ? c : (x > y) - (x < y);
@@ -215,8 +216,7 @@ static uint32_t *first_ids(char *const *names, uint64_t n) {
     }
     for (uint64_t i = 0; i < n; i++)
         order[i] = (uint32_t)i;
-    sort_names = names;
-    qsort(order, n, sizeof *order, cmp_name_ids);
+    qsort_r(order, n, sizeof *order, cmp_name_ids, (void *)names);
     for (uint64_t i = 0; i < n; i++) {
         bool same = i > 0 && strcmp(names[order[i]], names[order[i - 1]]) == 0;
         first[order[i]] = same ? first[order[i - 1]] : order[i];
@@ -247,8 +247,7 @@ static enum sx_status validate_index(const struct sx_h5 *h5, const struct index_
     SX_CHECK(order != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     for (uint64_t r = 0; r < ix->n; r++)
         order[r] = r;
-    sort_offsets = ix->offsets;
-    qsort(order, ix->n, sizeof *order, cmp_rows);
+    qsort_r(order, ix->n, sizeof *order, cmp_rows, (void *)ix->offsets);
     for (uint64_t i = 0; i + 1 < ix->n; i++) {
         uint64_t a = order[i], b = order[i + 1];
         uint64_t end_a = (uint64_t)ix->offsets[a] + (uint64_t)ix->counts[a];

@@ -489,8 +489,9 @@ static enum sx_status create_local(MPI_Comm comm, const char *path,
     w->spec = *spec;
     w->comm = comm;
     w->collective = comm != MPI_COMM_NULL;
-    if (w->collective)
-        MPI_Comm_rank(comm, &w->rank);
+    if (w->collective &&
+        (st = sx_mpi_check(MPI_Comm_rank(comm, &w->rank), "MPI_Comm_rank", err)) != SX_OK)
+        goto out;
     w->path = sx_strdup(path);
     SX_CHECK(w->path != NULL, SX_ERR_NOMEM, err, path, "out of memory");
     if (w->rank != 0)
@@ -516,7 +517,10 @@ static enum sx_status share_tmp(struct sx_h5w *w, struct sx_error *err) {
     enum sx_status st = SX_OK;
     unsigned long len = w->rank == 0 ? (unsigned long)strlen(w->tmp) : 0;
 
-    MPI_Bcast(&len, 1, MPI_UNSIGNED_LONG, 0, w->comm);
+    st =
+        sx_mpi_check(MPI_Bcast(&len, 1, MPI_UNSIGNED_LONG, 0, w->comm), "MPI_Bcast", err);
+    if (st != SX_OK)
+        goto out;
     SX_CHECK(len < INT_MAX, SX_ERR_USAGE, err, w->path, "output path too long");
     if (w->rank != 0) {
         w->tmp = sx_calloc(len + 1, 1);
@@ -525,7 +529,8 @@ static enum sx_status share_tmp(struct sx_h5w *w, struct sx_error *err) {
     }
     if ((st = sx_all_ok(w->comm, st, err)) != SX_OK)
         goto out;
-    MPI_Bcast(w->tmp, (int)len, MPI_CHAR, 0, w->comm);
+    st =
+        sx_mpi_check(MPI_Bcast(w->tmp, (int)len, MPI_CHAR, 0, w->comm), "MPI_Bcast", err);
 out:
     return st;
 }
@@ -1704,7 +1709,8 @@ static enum sx_status gather_rows(struct sx_h5w *w, struct stat_rec *rec, uint64
     MPI_Datatype t_row = MPI_DATATYPE_NULL;
     const char *obj = "/rank_region_index";
 
-    MPI_Comm_size(w->comm, &size);
+    if ((st = sx_mpi_check(MPI_Comm_size(w->comm, &size), "MPI_Comm_size", err)) != SX_OK)
+        goto out;
     for (size_t r = 0; r < w->nrows; r++)
         nmine += w->mine[r];
     mine = sx_calloc((size_t)nmine, sizeof *mine);
@@ -1723,8 +1729,9 @@ static enum sx_status gather_rows(struct sx_h5w *w, struct stat_rec *rec, uint64
                                          .n = w->acc[r].n,
                                          .exclusive = w->exclusive[r],
                                          .rec = make_rec(&w->acc[r])};
-    MPI_Gather(&nmine, 1, MPI_INT, counts, 1, MPI_INT, 0, w->comm);
-    if (w->rank == 0) {
+    st = sx_mpi_check(MPI_Gather(&nmine, 1, MPI_INT, counts, 1, MPI_INT, 0, w->comm),
+                      "MPI_Gather", err);
+    if (w->rank == 0 && st == SX_OK) {
         /* Each process claims distinct rows, so the sum is at most nrows <= INT_MAX. */
         for (int i = 0; i < size && st == SX_OK; i++) {
             displs[i] = total;
@@ -1739,9 +1746,17 @@ static enum sx_status gather_rows(struct sx_h5w *w, struct stat_rec *rec, uint64
     }
     if ((st = sx_all_ok(w->comm, st, err)) != SX_OK)
         goto out;
-    MPI_Type_contiguous((int)sizeof(struct row_out), MPI_BYTE, &t_row);
-    MPI_Type_commit(&t_row);
-    MPI_Gatherv(mine, nmine, t_row, all, counts, displs, t_row, 0, w->comm);
+    st = sx_mpi_check(MPI_Type_contiguous((int)sizeof(struct row_out), MPI_BYTE, &t_row),
+                      "MPI_Type_contiguous", err);
+    if (st == SX_OK)
+        st = sx_mpi_check(MPI_Type_commit(&t_row), "MPI_Type_commit", err);
+    if ((st = sx_all_ok(w->comm, st, err)) != SX_OK)
+        goto out;
+    st = sx_mpi_check(
+        MPI_Gatherv(mine, nmine, t_row, all, counts, displs, t_row, 0, w->comm),
+        "MPI_Gatherv", err);
+    if (st != SX_OK)
+        goto out;
     for (int i = 0; i < total; i++) {
         size_t r = (size_t)all[i].row;
         SX_CHECK(r < w->nrows && !seen[r], SX_ERR_USAGE, err, src(w, "/events"),

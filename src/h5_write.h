@@ -163,6 +163,11 @@ enum sx_status sx_h5w_line_profile(struct sx_h5w *w, const struct sx_lp_rank *lp
                                    size_t n, struct sx_error *err);
 
 /*
+ * Ownership, the library's one rule: a function that takes ownership of an argument
+ * takes it in every case, on failure too (as jansson's json_array_append_new): the
+ * caller neither frees nor uses what it passed, whatever the call returns.
+ */
+/*
  * Check that every event was written, write exclusive_totals and
  * summary_statistics, close and rename the file over 'path'. Frees 'w' in
  * every case; on failure the temporary file is removed.

@@ -29,6 +29,12 @@ void sx_error_where(struct sx_error *err, const char *source);
         }                                                                                \
     } while (0)
 
+/*
+ * Ownership, the library's one rule: a function that takes ownership of an argument
+ * takes it in every case, on failure too (as jansson's json_array_append_new): the
+ * caller neither frees nor uses what it passed, whatever the call returns.
+ */
+
 /* Allocations: each may fail on purpose in the fault tests (SX_FAULT_ALLOC). */
 void *sx_malloc(size_t n);
 void *sx_calloc(size_t n, size_t size);

@@ -398,10 +398,10 @@ static enum sx_status to_value(struct loader *ld, const json_t *v, struct sx_val
             st = to_value(ld, json_object_iter_value(it), &item);
             if (st != SX_OK)
                 goto out;
-            SX_CHECK(sx_value_set(out, json_object_iter_key(it),
-                                  json_object_iter_key_len(it), item),
-                     SX_ERR_NOMEM, err, ld->path, "out of memory");
-            item.kind = SX_V_NULL; /* owned by 'out' now (or freed by sx_value_set) */
+            const bool set = sx_value_set(out, json_object_iter_key(it),
+                                          json_object_iter_key_len(it), item);
+            item.kind = SX_V_NULL; /* taken by sx_value_set, on failure too */
+            SX_CHECK(set, SX_ERR_NOMEM, err, ld->path, "out of memory");
         }
         break;
     case JSON_ARRAY:
@@ -410,9 +410,9 @@ static enum sx_status to_value(struct loader *ld, const json_t *v, struct sx_val
             st = to_value(ld, json_array_get(v, i), &item);
             if (st != SX_OK)
                 goto out;
-            SX_CHECK(sx_value_push(out, item), SX_ERR_NOMEM, err, ld->path,
-                     "out of memory");
-            item.kind = SX_V_NULL;
+            const bool pushed = sx_value_push(out, item);
+            item.kind = SX_V_NULL; /* taken by sx_value_push, on failure too */
+            SX_CHECK(pushed, SX_ERR_NOMEM, err, ld->path, "out of memory");
         }
         break;
     case JSON_STRING:

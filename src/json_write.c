@@ -48,7 +48,7 @@ bool sx_buf_reserve(struct sx_buf *b, size_t extra) {
         }
         cap *= 2;
     }
-    char *p = realloc(b->data, cap);
+    char *p = sx_realloc(b->data, cap);
     if (!p)
         goto fail;
     b->data = p;
@@ -623,7 +623,7 @@ char *sx_utf8_sanitize(const char *s, size_t n) {
     /* Every invalid byte grows to at most the 3 bytes of U+FFFD. */
     if (n > (SIZE_MAX - 1) / 3)
         return NULL;
-    char *out = malloc(3 * n + 1);
+    char *out = sx_malloc(3 * n + 1);
     if (!out)
         return NULL;
     size_t o = 0, i = 0;

@@ -1,5 +1,6 @@
 /* native_export.c - sx_export_native(), sx_import_native(): native runs, no merged file
  */
+#define _GNU_SOURCE /* qsort_r: the sort context per call, not in a global */
 #include "doc.h"
 #include "doc_plan.h"
 #include "h5_write.h"
@@ -9,6 +10,7 @@
 #include "out_file.h"
 #include "regex.h"
 #include "run.h"
+#include "stop.h"
 #include "stream.h"
 #include "trace.h"
 
@@ -188,9 +190,8 @@ struct xfer {
     int src, dst;
 };
 
-static const struct sx_nloc *sort_loc;
-
-static int cmp_xfer(const void *a, const void *b) {
+static int cmp_xfer(const void *a, const void *b, void *ctx) {
+    const struct sx_nloc *sort_loc = ctx;
     const struct xfer *x = a, *y = b;
     const struct sx_nloc *p = &sort_loc[x->row], *q = &sort_loc[y->row];
     if (p->file != q->file)
@@ -243,9 +244,8 @@ static enum sx_status plan_xfers(const struct native_doc *nd, int size, bool gz,
         }
     }
     /* read file by file: the same order on every rank, so sends meet their receives */
-    sort_loc = nd->nr->loc;
     if (n > 1)
-        qsort(v, n, sizeof *v, cmp_xfer);
+        qsort_r(v, n, sizeof *v, cmp_xfer, (void *)nd->nr->loc);
 out:
     if (st != SX_OK) {
         free(v);
@@ -361,6 +361,7 @@ enum sx_status sx_export_native(MPI_Comm comm, const char *const *inputs, size_t
     int rank = 0, size = 1;
 
     memset(&doc, 0, sizeof doc);
+    sx_stop_clear(); /* see stop.h: a stop from before this export is not its own */
     sx_error_clear(&local);
     if (err == NULL)
         err = &local;
@@ -467,6 +468,7 @@ out:
         free_remote(&nd);
     free(xf);
     sx_out_abort(f);
+    sx_stop_clear(); /* a stop asked for during this export ends with it */
     sx_doc_free(&doc);
     sx_filter_free(filter);
     sx_native_free(nr);

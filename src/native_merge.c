@@ -254,10 +254,16 @@ static enum sx_status allgather(MPI_Comm c, int size, const struct sx_buf *mine,
     int *displs = sx_calloc((size_t)size + 1, sizeof *displs);
     int n = mine->len > INT_MAX ? -1 : (int)mine->len;
     int ok = counts != NULL && displs != NULL && n >= 0, all_ok = 0;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c);
+    st = sx_mpi_check(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c),
+                      "MPI_Allreduce", err);
+    if (st != SX_OK)
+        goto out;
     SX_CHECK(all_ok, SX_ERR_NOMEM, err, "native run",
              "out of memory, or a rank's file index over 2 GiB");
-    MPI_Allgather(&n, 1, MPI_INT, counts, 1, MPI_INT, c);
+    st = sx_mpi_check(MPI_Allgather(&n, 1, MPI_INT, counts, 1, MPI_INT, c),
+                      "MPI_Allgather", err);
+    if (st != SX_OK)
+        goto out;
     uint64_t total = 0;
     for (int r = 0; r < size; r++) {
         at[r] = total;
@@ -266,10 +272,17 @@ static enum sx_status allgather(MPI_Comm c, int size, const struct sx_buf *mine,
     }
     at[size] = total;
     ok = total <= INT_MAX && sx_buf_reserve(all, (size_t)total + 1);
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c);
+    st = sx_mpi_check(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c),
+                      "MPI_Allreduce", err);
+    if (st != SX_OK)
+        goto out;
     SX_CHECK(all_ok, SX_ERR_NOMEM, err, "native run",
              "out of memory, or the run's file index over 2 GiB");
-    MPI_Allgatherv(mine->data, n, MPI_BYTE, all->data, counts, displs, MPI_BYTE, c);
+    st = sx_mpi_check(
+        MPI_Allgatherv(mine->data, n, MPI_BYTE, all->data, counts, displs, MPI_BYTE, c),
+        "MPI_Allgatherv", err);
+    if (st != SX_OK)
+        goto out;
     all->len = (size_t)total;
 out:
     free(counts);
@@ -646,9 +659,11 @@ enum sx_status sx_native_open(MPI_Comm comm, const char *const *inputs, size_t n
     struct sx_native *nr = sx_calloc(1, sizeof *nr);
 
     *out = NULL;
-    if (comm != MPI_COMM_NULL) {
-        MPI_Comm_rank(comm, &rank);
-        MPI_Comm_size(comm, &size);
+    if (comm != MPI_COMM_NULL &&
+        (sx_mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", err) != SX_OK ||
+         sx_mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size", err) != SX_OK)) {
+        free(nr);
+        return SX_ERR_MPI;
     }
     at = sx_calloc((size_t)size + 1, sizeof *at);
     /* Stage 1: this rank's inputs */
@@ -726,8 +741,9 @@ enum sx_status sx_native_open(MPI_Comm comm, const char *const *inputs, size_t n
     /* NOTE: collective: the first failing file in path order decides, as the
      * reference reads files one by one */
     uint64_t my_fail = fail, first_fail = fail;
-    if (comm != MPI_COMM_NULL)
-        MPI_Allreduce(&my_fail, &first_fail, 1, MPI_UINT64_T, MPI_MIN, comm);
+    if (comm != MPI_COMM_NULL && MPI_Allreduce(&my_fail, &first_fail, 1, MPI_UINT64_T,
+                                               MPI_MIN, comm) != MPI_SUCCESS)
+        st = sx_mpi_check(MPI_ERR_OTHER, "MPI_Allreduce", err);
 
     /* Stage 4: every rank's indexes (of the files before the failure) to every rank */
     sx_buf_reset(&k.b);

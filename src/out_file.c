@@ -105,6 +105,30 @@ int sx_tmp_commit(const char *tmp, const char *path) {
     return rename(tmp, path);
 }
 
+/*
+ * The process's umask, or -1 when unknown. umask(2) cannot read it without setting it,
+ * and setting then restoring it changes every thread's umask for a moment: a host
+ * process's threads may create files then. Linux shows it in /proc/self/status (since
+ * 4.7); read with no allocation.
+ */
+static int read_umask(void) {
+    char buf[4096];
+    const int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    const ssize_t n = read(fd, buf, sizeof buf - 1); /* "Umask:" is its second line */
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *p = strstr(buf, "\nUmask:");
+    if (p == NULL)
+        return -1;
+    char *end = NULL;
+    const long v = strtol(p + 7, &end, 8);
+    return end == p + 7 || v < 0 || v > 0777 ? -1 : (int)v;
+}
+
 enum sx_status sx_tmp_create(const char *path, char **tmp, int *fd,
                              struct sx_error *err) {
     enum sx_status st = SX_OK;
@@ -124,10 +148,10 @@ enum sx_status sx_tmp_create(const char *path, char **tmp, int *fd,
     d = mkstemp(t);
     SX_CHECK(d >= 0, SX_ERR_IO, err, path, "cannot create %s: %s", path, strerror(errno));
     sx_tmp_track(t);
-    /* mkstemp makes 0600; give the file what open(2) with 0666 would under the umask */
-    mode_t um = umask(0);
-    umask(um);
-    if (fchmod(d, 0666 & ~um) != 0) {
+    /* mkstemp makes 0600; give the file what open(2) with 0666 would under the umask
+     * (when it cannot be read, the file stays 0600) */
+    const int um = read_umask();
+    if (um >= 0 && fchmod(d, 0666 & ~(mode_t)um) != 0) {
         /* not fatal: the data is what matters */
     }
 out:

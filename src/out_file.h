@@ -28,7 +28,13 @@ enum sx_status sx_out_write(struct sx_out_file *f, const void *p, size_t n,
  */
 enum sx_status sx_out_write_buf(struct sx_out_file *f, struct sx_buf *b,
                                 struct sx_error *err);
-/* Flush, close and rename over 'path'. */
+/*
+ * Ownership, the library's one rule: a function that takes ownership of an argument
+ * takes it in every case, on failure too (as jansson's json_array_append_new): the
+ * caller neither frees nor uses what it passed, whatever the call returns.
+ */
+/* Flush, close and rename over 'path'. Takes 'f' (freed, its temporary file removed on
+ * failure). */
 enum sx_status sx_out_commit(struct sx_out_file *f, struct sx_error *err);
 /* Remove the temporary file. Accepts NULL. */
 void sx_out_abort(struct sx_out_file *f);

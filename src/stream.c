@@ -189,6 +189,9 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
     }
     if (st == SX_OK)
         st = p->head(p->ctx, &text, err);
+    if (st == SX_OK && text.failed) /* as for blocks: producers need not check */
+        st =
+            sx_error_set(err, SX_ERR_NOMEM, so->path, "out of memory formatting a block");
     if (st == SX_OK)
         st = write_text(w, &text, NULL, 0, false, progress_of(p, -1, &text), err);
     if (st == SX_OK)
@@ -264,6 +267,9 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
     if (st == SX_OK && !remote_failed) {
         sx_buf_reset(&text);
         st = p->tail(p->ctx, &text, err);
+        if (st == SX_OK && text.failed)
+            st = sx_error_set(err, SX_ERR_NOMEM, so->path,
+                              "out of memory formatting a block");
         if (st == SX_OK)
             st = write_text(w, &text, NULL, 0, true, progress_of(p, -1, &text), err);
         if (st == SX_OK && so->gz) {

@@ -67,9 +67,15 @@ enum sx_status sx_trace_row_mins(const struct sx_run *run, struct sx_h5 *h5, int
                                  int size, int64_t **mins, struct sx_error *err);
 
 /*
+ * Ownership, the library's one rule: a function that takes ownership of an argument
+ * takes it in every case, on failure too (as jansson's json_array_append_new): the
+ * caller neither frees nor uses what it passed, whatever the call returns.
+ */
+/*
  * Plan the trace of 'run' (rows' GPU columns already resolved): region order,
  * selection, labels, origin. 'row_min' (every row's, from sx_trace_row_mins)
- * is taken over. 'o->label' overrides the run's label. Local.
+ * is taken over, on failure too (freed by sx_trace_free). 'o->label' overrides the run's
+ * label. Local.
  */
 enum sx_status sx_trace_plan(struct sx_trace *t, struct sx_run *run, struct sx_h5 *h5,
                              const struct sx_filter *filter, const struct sx_options *o,

@@ -194,11 +194,13 @@ static void thread_name_item(const struct sx_trace *t, int64_t rank, size_t tid,
     if (l.kind == LANE_TASK) {
         sx_trace_lane_label(t->run, l.index, rank, tmp);
         sx_buf_str(out, tmp->data ? tmp->data : "", tmp->len);
+        out->failed |= tmp->failed; /* the scratch text's failure is the document's */
         sx_buf_puts(out, ",\"lane\":\"async task\",\"task_index\":");
         put_i64(out, l.index);
     } else if (l.kind == LANE_THREAD) {
         sx_trace_lane_label(t->run, -2 - l.index, rank, tmp);
         sx_buf_str(out, tmp->data ? tmp->data : "", tmp->len);
+        out->failed |= tmp->failed; /* the scratch text's failure is the document's */
         sx_buf_puts(out, ",\"lane\":\"thread\",\"thread_index\":");
         put_i64(out, l.index);
         const struct sx_lane_rank *L = NULL;
@@ -379,6 +381,7 @@ enum sx_status sx_chrome_block(const struct sx_trace *t, struct sx_chrome_cache 
             sx_buf_puts(&tmp, pr->name);
             sx_buf_puts(out, ",{\"name\":");
             sx_buf_str(out, tmp.data ? tmp.data : "", tmp.len);
+            out->failed |= tmp.failed;
             sx_buf_puts(out, ",\"cat\":\"perf_events\",\"ph\":\"C\",\"ts\":");
             sx_buf_double(out, end);
             sx_buf_puts(out, ",\"pid\":");

@@ -1,4 +1,5 @@
 /* trace_common.c - what the trace documents share: region order, selection, lanes */
+#define _GNU_SOURCE /* qsort_r: the sort context per call, not in a global */
 #include "h5_read.h"
 #include "json_write.h"
 #include "regex.h"
@@ -162,9 +163,8 @@ static int cmp_region_key(const void *a, const void *b, const double *key) {
     return (x > y) - (x < y); /* stable: region table order */
 }
 
-static const double *sort_key; /* qsort has no context argument in C11 */
-static int cmp_regions(const void *a, const void *b) {
-    return cmp_region_key(a, b, sort_key);
+static int cmp_regions(const void *a, const void *b, void *ctx) {
+    return cmp_region_key(a, b, ctx);
 }
 
 enum sx_status sx_trace_plan(struct sx_trace *t, struct sx_run *run, struct sx_h5 *h5,
@@ -245,8 +245,7 @@ enum sx_status sx_trace_plan(struct sx_trace *t, struct sx_run *run, struct sx_h
     for (size_t g = 0; g < nn; g++)
         if (has[g] && sx_filter_name(filter, run->names[g]))
             all[n++] = (uint32_t)g;
-    sort_key = key;
-    qsort(all, n, sizeof *all, cmp_regions);
+    qsort_r(all, n, sizeof *all, cmp_regions, key);
     t->regions = all;
     all = NULL;
     t->nregions = n;

@@ -205,10 +205,15 @@ static enum sx_status gather_records(MPI_Comm comm, int size, const int64_t *min
         *nall = n;
         return SX_OK;
     }
+    /* NOTE: collective: a local failure is agreed before each collective, so that no
+     * rank leaves the others waiting in it */
     counts = sx_calloc((size_t)size, sizeof *counts);
     displs = sx_calloc((size_t)size, sizeof *displs);
-    SX_CHECK(counts != NULL && displs != NULL && n < MAX_MSG, SX_ERR_NOMEM, err, "",
-             "out of memory");
+    if (counts == NULL || displs == NULL || n >= MAX_MSG)
+        st = sx_error_set(err, SX_ERR_NOMEM, "", "out of memory");
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
     int c = (int)n;
     SX_CHECK(MPI_Allgather(&c, 1, MPI_INT, counts, 1, MPI_INT, comm) == MPI_SUCCESS,
              SX_ERR_MPI, err, "", "MPI_Allgather failed");
@@ -219,7 +224,11 @@ static enum sx_status gather_records(MPI_Comm comm, int size, const int64_t *min
     }
     SX_CHECK(total < MAX_MSG, SX_ERR_NOMEM, err, "", "too many ranks to survey");
     v = sx_malloc((total + 1) * sizeof *v);
-    SX_CHECK(v != NULL, SX_ERR_NOMEM, err, "", "out of memory");
+    if (v == NULL)
+        st = sx_error_set(err, SX_ERR_NOMEM, "", "out of memory");
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
     SX_CHECK(MPI_Allgatherv(mine, c, MPI_INT64_T, v, counts, displs, MPI_INT64_T, comm) ==
                  MPI_SUCCESS,
              SX_ERR_MPI, err, "", "MPI_Allgatherv failed");

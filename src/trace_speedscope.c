@@ -312,6 +312,7 @@ static void profile_head(const struct sx_trace *t, const struct sx_ss_rank *r,
         sx_trace_lane_label(t->run, pf->lane, r->rank, tmp);
     }
     sx_buf_str(out, tmp->data ? tmp->data : "", tmp->len);
+    out->failed |= tmp->failed; /* the scratch text's failure is the document's */
     sx_buf_puts(out, ", \"unit\": \"seconds\", \"startValue\": ");
     sx_buf_double(out, (double)r->calls[pf->first].start / 1e9 - origin);
     sx_buf_puts(out, ", \"endValue\": ");

@@ -64,7 +64,7 @@ struct sx_value sx_value_bool(bool b) {
 static bool value_text(struct sx_value *out, enum sx_vkind kind, const char *s,
                        size_t n) {
     *out = sx_value_null();
-    char *copy = malloc(n + 1);
+    char *copy = sx_malloc(n + 1);
     if (!copy)
         return false;
     if (n)
@@ -101,7 +101,7 @@ static bool grow(void **items, size_t n, size_t *cap, size_t size) {
     const size_t ncap = *cap ? *cap * 2 : 4;
     if (ncap > SIZE_MAX / size)
         return false;
-    void *p = realloc(*items, ncap * size);
+    void *p = sx_realloc(*items, ncap * size);
     if (!p)
         return false;
     *items = p;
@@ -142,7 +142,7 @@ bool sx_value_set(struct sx_value *obj, const char *key, size_t key_len,
     if (!grow(&items, obj->u.obj.n, &obj->u.obj.cap, sizeof *obj->u.obj.items))
         goto fail;
     obj->u.obj.items = items;
-    char *copy = malloc(key_len + 1);
+    char *copy = sx_malloc(key_len + 1);
     if (!copy)
         goto fail;
     if (key_len)

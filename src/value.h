@@ -58,8 +58,15 @@ bool sx_value_str(struct sx_value *out, const char *s, size_t n);
 bool sx_value_raw(struct sx_value *out, const char *s, size_t n);
 void sx_value_array(struct sx_value *out);
 void sx_value_object(struct sx_value *out);
-/* Append; the container takes ownership of 'item'. false on allocation failure. */
+/*
+ * Ownership, the library's one rule: a function that takes ownership of an argument
+ * takes it in every case, on failure too (as jansson's json_array_append_new): the
+ * caller neither frees nor uses what it passed, whatever the call returns.
+ */
+/* Append; the container takes ownership of 'item' (on failure too: it is freed then).
+ * false on allocation failure. */
 bool sx_value_push(struct sx_value *arr, struct sx_value item);
+/* Set 'key' (copied) to 'item', taken as by sx_value_push. */
 bool sx_value_set(struct sx_value *obj, const char *key, size_t key_len,
                   struct sx_value item);
 /* Deep equality (floats bitwise except NaN == NaN). */

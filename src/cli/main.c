@@ -2,6 +2,10 @@
 #include "scope_export.h"
 #include "signals.h"
 
+/* The library's allocations (src/internal.h; the command links the static library): the
+ * fault tests that fail the Nth allocation reach the command's own ones too. */
+#include "internal.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -154,7 +158,7 @@ static int parse_ranks(const char *s, int64_t **out, size_t *n_out) {
     size_t cap = 16, n = 0;
     if (*s == '\0')
         return -1; /* no rank at all: a mistake, not "keep none" */
-    int64_t *v = malloc(cap * sizeof *v);
+    int64_t *v = sx_malloc(cap * sizeof *v);
     if (v == NULL)
         return -1;
     const char *p = s;
@@ -175,7 +179,7 @@ static int parse_ranks(const char *s, int64_t **out, size_t *n_out) {
         for (long long r = a; r <= b; r++) {
             if (n == cap) {
                 cap *= 2;
-                int64_t *nv = realloc(v, cap * sizeof *nv);
+                int64_t *nv = sx_realloc(v, cap * sizeof *nv);
                 if (nv == NULL)
                     goto bad;
                 v = nv;
@@ -282,7 +286,7 @@ static void print_stats(const char *path, double t0) {
 
 /* _unique_labels: the k-th repeat of a label becomes "<label> (k)". */
 static char **unique_labels(char **labels, size_t n) {
-    char **out = calloc(n + 1, sizeof *out);
+    char **out = sx_calloc(n + 1, sizeof *out);
     if (out == NULL)
         return NULL;
     for (size_t i = 0; i < n; i++) {
@@ -290,7 +294,7 @@ static char **unique_labels(char **labels, size_t n) {
         for (size_t j = 0; j < i; j++)
             k += strcmp(labels[j], labels[i]) == 0;
         size_t len = strlen(labels[i]) + 32;
-        out[i] = malloc(len);
+        out[i] = sx_malloc(len);
         if (out[i] == NULL)
             return out;
         if (k == 1)
@@ -305,9 +309,9 @@ static int cmd_export(int argc, char **argv, int first) {
     struct sx_options o;
     sx_options_init(&o);
     const char *output = NULL;
-    const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
-    const char **inc = calloc((size_t)argc + 1, sizeof *inc);
-    const char **exc = calloc((size_t)argc + 1, sizeof *exc);
+    const char **inputs = sx_calloc((size_t)argc + 1, sizeof *inputs);
+    const char **inc = sx_calloc((size_t)argc + 1, sizeof *inc);
+    const char **exc = sx_calloc((size_t)argc + 1, sizeof *exc);
     int64_t *ranks = NULL;
     size_t nin = 0, ninc = 0, nexc = 0, nranks = 0;
     int quiet = 0, progress = -1, rc = 0, stats = 0, native = 0;
@@ -478,14 +482,14 @@ parsed:
     if (o.format != SX_FORMAT_JSON && strchr(base_name, '.') == NULL) {
         const char *sfx =
             o.format == SX_FORMAT_CHROME_TRACE ? ".trace.json" : ".speedscope.json";
-        trace_base = malloc(strlen(output) + strlen(sfx) + 1);
+        trace_base = sx_malloc(strlen(output) + strlen(sfx) + 1);
         if (!all_passed(trace_base != NULL, "the output name")) {
             rc = 1;
             goto out;
         }
         snprintf(trace_base, strlen(output) + strlen(sfx) + 1, "%s%s", output, sfx);
     }
-    labels = calloc(nin + 1, sizeof *labels);
+    labels = sx_calloc(nin + 1, sizeof *labels);
     struct sx_error e;
     if (!all_passed(labels != NULL, "labels")) {
         rc = 1;
@@ -625,7 +629,7 @@ static int cmd_import(int argc, char **argv, int first) {
 
 static int cmd_import_native(int argc, char **argv, int first) {
     const char *out = NULL, *label = NULL;
-    const char **in = calloc((size_t)argc + 1, sizeof *in);
+    const char **in = sx_calloc((size_t)argc + 1, sizeof *in);
     size_t n = 0;
     int rc = 0;
     bool quiet = false;

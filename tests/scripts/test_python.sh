@@ -87,6 +87,52 @@ PYEOF
 timeout 120 "${SX_SAN_ENV[@]}" "$PY" "$TMP/errors.py" "$G" "$TMP" >"$TMP/errors.out" 2>&1 && ok ||
     bad "errors: $(cat "$TMP/errors.out")"
 
+# Two exports in one process give what two processes give: one interrupted (the
+# library's sx_request_stop as a C signal handler, signalled from a thread while the
+# export runs), then a good one; a stop asked for between exports stops nothing.
+cat >"$TMP/two.py" <<'PYEOF'
+import ctypes, os, signal, sys, threading, time
+import scope_export as sx
+g, out = sys.argv[1], sys.argv[2]
+libc = ctypes.CDLL(None)
+libc.signal.restype = ctypes.c_void_p
+libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+libc.signal(signal.SIGUSR1, ctypes.cast(sx._lib.sx_request_stop, ctypes.c_void_p))
+run = g + "/gen_schema3_allcols/run.h5"
+interrupted = False
+for attempt in range(50):
+    done = threading.Event()
+    def poke():
+        while not done.is_set():
+            os.kill(os.getpid(), signal.SIGUSR1)
+            time.sleep(0.0005)
+    t = threading.Thread(target=poke)
+    t.start()
+    try:
+        sx.export(None, run, out + "/two_stopped.json")
+    except sx.ExportError as e:
+        assert e.status == 11, (e.status, str(e))
+        interrupted = True
+    finally:
+        done.set()
+        t.join()
+    if interrupted:
+        break
+assert interrupted, "no export was interrupted"
+assert not os.path.exists(out + "/two_stopped.json"), "an interrupted export wrote"
+sx.export(None, run, out + "/two_a.json")
+os.kill(os.getpid(), signal.SIGUSR1)  # a stop between exports
+sx.export(None, run, out + "/two_b.json")
+print("ok")
+PYEOF
+if timeout 120 "${SX_SAN_ENV[@]}" "$PY" "$TMP/two.py" "$G" "$TMP" >"$TMP/two.out" 2>&1; then
+    "$X" export "$G/gen_schema3_allcols/run.h5" -o "$TMP/two_cli.json" -q &&
+        cmp "$TMP/two_a.json" "$TMP/two_cli.json" && cmp "$TMP/two_b.json" "$TMP/two_cli.json" &&
+        ok || bad "two exports in one process differ from a process's"
+else
+    bad "two exports in one process: $(cat "$TMP/two.out")"
+fi
+
 # Under mpirun -n 2: COMM_WORLD and a communicator of the profiler's own; a failure
 # raises the same error on every rank.
 cat >"$TMP/mpi.py" <<'PYEOF'

@@ -61,12 +61,11 @@ int main(void) {
     CHECK(e.rank == 0);
     CHECK(access(out, F_OK) != 0);
 
-    /* A stop ends the export under way (or the next one), and no later export. */
+    /* A stop ends only the exports under way (test_two_exports): one asked for while
+     * none runs leaves the next export alone, as a process of its own would be. */
     snprintf(in, sizeof in, "%s/golden/basic_nested/run.h5", SX_SHARED_DIR);
     snprintf(out, sizeof out, "%s/stopped.json", dir);
     sx_request_stop();
-    CHECK(sx_export(MPI_COMM_NULL, in, out, NULL, &e) == SX_ERR_INTERRUPTED);
-    CHECK(access(out, F_OK) != 0);
     CHECK(sx_export(MPI_COMM_NULL, in, out, NULL, &e) == SX_OK);
     CHECK(access(out, F_OK) == 0);
     unlink(out);
