@@ -69,7 +69,10 @@ enum sx_deflate {
 enum sx_format {
     SX_FORMAT_JSON = 0,         /* scope-profiler's JSON profile (json_export) */
     SX_FORMAT_CHROME_TRACE = 1, /* Chrome Trace Event (Perfetto, chrome://tracing) */
-    SX_FORMAT_SPEEDSCOPE = 2    /* speedscope's evented profiles */
+    SX_FORMAT_SPEEDSCOPE = 2,   /* speedscope's evented profiles */
+    /* region_statistics.json of scope-profiler's plot-data export: every rank
+     * unless 'ranks' is given */
+    SX_FORMAT_REGION_STATISTICS = 3
 };
 
 /*

@@ -38,7 +38,8 @@ static const char usage_text[] =
     "  --gzip-level N        deflate level 0..9 for .gz output (default 6)\n"
     "  --deflate ENGINE      zlib (default) or isal, where built with ISA-L\n"
     "  --format FORMAT       json (default), chrome-trace (Perfetto, chrome://tracing)\n"
-    "                        or speedscope; the last two keep rank 0 unless --ranks\n"
+    "                        or speedscope; the last two keep rank 0 unless --ranks;\n"
+    "                        region-statistics: region_statistics.json of plot-data\n"
     "  --block-size BYTES    JSON text per block of work (default 4194304)\n"
     "  --progress            show progress on stderr (default: when a terminal)\n"
     "  --no-progress         no progress, even on a terminal\n"
@@ -342,8 +343,12 @@ static int cmd_export(int argc, char **argv, int first) {
                 o.format = SX_FORMAT_CHROME_TRACE;
             else if (strcmp(val, "speedscope") == 0)
                 o.format = SX_FORMAT_SPEEDSCOPE;
+            else if (strcmp(val, "region-statistics") == 0)
+                o.format = SX_FORMAT_REGION_STATISTICS;
             else {
-                rc = usage_error("--format takes json, chrome-trace or speedscope", val);
+                rc = usage_error(
+                    "--format takes json, chrome-trace, speedscope or region-statistics",
+                    val);
                 goto parsed;
             }
         } else if (strcmp(a, "--progress") == 0) {
@@ -417,7 +422,8 @@ parsed:
 
     /* A trace output name without a suffix gets the reference's default one. */
     const char *base_name = strrchr(output, '/') ? strrchr(output, '/') + 1 : output;
-    if (o.format != SX_FORMAT_JSON && strchr(base_name, '.') == NULL) {
+    if ((o.format == SX_FORMAT_CHROME_TRACE || o.format == SX_FORMAT_SPEEDSCOPE) &&
+        strchr(base_name, '.') == NULL) {
         const char *sfx =
             o.format == SX_FORMAT_CHROME_TRACE ? ".trace.json" : ".speedscope.json";
         trace_base = malloc(strlen(output) + strlen(sfx) + 1);
