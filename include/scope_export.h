@@ -72,7 +72,10 @@ enum sx_format {
     SX_FORMAT_SPEEDSCOPE = 2,   /* speedscope's evented profiles */
     /* region_statistics.json of scope-profiler's plot-data export: every rank
      * unless 'ranks' is given */
-    SX_FORMAT_REGION_STATISTICS = 3
+    SX_FORMAT_REGION_STATISTICS = 3,
+    /* pstats files of export_prof, "<stem>_rank<N>.prof" beside the output (rank 0
+     * unless 'ranks' is given) */
+    SX_FORMAT_PROF = 4
 };
 
 /*
@@ -109,6 +112,8 @@ struct sx_options {
     void *progress_user;
     /* The trace formats' document name; NULL = the run's label (borrowed). */
     const char *label;
+    /* SX_FORMAT_PROF: 1 = one entry per region (export_prof's call_paths=False) */
+    int no_call_paths;
 };
 
 /* Fill 'opts' with the defaults. */

@@ -7,6 +7,7 @@
 #include "json_write.h"
 #include "mpi_util.h"
 #include "out_file.h"
+#include "prof_write.h"
 #include "regex.h"
 #include "run.h"
 #include "stats_regions.h"
@@ -166,6 +167,10 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
         goto out;
     if (opts->format == SX_FORMAT_REGION_STATISTICS) { /* its own stages too */
         st = sx_stats_export(c, input, output, opts, err);
+        goto out;
+    }
+    if (opts->format == SX_FORMAT_PROF) { /* and pstats files theirs */
+        st = sx_prof_export(c, input, output, opts, err);
         goto out;
     }
     if (opts->format != SX_FORMAT_JSON) { /* the trace documents have their own stages */

@@ -1,4 +1,5 @@
-/* stats_regions.c - region_statistics.json, as scope-profiler's plot-data export writes it */
+/* stats_regions.c - region_statistics.json, as scope-profiler's plot-data export writes
+ * it */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "stats_regions.h"
 
@@ -64,12 +65,12 @@ static void put_double_or_null(struct sx_buf *out, bool has, double v) {
 }
 
 /* _stats_from_values: the eight keys at indent 'ind', without the braces. */
-static void put_stats(struct sx_buf *out, int ind, const double *v, size_t n, double first,
-                      double last, double *tmp) {
-    const char *const names[] = {
-        "average_duration_seconds", "min_duration_seconds", "max_duration_seconds",
-        "first_duration_seconds",   "last_duration_seconds", "std_duration_seconds",
-        "total_duration_seconds"};
+static void put_stats(struct sx_buf *out, int ind, const double *v, size_t n,
+                      double first, double last, double *tmp) {
+    const char *const names[] = {"average_duration_seconds", "min_duration_seconds",
+                                 "max_duration_seconds",     "first_duration_seconds",
+                                 "last_duration_seconds",    "std_duration_seconds",
+                                 "total_duration_seconds"};
     double val[7] = {0};
     if (n > 0) {
         double lo = v[0], hi = v[0];
@@ -121,7 +122,8 @@ static enum sx_status load_calls(const struct sx_trace *t, struct rank_calls *rc
     if (st != SX_OK)
         goto out;
     SX_CHECK(col[SX_COL_START] != NULL && col[SX_COL_END] != NULL, SX_ERR_FORMAT, err,
-             t->run->path, "%s: a row with calls has no start or end times", t->run->path);
+             t->run->path, "%s: a row with calls has no start or end times",
+             t->run->path);
     int64_t lo = col[SX_COL_START][0], hi = col[SX_COL_END][0];
     for (size_t i = 0; i < n; i++) {
         const int64_t s = col[SX_COL_START][i], e = col[SX_COL_END][i];

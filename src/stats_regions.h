@@ -1,4 +1,5 @@
-/* stats_regions.h - region_statistics.json, as scope-profiler's plot-data export writes it */
+/* stats_regions.h - region_statistics.json, as scope-profiler's plot-data export writes
+ * it */
 #ifndef SX_STATS_REGIONS_H
 #define SX_STATS_REGIONS_H
 

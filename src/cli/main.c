@@ -40,6 +40,9 @@ static const char usage_text[] =
     "  --format FORMAT       json (default), chrome-trace (Perfetto, chrome://tracing)\n"
     "                        or speedscope; the last two keep rank 0 unless --ranks;\n"
     "                        region-statistics: region_statistics.json of plot-data\n"
+    "                        prof: pstats files OUT_rank<N>.prof (rank 0 unless "
+    "--ranks)\n"
+    "  --no-call-paths       prof: one entry per region, not per call path\n"
     "  --block-size BYTES    JSON text per block of work (default 4194304)\n"
     "  --progress            show progress on stderr (default: when a terminal)\n"
     "  --no-progress         no progress, even on a terminal\n"
@@ -345,12 +348,16 @@ static int cmd_export(int argc, char **argv, int first) {
                 o.format = SX_FORMAT_SPEEDSCOPE;
             else if (strcmp(val, "region-statistics") == 0)
                 o.format = SX_FORMAT_REGION_STATISTICS;
+            else if (strcmp(val, "prof") == 0)
+                o.format = SX_FORMAT_PROF;
             else {
-                rc = usage_error(
-                    "--format takes json, chrome-trace, speedscope or region-statistics",
-                    val);
+                rc = usage_error("--format takes json, chrome-trace, speedscope, "
+                                 "region-statistics or prof",
+                                 val);
                 goto parsed;
             }
+        } else if (strcmp(a, "--no-call-paths") == 0) {
+            o.no_call_paths = 1;
         } else if (strcmp(a, "--progress") == 0) {
             progress = 1;
         } else if (strcmp(a, "--stats") == 0) {
@@ -422,10 +429,12 @@ parsed:
 
     /* A trace output name without a suffix gets the reference's default one. */
     const char *base_name = strrchr(output, '/') ? strrchr(output, '/') + 1 : output;
-    if ((o.format == SX_FORMAT_CHROME_TRACE || o.format == SX_FORMAT_SPEEDSCOPE) &&
+    if ((o.format == SX_FORMAT_CHROME_TRACE || o.format == SX_FORMAT_SPEEDSCOPE ||
+         o.format == SX_FORMAT_PROF) &&
         strchr(base_name, '.') == NULL) {
-        const char *sfx =
-            o.format == SX_FORMAT_CHROME_TRACE ? ".trace.json" : ".speedscope.json";
+        const char *sfx = o.format == SX_FORMAT_CHROME_TRACE ? ".trace.json"
+                          : o.format == SX_FORMAT_PROF       ? ".prof"
+                                                             : ".speedscope.json";
         trace_base = malloc(strlen(output) + strlen(sfx) + 1);
         if (!all_passed(trace_base != NULL, "the output name")) {
             rc = 1;

@@ -1,4 +1,5 @@
-/* test_np_sum.c - sx_np_sum adds in numpy's order (np.add.reduce), not in a running sum */
+/* test_np_sum.c - sx_np_sum adds in numpy's order (np.add.reduce), not in a running sum
+ */
 #include "np_sum.h"
 #include "sx_test.h"
 
