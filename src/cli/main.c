@@ -1,6 +1,7 @@
 /* main.c - the scope-export command: argv, MPI_Init/Finalize, all printing */
 #include "scope_export.h"
 #include "signals.h"
+#include "sp_export.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -14,6 +15,10 @@
 
 static const char usage_text[] =
     "usage: scope-export export IN.h5 [IN.h5 ...] -o OUT.json[.gz] [options]\n"
+    "       scope-export export KIND FILES... -o DIR [--label L]... [--include RE...]\n"
+    "              [--exclude RE...] [--ranks SPEC...] [--gzip] [--indent N]\n"
+    "              [--no-call-paths]   (scope-profiler's form; KIND: json,\n"
+    "              chrome-trace, speedscope, prof or plot-data)\n"
     "       scope-export IN.h5 -o OUT.json[.gz] [options]\n"
     "       scope-export validate FILE [FILE ...]\n"
     "       scope-export import IN.json[.gz] -o OUT.h5\n"
@@ -638,6 +643,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
         if (world_rank == 0)
             printf("scope-export %s\n", sx_version());
+    } else if (strcmp(cmd, "export") == 0 && argc > 2 && sx_cli_sp_form(argv[2])) {
+        rc = sx_cli_sp_export(world, world_rank, argc, argv,
+                              2); /* scope-profiler's form */
     } else if (strcmp(cmd, "export") == 0) {
         rc = cmd_export(argc, argv, 2);
     } else if (strcmp(cmd, "validate") == 0) {
