@@ -234,7 +234,9 @@ SX_API const char *sx_hdf5_file_in_use(void);
  * names. Keys: "indent" (0..1000), "summary" ("1"/"0", "true"/"false";
  * NULL value: "1"), "ranks" ("0,2,5-7"; the last one set counts), "include"
  * and "exclude" (a regular expression; each call adds one), "gzip-level"
- * (0..9), "deflate" ("zlib" or "isal"), "block-size" (bytes, 1024..2^30).
+ * (0..9), "deflate" ("zlib" or "isal"), "block-size" (bytes, 1024..2^30),
+ * "format" ("json", "chrome-trace", "speedscope", "region-statistics",
+ * "prof"), "no-call-paths" (as "summary").
  * Unset keys keep sx_options_init()'s defaults.
  */
 struct sx_args;
