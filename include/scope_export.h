@@ -75,7 +75,9 @@ enum sx_format {
     SX_FORMAT_REGION_STATISTICS = 3,
     /* pstats files of export_prof, "<stem>_rank<N>.prof" beside the output (rank 0
      * unless 'ranks' is given) */
-    SX_FORMAT_PROF = 4
+    SX_FORMAT_PROF = 4,
+    /* a flame graph (SVG) per rank of the same call paths, "<stem>_rank<N>.svg" */
+    SX_FORMAT_FLAMEGRAPH = 5
 };
 
 /*
@@ -114,6 +116,8 @@ struct sx_options {
     const char *label;
     /* SX_FORMAT_PROF: 1 = one entry per region (export_prof's call_paths=False) */
     int no_call_paths;
+    /* SX_FORMAT_FLAMEGRAPH: the SVG's width in pixels; 0 = 1200 */
+    int width;
 };
 
 /* Fill 'opts' with the defaults. */
@@ -236,7 +240,7 @@ SX_API const char *sx_hdf5_file_in_use(void);
  * and "exclude" (a regular expression; each call adds one), "gzip-level"
  * (0..9), "deflate" ("zlib" or "isal"), "block-size" (bytes, 1024..2^30),
  * "format" ("json", "chrome-trace", "speedscope", "region-statistics",
- * "prof"), "no-call-paths" (as "summary").
+ * "prof", "flamegraph"), "no-call-paths" (as "summary").
  * Unset keys keep sx_options_init()'s defaults.
  */
 struct sx_args;

@@ -169,7 +169,7 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
         st = sx_stats_export(c, input, output, opts, err);
         goto out;
     }
-    if (opts->format == SX_FORMAT_PROF) { /* and pstats files theirs */
+    if (opts->format == SX_FORMAT_PROF || opts->format == SX_FORMAT_FLAMEGRAPH) {
         st = sx_prof_export(c, input, output, opts, err);
         goto out;
     }

@@ -1,6 +1,7 @@
 /* prof_write.c - pstats (.prof) files, as scope-profiler's export_prof writes them */
 #include "prof_write.h"
 
+#include "flame_svg.h"
 #include "h5_read.h"
 #include "json_load.h"
 #include "mpi_util.h"
@@ -338,8 +339,8 @@ static int cmp_node_caller(const void *x, const void *y) {
  * Local.
  */
 static enum sx_status rank_stats(const struct sx_trace *t, const struct pcalls *r,
-                                 int64_t rank, bool call_paths, struct sx_buf *out,
-                                 struct sx_error *err) {
+                                 int64_t rank, bool call_paths, int svg_width,
+                                 struct sx_buf *out, struct sx_error *err) {
     enum sx_status st = SX_OK;
     const size_t n = r->n;
     int64_t *child = sx_calloc(n + 1, sizeof *child);
@@ -354,6 +355,7 @@ static enum sx_status rank_stats(const struct sx_trace *t, const struct pcalls *
     bool *rec = NULL;
     const struct node **list = NULL;
     char *root = NULL;
+    struct sx_flame_frame *frames = NULL;
     size_t ntop = 0;
     SX_CHECK(child != NULL && node_of != NULL && top != NULL, SX_ERR_NOMEM, err,
              t->run->path, "out of memory");
@@ -420,6 +422,16 @@ static enum sx_status rank_stats(const struct sx_trace *t, const struct pcalls *
     root = sx_malloc(rlen);
     SX_CHECK(root != NULL, SX_ERR_NOMEM, err, t->run->path, "out of memory");
     snprintf(root, rlen, "<%s rank %" PRId64 ">", t->label, rank);
+    if (svg_width > 0) { /* the flame graph of the call paths */
+        frames = sx_malloc((tb.n + 1) * sizeof *frames);
+        SX_CHECK(frames != NULL, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+        for (size_t k = 0; k < tb.n; k++)
+            frames[k] = (struct sx_flame_frame){
+                tb.v[k].a, t->run->names[t->regions[tb.v[k].g]], tb.v[k].ct, tb.v[k].nc};
+        sx_flame_svg(out, frames, tb.n, root, sx_np_sum(top, ntop), svg_width);
+        SX_CHECK(!out->failed, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+        goto out;
+    }
     sx_marshal_dict(out);
     if (call_paths) {
         for (size_t k = 0; k < tb.n; k++) {
@@ -494,20 +506,21 @@ out:
     free(rec);
     free(list);
     free(root);
+    free(frames);
     table_free(&tb);
     sx_buf_free(&name);
     return st;
 }
 
 /* "<stem>_rank<N><suffix>" beside 'output'. New string. */
-static char *rank_path(const char *output, int64_t rank) {
+static char *rank_path(const char *output, int64_t rank, const char *dflt) {
     const char *slash = strrchr(output, '/');
     const char *base = slash ? slash + 1 : output;
     const char *dot = strrchr(base, '.');
     if (dot == base) /* ".prof" is a stem without suffix, as for pathlib */
         dot = NULL;
     const size_t stem = dot ? (size_t)(dot - output) : strlen(output);
-    const char *suffix = dot ? dot : ".prof";
+    const char *suffix = dot ? dot : dflt;
     const size_t n = stem + strlen(suffix) + 32;
     char *p = sx_malloc(n);
     if (p != NULL)
@@ -615,9 +628,12 @@ enum sx_status sx_prof_export(MPI_Comm comm, const char *input, const char *outp
             break;
         if (built.n > 0) {
             sx_buf_reset(&buf);
-            st = rank_stats(&t, &built, t.ranks[k], !o->no_call_paths, &buf, err);
+            const bool svg = o->format == SX_FORMAT_FLAMEGRAPH;
+            st = rank_stats(&t, &built, t.ranks[k], svg || !o->no_call_paths,
+                            svg ? (o->width > 0 ? o->width : 1200) : 0, &buf, err);
             free(path);
-            path = st == SX_OK ? rank_path(output, t.ranks[k]) : NULL;
+            path = st == SX_OK ? rank_path(output, t.ranks[k], svg ? ".svg" : ".prof")
+                               : NULL;
             if (st == SX_OK && path == NULL)
                 st = sx_error_set(err, SX_ERR_NOMEM, output, "out of memory");
             if (st == SX_OK)

@@ -47,7 +47,9 @@ static const char usage_text[] =
     "                        region-statistics: region_statistics.json of plot-data\n"
     "                        prof: pstats files OUT_rank<N>.prof (rank 0 unless "
     "--ranks)\n"
+    "                        flamegraph: an SVG per rank, OUT_rank<N>.svg\n"
     "  --no-call-paths       prof: one entry per region, not per call path\n"
+    "  --width PX            flamegraph: the SVG's width (default 1200)\n"
     "  --block-size BYTES    JSON text per block of work (default 4194304)\n"
     "  --progress            show progress on stderr (default: when a terminal)\n"
     "  --no-progress         no progress, even on a terminal\n"
@@ -355,12 +357,21 @@ static int cmd_export(int argc, char **argv, int first) {
                 o.format = SX_FORMAT_REGION_STATISTICS;
             else if (strcmp(val, "prof") == 0)
                 o.format = SX_FORMAT_PROF;
+            else if (strcmp(val, "flamegraph") == 0)
+                o.format = SX_FORMAT_FLAMEGRAPH;
             else {
                 rc = usage_error("--format takes json, chrome-trace, speedscope, "
-                                 "region-statistics or prof",
+                                 "region-statistics, prof or flamegraph",
                                  val);
                 goto parsed;
             }
+        } else if (IS("--width")) {
+            NEED_VALUE();
+            if (parse_int(val, 100, 100000, &v) != 0) {
+                rc = usage_error("--width takes pixels from 100 to 100000", val);
+                goto parsed;
+            }
+            o.width = (int)v;
         } else if (strcmp(a, "--no-call-paths") == 0) {
             o.no_call_paths = 1;
         } else if (strcmp(a, "--progress") == 0) {
@@ -435,10 +446,11 @@ parsed:
     /* A trace output name without a suffix gets the reference's default one. */
     const char *base_name = strrchr(output, '/') ? strrchr(output, '/') + 1 : output;
     if ((o.format == SX_FORMAT_CHROME_TRACE || o.format == SX_FORMAT_SPEEDSCOPE ||
-         o.format == SX_FORMAT_PROF) &&
+         o.format == SX_FORMAT_PROF || o.format == SX_FORMAT_FLAMEGRAPH) &&
         strchr(base_name, '.') == NULL) {
         const char *sfx = o.format == SX_FORMAT_CHROME_TRACE ? ".trace.json"
                           : o.format == SX_FORMAT_PROF       ? ".prof"
+                          : o.format == SX_FORMAT_FLAMEGRAPH ? ".svg"
                                                              : ".speedscope.json";
         trace_base = malloc(strlen(output) + strlen(sfx) + 1);
         if (!all_passed(trace_base != NULL, "the output name")) {

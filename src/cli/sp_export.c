@@ -37,7 +37,7 @@ struct sp_args {
     int64_t *ranks; /* sorted, unique; NULL: not given */
     size_t nranks;
     bool gzip, no_call_paths;
-    int indent;
+    int indent, width;
 };
 
 static int sp_usage(int rank, const char *kind, const char *msg, const char *arg) {
@@ -201,6 +201,14 @@ static int parse(struct sp_args *a, int rank, int argc, char **argv, int first) 
                 return sp_usage(rank, a->kind, "argument --indent: invalid int value",
                                 val);
             a->indent = (int)v;
+        } else if (strcmp(a->kind, "flamegraph") == 0 &&
+                   value_opt(arg, "--width", argv, argc, &i, &val)) {
+            char *end = NULL;
+            long v = val ? strtol(val, &end, 10) : -1;
+            if (val == NULL || *end != '\0' || v < 100 || v > 100000)
+                return sp_usage(rank, a->kind, "argument --width: invalid int value",
+                                val);
+            a->width = (int)v;
         } else if (paths && strcmp(arg, "--no-call-paths") == 0) {
             a->no_call_paths = true;
         } else if (arg[0] == '-' && arg[1] != '\0') {
@@ -273,13 +281,6 @@ int sx_cli_sp_export(MPI_Comm world, int rank, int argc, char **argv, int first)
     int rc = parse(&a, rank, argc, argv, first);
     if (rc != 0)
         goto out;
-    if (strcmp(a.kind, "flamegraph") == 0) {
-        rc = sp_usage(rank, a.kind,
-                      "flamegraph is not written by this program (scope-profiler's needs "
-                      "the flameprof package)",
-                      NULL);
-        goto out;
-    }
     if (strcmp(a.kind, "plot-data") == 0 && a.nfiles > 1) {
         rc = sp_usage(rank, a.kind, "plot-data of several files is not supported", NULL);
         goto out;
@@ -303,6 +304,10 @@ int sx_cli_sp_export(MPI_Comm world, int rank, int argc, char **argv, int first)
         o.format = SX_FORMAT_PROF;
         o.no_call_paths = a.no_call_paths;
         name = "profile.prof";
+    } else if (strcmp(a.kind, "flamegraph") == 0) {
+        o.format = SX_FORMAT_FLAMEGRAPH; /* ours: frames by call path, not flameprof's */
+        o.width = a.width;
+        name = "flamegraph.svg";
     } else {
         o.format = SX_FORMAT_REGION_STATISTICS;
         name = "region_statistics.json";
@@ -350,11 +355,11 @@ int sx_cli_sp_export(MPI_Comm world, int rank, int argc, char **argv, int first)
             free(path);
             goto out;
         }
-        if (o.format != SX_FORMAT_PROF) {
+        if (o.format != SX_FORMAT_PROF && o.format != SX_FORMAT_FLAMEGRAPH) {
             saved[nsaved++] = path;
             continue;
         }
-        /* pstats: <stem>_rank<N>.prof of each selected rank that had calls */
+        /* <stem>_rank<N>.prof (.svg) of each selected rank that had calls */
         const int64_t zero = 0;
         const int64_t *rk = a.ranks ? a.ranks : &zero;
         const size_t nr = a.ranks ? a.nranks : 1;
@@ -386,6 +391,10 @@ int sx_cli_sp_export(MPI_Comm world, int rank, int argc, char **argv, int first)
             printf(
                 "\nView %s at https://www.speedscope.app (or: npx speedscope <file>)\n",
                 saved[0]);
+        if (nsaved > 0 && o.format == SX_FORMAT_FLAMEGRAPH)
+            printf("\nOpen %s in a browser, or inline it in a page to keep its per-frame "
+                   "tooltips\n",
+                   saved[0]);
         if (nsaved > 0 && o.format == SX_FORMAT_CHROME_TRACE)
             printf("\nOpen %s with https://ui.perfetto.dev or chrome://tracing\n",
                    saved[0]);

@@ -95,6 +95,9 @@ static void test_keys(void) {
     CHECK(set(a, "format", "speedscope") == SX_OK);
     sx_args_options(a, &o);
     CHECK(o.format == SX_FORMAT_SPEEDSCOPE);
+    CHECK(set(a, "format", "flamegraph") == SX_OK);
+    sx_args_options(a, &o);
+    CHECK(o.format == SX_FORMAT_FLAMEGRAPH);
     sx_args_free(a);
 }
 
