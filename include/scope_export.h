@@ -84,7 +84,15 @@ enum sx_deflate {
 enum sx_format {
     SX_FORMAT_JSON = 0,         /* scope-profiler's JSON profile (json_export) */
     SX_FORMAT_CHROME_TRACE = 1, /* Chrome Trace Event (Perfetto, chrome://tracing) */
-    SX_FORMAT_SPEEDSCOPE = 2    /* speedscope's evented profiles */
+    SX_FORMAT_SPEEDSCOPE = 2,   /* speedscope's evented profiles */
+    /* region_statistics.json of scope-profiler's plot-data export: every rank
+     * unless 'ranks' is given */
+    SX_FORMAT_REGION_STATISTICS = 3,
+    /* pstats files of export_prof, "<stem>_rank<N>.prof" beside the output (rank 0
+     * unless 'ranks' is given) */
+    SX_FORMAT_PROF = 4,
+    /* a flame graph (SVG) per rank of the same call paths, "<stem>_rank<N>.svg" */
+    SX_FORMAT_FLAMEGRAPH = 5
 };
 
 /*
@@ -121,6 +129,10 @@ struct sx_options {
     void *progress_user;
     /* The trace formats' document name; NULL = the run's label (borrowed). */
     const char *label;
+    /* SX_FORMAT_PROF: 1 = one entry per region (export_prof's call_paths=False) */
+    int no_call_paths;
+    /* SX_FORMAT_FLAMEGRAPH: the SVG's width in pixels; 0 = 1200 */
+    int width;
 };
 
 /* Fill 'opts' with the defaults. */
@@ -253,7 +265,9 @@ SX_API const char *sx_hdf5_file_in_use(void);
  * names. Keys: "indent" (0..1000), "summary" ("1"/"0", "true"/"false";
  * NULL value: "1"), "ranks" ("0,2,5-7"; the last one set counts), "include"
  * and "exclude" (a regular expression; each call adds one), "gzip-level"
- * (0..9), "deflate" ("zlib" or "isal"), "block-size" (bytes, 1024..2^30).
+ * (0..9), "deflate" ("zlib" or "isal"), "block-size" (bytes, 1024..2^30),
+ * "format" ("json", "chrome-trace", "speedscope", "region-statistics",
+ * "prof", "flamegraph"), "no-call-paths" (as "summary").
  * Unset keys keep sx_options_init()'s defaults.
  */
 struct sx_args;

@@ -23,6 +23,8 @@ struct sx_args {
     size_t n_exclude;
     int64_t *ranks; /* NULL: every rank */
     size_t n_ranks;
+    enum sx_format format;
+    int no_call_paths;
 };
 
 struct sx_args *sx_args_new(void) {
@@ -163,6 +165,11 @@ enum sx_status sx_args_set(struct sx_args *a, const char *key, const char *value
                  "option summary takes 1 or 0 (true or false), not '%s'", value);
         return SX_OK;
     }
+    if (strcmp(key, "no-call-paths") == 0) {
+        SX_CHECK(parse_bool(value, &a->no_call_paths) == 0, SX_ERR_USAGE, err, "",
+                 "option no-call-paths takes 1 or 0 (true or false), not '%s'", value);
+        return SX_OK;
+    }
     SX_CHECK(value != NULL, SX_ERR_USAGE, err, "", "option %s needs a value", key);
     if (strcmp(key, "indent") == 0) {
         SX_CHECK(parse_long(value, 0, 1000, &v) == 0, SX_ERR_USAGE, err, "",
@@ -192,6 +199,18 @@ enum sx_status sx_args_set(struct sx_args *a, const char *key, const char *value
         free(a->ranks); /* the last list given counts, as on the command line */
         a->ranks = ranks;
         a->n_ranks = n;
+    } else if (strcmp(key, "format") == 0) {
+        static const char *const names[] = {"json",       "chrome-trace",
+                                            "speedscope", "region-statistics",
+                                            "prof",       "flamegraph"};
+        size_t f = 0;
+        while (f < sizeof names / sizeof names[0] && strcmp(value, names[f]) != 0)
+            f++;
+        SX_CHECK(f < sizeof names / sizeof names[0], SX_ERR_USAGE, err, "",
+                 "option format takes json, chrome-trace, speedscope, region-statistics, "
+                 "prof or flamegraph, not '%s'",
+                 value);
+        a->format = (enum sx_format)f; /* the names in the enum's order */
     } else if (strcmp(key, "include") == 0 || strcmp(key, "exclude") == 0) {
         bool inc = key[0] == 'i';
         st = push(inc ? &a->include : &a->exclude, inc ? &a->n_include : &a->n_exclude,
@@ -200,7 +219,7 @@ enum sx_status sx_args_set(struct sx_args *a, const char *key, const char *value
     } else {
         SX_CHECK(false, SX_ERR_USAGE, err, "",
                  "unknown option '%s' (known: indent, summary, ranks, include, exclude, "
-                 "gzip-level, deflate, block-size)",
+                 "gzip-level, deflate, block-size, format, no-call-paths)",
                  key);
     }
 out:
@@ -222,6 +241,8 @@ void sx_args_options(const struct sx_args *a, struct sx_options *o) {
     o->n_exclude = a->n_exclude;
     o->ranks = a->ranks;
     o->n_ranks = a->n_ranks;
+    o->format = a->format;
+    o->no_call_paths = a->no_call_paths;
 }
 
 enum sx_status sx_export_args(MPI_Comm comm, const char *input, const char *output,

@@ -7,8 +7,10 @@
 #include "json_write.h"
 #include "mpi_util.h"
 #include "out_file.h"
+#include "prof_write.h"
 #include "regex.h"
 #include "run.h"
+#include "stats_regions.h"
 #include "stop.h"
 #include "stream.h"
 #include "trace.h"
@@ -164,6 +166,14 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
     st = sx_all_ok(c, st, err);
     if (st != SX_OK)
         goto out;
+    if (opts->format == SX_FORMAT_REGION_STATISTICS) { /* its own stages too */
+        st = sx_stats_export(c, input, output, opts, err);
+        goto out;
+    }
+    if (opts->format == SX_FORMAT_PROF || opts->format == SX_FORMAT_FLAMEGRAPH) {
+        st = sx_prof_export(c, input, output, opts, err);
+        goto out;
+    }
     if (opts->format != SX_FORMAT_JSON) { /* the trace documents have their own stages */
         st = sx_trace_export(c, input, output, opts, err);
         goto out;

@@ -82,6 +82,10 @@ enum sx_status sx_trace_plan(struct sx_trace *t, struct sx_run *run, struct sx_h
                              int64_t *row_min, struct sx_error *err);
 void sx_trace_free(struct sx_trace *t);
 
+/* float() of the run's metadata value 'key', as the reference converts it; false when
+ * it is missing or float() would fail. */
+bool sx_trace_meta_double(const struct sx_run *run, const char *key, double *out);
+
 /* The row of region position 'g' on 'rank', or NULL. */
 const struct sx_row *sx_trace_row(const struct sx_trace *t, size_t g, int64_t rank);
 /* Calls of 'rank' in the selected regions. */

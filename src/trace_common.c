@@ -143,6 +143,11 @@ static const struct sx_value *meta_get(const struct sx_run *run, const char *key
     return NULL;
 }
 
+bool sx_trace_meta_double(const struct sx_run *run, const char *key, double *out) {
+    const struct sx_value *v = meta_get(run, key);
+    return v != NULL && value_as_double(v, out);
+}
+
 /* display_label: the metadata label when non-empty (str() of it), else the file stem. */
 static char *run_label(const struct sx_run *run) {
     const struct sx_value *v = meta_get(run, "label");

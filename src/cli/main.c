@@ -1,6 +1,7 @@
 /* main.c - the scope-export command: argv, MPI_Init/Finalize, all printing */
 #include "scope_export.h"
 #include "signals.h"
+#include "sp_export.h"
 
 /* The library's allocations (src/internal.h; the command links the static library): the
  * fault tests that fail the Nth allocation reach the command's own ones too. */
@@ -20,6 +21,10 @@
 
 static const char usage_text[] =
     "usage: scope-export export IN.h5 [IN.h5 ...] -o OUT.json[.gz] [options]\n"
+    "       scope-export export KIND FILES... -o DIR [--label L]... [--include RE...]\n"
+    "              [--exclude RE...] [--ranks SPEC...] [--gzip] [--indent N]\n"
+    "              [--no-call-paths]   (scope-profiler's form; KIND: json,\n"
+    "              chrome-trace, speedscope, prof or plot-data)\n"
     "       scope-export IN.h5 -o OUT.json[.gz] [options]\n"
     "       scope-export validate FILE [FILE ...]\n"
     "       scope-export import IN.json[.gz] -o OUT.h5 [-q]\n"
@@ -44,7 +49,13 @@ static const char usage_text[] =
     "  --gzip-level N        deflate level 0..9 for .gz output (default 6)\n"
     "  --deflate ENGINE      zlib (default) or isal, where built with ISA-L\n"
     "  --format FORMAT       json (default), chrome-trace (Perfetto, chrome://tracing)\n"
-    "                        or speedscope; the last two keep rank 0 unless --ranks\n"
+    "                        or speedscope; the last two keep rank 0 unless --ranks;\n"
+    "                        region-statistics: region_statistics.json of plot-data\n"
+    "                        prof: pstats files OUT_rank<N>.prof (rank 0 unless "
+    "--ranks)\n"
+    "                        flamegraph: an SVG per rank, OUT_rank<N>.svg\n"
+    "  --no-call-paths       prof: one entry per region, not per call path\n"
+    "  --width PX            flamegraph: the SVG's width (default 1200)\n"
     "  --block-size BYTES    JSON text per block of work (default 4194304)\n"
     "  --progress            show progress on stderr (default: when a terminal)\n"
     "  --no-progress         no progress, even on a terminal\n"
@@ -398,10 +409,27 @@ static int cmd_export(int argc, char **argv, int first) {
                 o.format = SX_FORMAT_CHROME_TRACE;
             else if (strcmp(val, "speedscope") == 0)
                 o.format = SX_FORMAT_SPEEDSCOPE;
+            else if (strcmp(val, "region-statistics") == 0)
+                o.format = SX_FORMAT_REGION_STATISTICS;
+            else if (strcmp(val, "prof") == 0)
+                o.format = SX_FORMAT_PROF;
+            else if (strcmp(val, "flamegraph") == 0)
+                o.format = SX_FORMAT_FLAMEGRAPH;
             else {
-                rc = usage_error("--format takes json, chrome-trace or speedscope", val);
+                rc = usage_error("--format takes json, chrome-trace, speedscope, "
+                                 "region-statistics, prof or flamegraph",
+                                 val);
                 goto parsed;
             }
+        } else if (IS("--width")) {
+            NEED_VALUE();
+            if (parse_int(val, 100, 100000, &v) != 0) {
+                rc = usage_error("--width takes pixels from 100 to 100000", val);
+                goto parsed;
+            }
+            o.width = (int)v;
+        } else if (strcmp(a, "--no-call-paths") == 0) {
+            o.no_call_paths = 1;
         } else if (strcmp(a, "--progress") == 0) {
             progress = 1;
         } else if (strcmp(a, "--stats") == 0) {
@@ -479,9 +507,13 @@ parsed:
 
     /* A trace output name without a suffix gets the reference's default one. */
     const char *base_name = strrchr(output, '/') ? strrchr(output, '/') + 1 : output;
-    if (o.format != SX_FORMAT_JSON && strchr(base_name, '.') == NULL) {
-        const char *sfx =
-            o.format == SX_FORMAT_CHROME_TRACE ? ".trace.json" : ".speedscope.json";
+    if ((o.format == SX_FORMAT_CHROME_TRACE || o.format == SX_FORMAT_SPEEDSCOPE ||
+         o.format == SX_FORMAT_PROF || o.format == SX_FORMAT_FLAMEGRAPH) &&
+        strchr(base_name, '.') == NULL) {
+        const char *sfx = o.format == SX_FORMAT_CHROME_TRACE ? ".trace.json"
+                          : o.format == SX_FORMAT_PROF       ? ".prof"
+                          : o.format == SX_FORMAT_FLAMEGRAPH ? ".svg"
+                                                             : ".speedscope.json";
         trace_base = sx_malloc(strlen(output) + strlen(sfx) + 1);
         if (!all_passed(trace_base != NULL, "the output name")) {
             rc = 1;
@@ -718,6 +750,9 @@ int main(int argc, char **argv) {
     } else if (asks_help(argc, argv)) { /* scope-export SUBCOMMAND --help */
         if (world_rank == 0)
             fputs(usage_text, stdout);
+    } else if (strcmp(cmd, "export") == 0 && argc > 2 && sx_cli_sp_form(argv[2])) {
+        rc = sx_cli_sp_export(world, world_rank, argc, argv,
+                              2); /* scope-profiler's form */
     } else if (strcmp(cmd, "export") == 0) {
         rc = cmd_export(argc, argv, 2);
     } else if (strcmp(cmd, "validate") == 0) {

@@ -27,6 +27,9 @@ sx.export(None, g + "/mpi4_parallel/run.h5", out + "/opts.json", ranks=[0, 2, 3]
           include=["compute", "rank.*", "last"], exclude="rank3", gzip_level=1)
 sx.export(None, g + "/mpi4_parallel/run.h5", out + "/opts2.json.gz", ranks="0,2-3",
           include="compute", gzip_level=0, deflate="zlib")
+sx.export(None, g + "/basic_nested/run.h5", out + "/p.prof", format="prof",
+          call_paths=False)
+sx.export(None, g + "/basic_nested/run.h5", out + "/st.json", format="region-statistics")
 assert "mpi4py" not in sys.modules, "comm=None imported mpi4py"
 print("ok")
 PYEOF
@@ -42,6 +45,12 @@ if timeout 120 "${SX_SAN_ENV[@]}" "$PY" "$TMP/alone.py" "$G" "$TMP" >"$TMP/alone
     "$X" export "$G/mpi4_parallel/run.h5" -o "$TMP/cli2.json" -q --ranks 0,2-3 \
         --include compute && gzip -dc "$TMP/opts2.json.gz" | cmp - "$TMP/cli2.json" && ok ||
         bad "ranks as a string differ from the command's"
+    # format= and call_paths= as --format and --no-call-paths
+    "$PY" -c 'import marshal, sys; a, b = (marshal.load(open(p, "rb")) for p in sys.argv[1:]); sys.exit(a != b)' \
+        "$TMP/p_rank0.prof" "$G/basic_nested/run.nocallpaths.prof" && ok ||
+        bad "format=\"prof\", call_paths=False"
+    "$X" export "$G/basic_nested/run.h5" -o "$TMP/st_cli.json" -q --format region-statistics &&
+        cmp "$TMP/st.json" "$TMP/st_cli.json" && ok || bad "format=\"region-statistics\""
 else
     bad "comm=None exports failed: $(cat "$TMP/alone.out")"
 fi

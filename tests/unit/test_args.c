@@ -81,6 +81,23 @@ static void test_keys(void) {
     CHECK(set(a, "summary", "yes") == SX_OK);
     sx_args_options(a, &o);
     CHECK(o.summary == 1);
+    /* the document's format by the command's names, and prof's switch */
+    CHECK(o.format == SX_FORMAT_JSON && o.no_call_paths == 0);
+    CHECK(set(a, "format", "prof") == SX_OK && set(a, "no-call-paths", NULL) == SX_OK);
+    sx_args_options(a, &o);
+    CHECK(o.format == SX_FORMAT_PROF && o.no_call_paths == 1);
+    CHECK(set(a, "format", "region-statistics") == SX_OK);
+    sx_args_options(a, &o);
+    CHECK(o.format == SX_FORMAT_REGION_STATISTICS);
+    CHECK(set(a, "format", "chrome-trace") == SX_OK);
+    sx_args_options(a, &o);
+    CHECK(o.format == SX_FORMAT_CHROME_TRACE);
+    CHECK(set(a, "format", "speedscope") == SX_OK);
+    sx_args_options(a, &o);
+    CHECK(o.format == SX_FORMAT_SPEEDSCOPE);
+    CHECK(set(a, "format", "flamegraph") == SX_OK);
+    sx_args_options(a, &o);
+    CHECK(o.format == SX_FORMAT_FLAMEGRAPH);
     sx_args_free(a);
 }
 
@@ -99,6 +116,8 @@ static void test_bad(void) {
         {"ranks", "a"},          {"ranks", " 1"},       {"ranks", "1--2"},
         {"ranks", "0-20000000"}, {"include", NULL},     {"gzip_level", "6"},
         {"--indent", "2"},       {"output", "x.json"},  {"fail-rank", "0"},
+        {"format", "pstats"},    {"format", ""},        {"format", NULL},
+        {"no-call-paths", "2"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         enum sx_status st = set(a, bad[i].key, bad[i].value);

@@ -177,6 +177,8 @@ def export(
     gzip_level=6,
     deflate=None,
     block_size=None,
+    format=None,
+    call_paths=True,
 ):
     """Export the run in 'input' (HDF5) as a JSON document to 'output'.
 
@@ -185,7 +187,9 @@ def export(
     aggregate rows only), ranks (a list of ints or "0,2,5-7"), include and
     exclude (a regular expression or a list of them, matched like re.match),
     gzip_level (0..9), deflate ("zlib" or "isal"), block_size (bytes of text
-    per block of work).
+    per block of work), format ("json", "chrome-trace", "speedscope",
+    "region-statistics" or "prof": pstats files "<stem>_rank<N>.prof" beside
+    'output'), call_paths (False: prof entries per region).
 
     Collective over 'comm' (an mpi4py communicator): every rank calls it.
     None runs on this process alone without MPI. Raises ExportError (or
@@ -209,6 +213,10 @@ def export(
         settings.append(("deflate", deflate))
     if block_size is not None:
         settings.append(("block-size", str(block_size)))
+    if format is not None:
+        settings.append(("format", format))
+    if not call_paths:
+        settings.append(("no-call-paths", "1"))
 
     fcomm = _fcomm(comm)
     e = _Error()

@@ -1,0 +1,685 @@
+/* prof_write.c - pstats (.prof) files, as scope-profiler's export_prof writes them */
+#include "prof_write.h"
+
+#include "flame_svg.h"
+#include "h5_read.h"
+#include "json_load.h"
+#include "mpi_util.h"
+#include "np_sum.h"
+#include "out_file.h"
+#include "regex.h"
+#include "run.h"
+#include "trace.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* MPI counts are int: reduce long arrays in pieces. */
+#define MAX_MSG (1u << 28)
+
+static void put_u32(struct sx_buf *b, uint32_t v) {
+    unsigned char c[4] = {(unsigned char)v, (unsigned char)(v >> 8),
+                          (unsigned char)(v >> 16), (unsigned char)(v >> 24)};
+    sx_buf_append(b, c, 4);
+}
+
+void sx_marshal_int(struct sx_buf *b, int64_t v) {
+    if (v >= INT32_MIN && v <= INT32_MAX) {
+        sx_buf_putc(b, 'i');
+        put_u32(b, (uint32_t)(int32_t)v);
+        return;
+    }
+    /* TYPE_LONG: a signed count of 15-bit digits, least significant first */
+    uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    unsigned char d[16];
+    int n = 0;
+    for (; m != 0; m >>= 15) {
+        d[2 * n] = (unsigned char)(m & 0xff);
+        d[2 * n + 1] = (unsigned char)((m >> 8) & 0x7f);
+        n++;
+    }
+    sx_buf_putc(b, 'l');
+    put_u32(b, (uint32_t)(int32_t)(v < 0 ? -n : n));
+    sx_buf_append(b, d, (size_t)(2 * n));
+}
+
+void sx_marshal_float(struct sx_buf *b, double v) {
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    unsigned char c[8];
+    for (int i = 0; i < 8; i++)
+        c[i] = (unsigned char)(u >> (8 * i));
+    sx_buf_putc(b, 'g');
+    sx_buf_append(b, c, 8);
+}
+
+void sx_marshal_str(struct sx_buf *b, const char *s, size_t n) {
+    bool ascii = true;
+    for (size_t i = 0; i < n && ascii; i++)
+        ascii = (unsigned char)s[i] < 0x80;
+    if (ascii && n < 256) {
+        sx_buf_putc(b, 'z');
+        sx_buf_putc(b, (char)(unsigned char)n);
+    } else {
+        sx_buf_putc(b, ascii ? 'a' : 'u');
+        put_u32(b, (uint32_t)n);
+    }
+    sx_buf_append(b, s, n);
+}
+
+void sx_marshal_tuple(struct sx_buf *b, size_t n) {
+    sx_buf_putc(b, ')');
+    sx_buf_putc(b, (char)(unsigned char)n);
+}
+
+void sx_marshal_dict(struct sx_buf *b) { sx_buf_putc(b, '{'); }
+void sx_marshal_dict_end(struct sx_buf *b) { sx_buf_putc(b, '0'); }
+
+/*
+ * A node: a call path (parent path, region) with call_paths, or a caller
+ * bucket (caller region + 1, callee region) without; its sums in call order.
+ */
+struct node {
+    int64_t a;  /* parent node (-1: top level), or caller position + 1 (0: the root) */
+    uint32_t g; /* region position */
+    uint64_t nc, cc;
+    double tt, ct;
+};
+
+struct table {
+    struct node *v;
+    size_t n, cap;
+    int64_t *slot; /* open addressing: node index, or -1 */
+    size_t nslot;
+};
+
+static size_t hash(int64_t a, uint32_t g) {
+    uint64_t h = (uint64_t)a * 0x9e3779b97f4a7c15u ^ ((uint64_t)g + 0x632be59bd9b4e019u);
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9u;
+    return (size_t)(h ^ (h >> 32));
+}
+
+static void table_free(struct table *t) {
+    free(t->v);
+    free(t->slot);
+    memset(t, 0, sizeof *t);
+}
+
+/* The node (a, g), made when new; -1 when out of memory. */
+static int64_t table_get(struct table *t, int64_t a, uint32_t g) {
+    if (2 * (t->n + 1) > t->nslot) {
+        size_t ns = t->nslot ? 2 * t->nslot : 1024;
+        int64_t *s = sx_malloc(ns * sizeof *s);
+        if (s == NULL)
+            return -1;
+        for (size_t i = 0; i < ns; i++)
+            s[i] = -1;
+        for (size_t k = 0; k < t->n; k++) {
+            size_t h = hash(t->v[k].a, t->v[k].g) & (ns - 1);
+            while (s[h] >= 0)
+                h = (h + 1) & (ns - 1);
+            s[h] = (int64_t)k;
+        }
+        free(t->slot);
+        t->slot = s;
+        t->nslot = ns;
+    }
+    size_t h = hash(a, g) & (t->nslot - 1);
+    for (; t->slot[h] >= 0; h = (h + 1) & (t->nslot - 1)) {
+        const struct node *x = &t->v[t->slot[h]];
+        if (x->a == a && x->g == g)
+            return t->slot[h];
+    }
+    if (t->n == t->cap) {
+        size_t nc = t->cap ? 2 * t->cap : 256;
+        struct node *nv = sx_realloc(t->v, nc * sizeof *nv);
+        if (nv == NULL)
+            return -1;
+        t->v = nv;
+        t->cap = nc;
+    }
+    t->v[t->n] = (struct node){a, g, 0, 0, 0.0, 0.0};
+    t->slot[h] = (int64_t)t->n;
+    return (int64_t)t->n++;
+}
+
+/* One call of a rank, as the call stack is rebuilt from the intervals. */
+struct pcall {
+    int64_t start, end;
+    int64_t lane; /* task index, or -2 - thread index, or -1 */
+    uint32_t g;   /* region position */
+    uint64_t seq; /* position in region order, call order: the stable tie-break */
+};
+
+/* A rank's calls, sorted by start, then the longest first, and nested. */
+struct pcalls {
+    struct pcall *c;
+    int64_t *parent; /* per call: its parent's position, or -1 */
+    size_t n;
+};
+
+static void pcalls_free(struct pcalls *p) {
+    free(p->c);
+    free(p->parent);
+    memset(p, 0, sizeof *p);
+}
+
+static int cmp_pcall(const void *a, const void *b) {
+    const struct pcall *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    if (x->end != y->end)
+        return x->end > y->end ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static const struct pcall *lane_base; /* qsort has no context argument in C11 */
+static int cmp_lane(const void *a, const void *b) {
+    const size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    if (lane_base[x].lane != lane_base[y].lane)
+        return lane_base[x].lane < lane_base[y].lane ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+/*
+ * Nest the calls 'ix[0..n)' of one lane (positions in start order): a call's
+ * depth is the number of calls started before it and not yet ended (an end
+ * at a start closes, but a zero-length call stays open over a call starting
+ * with it), its parent the latest call one level up. 'scratch' has room for
+ * n values.
+ */
+static bool nest_lane(struct pcalls *p, const size_t *ix, size_t n, int64_t *scratch) {
+    for (size_t i = 0; i < n; i++) {
+        const struct pcall *c = &p->c[ix[i]];
+        scratch[i] = 2 * c->end + (c->end == c->start ? 1 : 0);
+    }
+    qsort(scratch, n, sizeof *scratch, cmp_i64);
+    size_t closed = 0;
+    for (size_t i = 0; i < n; i++) {
+        while (closed < n && scratch[closed] <= 2 * p->c[ix[i]].start)
+            closed++;
+        if (closed > i)
+            return false;
+        p->parent[ix[i]] = (int64_t)(i - closed); /* the depth, for now */
+    }
+    /* the depth grows by one at most from a call to the next */
+    for (size_t i = 0; i < n; i++) {
+        const int64_t d = p->parent[ix[i]];
+        p->parent[ix[i]] = d == 0 ? -1 : (int64_t)ix[scratch[d - 1]];
+        scratch[d] = (int64_t)i;
+    }
+    return true;
+}
+
+/*
+ * The calls of 'rank' in the selected regions (their columns loaded), in
+ * start order over every lane, each nested within its own lane (thread or
+ * task). Local.
+ */
+static enum sx_status build_calls(const struct sx_trace *t, int64_t rank,
+                                  struct pcalls *p, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    int64_t *scratch = NULL;
+    size_t *ix = NULL;
+    size_t n = 0;
+    bool lanes = false;
+    memset(p, 0, sizeof *p);
+    for (size_t g = 0; g < t->nregions; g++) {
+        const struct sx_row *row = sx_trace_row(t, g, rank);
+        if (row == NULL || row->is_aggregate)
+            continue;
+        n += row->count;
+        if (row->cols & SX_COLBIT(SX_COL_THREAD))
+            lanes = true;
+    }
+    p->c = sx_malloc((n + 1) * sizeof *p->c);
+    p->parent = sx_malloc((n + 1) * sizeof *p->parent);
+    scratch = sx_malloc((n + 1) * sizeof *scratch);
+    ix = sx_malloc((n + 1) * sizeof *ix);
+    SX_CHECK(p->c != NULL && p->parent != NULL && scratch != NULL && ix != NULL,
+             SX_ERR_NOMEM, err, t->run->path,
+             "%s: out of memory sorting the %zu calls of rank %" PRId64, t->run->path, n,
+             rank);
+    size_t at = 0;
+    for (size_t g = 0; g < t->nregions; g++) {
+        const struct sx_row *row = sx_trace_row(t, g, rank);
+        if (row == NULL || row->is_aggregate)
+            continue;
+        const int64_t *th =
+            (row->cols & SX_COLBIT(SX_COL_THREAD)) ? row->col[SX_COL_THREAD] : NULL;
+        const int64_t *tk =
+            (row->cols & SX_COLBIT(SX_COL_TASK)) ? row->col[SX_COL_TASK] : NULL;
+        for (uint64_t i = 0; i < row->count; i++, at++) {
+            int64_t lane = -1;
+            if (lanes && tk != NULL && tk[i] >= 0)
+                lane = tk[i];
+            else if (lanes && th != NULL && th[i] >= 0)
+                lane = -2 - th[i];
+            p->c[at] = (struct pcall){row->col[SX_COL_START][i], row->col[SX_COL_END][i],
+                                      lane, (uint32_t)g, at};
+        }
+    }
+    p->n = n;
+    qsort(p->c, n, sizeof *p->c, cmp_pcall);
+    for (size_t i = 0; i < n; i++)
+        ix[i] = i;
+    lane_base = p->c;
+    qsort(ix, n, sizeof *ix, cmp_lane);
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && p->c[ix[j]].lane == p->c[ix[i]].lane)
+            j++;
+        SX_CHECK(nest_lane(p, ix + i, j - i, scratch), SX_ERR_FORMAT, err, t->run->path,
+                 "%s: recorded calls are not properly nested", t->run->path);
+        i = j;
+    }
+out:
+    free(scratch);
+    free(ix);
+    if (st != SX_OK)
+        pcalls_free(p);
+    return st;
+}
+
+/* The pstats key of region position 'g' on 'rank', its funcname given. */
+static void put_key(struct sx_buf *b, const struct sx_trace *t, uint32_t g, int64_t rank,
+                    const char *name, size_t nlen) {
+    const struct sx_row *row = sx_trace_row(t, g, rank);
+    sx_marshal_tuple(b, 3);
+    if (row != NULL && row->source_file != NULL && row->source_file[0] != '\0' &&
+        row->has_lineno) {
+        sx_marshal_str(b, row->source_file, strlen(row->source_file));
+        sx_marshal_int(b, row->source_lineno);
+    } else {
+        sx_marshal_str(b, "~", 1);
+        sx_marshal_int(b, 0);
+    }
+    sx_marshal_str(b, name, nlen);
+}
+
+static void put_root_key(struct sx_buf *b, const char *root) {
+    sx_marshal_tuple(b, 3);
+    sx_marshal_str(b, "~", 1);
+    sx_marshal_int(b, 0);
+    sx_marshal_str(b, root, strlen(root));
+}
+
+static void put_four(struct sx_buf *b, const struct node *x) {
+    sx_marshal_int(b, (int64_t)x->cc);
+    sx_marshal_int(b, (int64_t)x->nc);
+    sx_marshal_float(b, x->tt);
+    sx_marshal_float(b, x->ct);
+}
+
+/* "a > b > c": the names of path node 'k' from the top, into 'p' (reset). */
+static void path_name(const struct sx_trace *t, const struct table *tb, int64_t k,
+                      struct sx_buf *p) {
+    if (tb->v[k].a >= 0) {
+        path_name(t, tb, tb->v[k].a, p);
+        sx_buf_puts(p, " > ");
+    }
+    sx_buf_puts(p, t->run->names[t->regions[tb->v[k].g]]);
+}
+
+static int cmp_node_caller(const void *x, const void *y) {
+    const struct node *const *a = x, *const *b = y;
+    return ((*a)->a > (*b)->a) - ((*a)->a < (*b)->a);
+}
+
+/*
+ * The marshalled pstats dict of one rank's sorted, nested calls into 'out'.
+ * Local.
+ */
+static enum sx_status rank_stats(const struct sx_trace *t, const struct pcalls *r,
+                                 int64_t rank, bool call_paths, int svg_width,
+                                 struct sx_buf *out, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const size_t n = r->n;
+    int64_t *child = sx_calloc(n + 1, sizeof *child);
+    int64_t *node_of = sx_malloc((n + 1) * sizeof *node_of);
+    double *top = sx_malloc((n + 1) * sizeof *top);
+    struct table tb = {0};
+    struct sx_buf name = {0};
+    /* without call paths: per region position */
+    const size_t ng = t->nregions;
+    struct node *reg = NULL;
+    int64_t *maxend = NULL;
+    bool *rec = NULL;
+    const struct node **list = NULL;
+    char *root = NULL;
+    struct sx_flame_frame *frames = NULL;
+    size_t ntop = 0;
+    SX_CHECK(child != NULL && node_of != NULL && top != NULL, SX_ERR_NOMEM, err,
+             t->run->path, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        if (r->parent[i] >= 0)
+            child[r->parent[i]] += r->c[i].end - r->c[i].start;
+    if (!call_paths) {
+        reg = sx_calloc(ng + 1, sizeof *reg);
+        maxend = sx_malloc((ng + 1) * sizeof *maxend);
+        rec = sx_calloc(n + 1, sizeof *rec);
+        SX_CHECK(reg != NULL && maxend != NULL && rec != NULL, SX_ERR_NOMEM, err,
+                 t->run->path, "out of memory");
+        /*
+         * recursive: inside an earlier call of its region (in start order), which
+         * started no later and has not ended before this one ends
+         */
+        for (size_t g = 0; g < ng; g++)
+            maxend[g] = INT64_MIN;
+        for (size_t i = 0; i < n; i++) {
+            const struct pcall *c = &r->c[i];
+            rec[i] = c->start < maxend[c->g] && c->end <= maxend[c->g];
+            if (c->end > maxend[c->g])
+                maxend[c->g] = c->end;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        const int64_t s = r->c[i].start, e = r->c[i].end, p = r->parent[i];
+        const uint32_t g = r->c[i].g, pg = p >= 0 ? r->c[p].g : 0;
+        const double dur = (double)(e - s) / 1e9;
+        const double excl = (double)(e - s - child[i]) / 1e9;
+        if (p < 0)
+            top[ntop++] = dur;
+        if (call_paths) {
+            int64_t k = table_get(&tb, p >= 0 ? node_of[p] : -1, g);
+            SX_CHECK(k >= 0, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+            node_of[i] = k;
+            struct node *x = &tb.v[k];
+            x->nc++;
+            x->cc++;
+            x->tt += excl;
+            x->ct += dur;
+            continue;
+        }
+        struct node *x = &reg[g];
+        const bool recursive = rec[i];
+        x->nc++;
+        x->tt += excl;
+        if (!recursive) {
+            x->cc++;
+            x->ct += dur;
+        }
+        int64_t k = table_get(&tb, p >= 0 ? (int64_t)pg + 1 : 0, g);
+        SX_CHECK(k >= 0, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+        struct node *c = &tb.v[k];
+        c->nc++;
+        c->tt += excl;
+        if (!recursive) {
+            c->cc++;
+            c->ct += dur;
+        }
+    }
+
+    const size_t rlen = strlen(t->label) + 64;
+    root = sx_malloc(rlen);
+    SX_CHECK(root != NULL, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+    snprintf(root, rlen, "<%s rank %" PRId64 ">", t->label, rank);
+    if (svg_width > 0) { /* the flame graph of the call paths */
+        frames = sx_malloc((tb.n + 1) * sizeof *frames);
+        SX_CHECK(frames != NULL, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+        for (size_t k = 0; k < tb.n; k++)
+            frames[k] = (struct sx_flame_frame){
+                tb.v[k].a, t->run->names[t->regions[tb.v[k].g]], tb.v[k].ct, tb.v[k].nc};
+        sx_flame_svg(out, frames, tb.n, root, sx_np_sum(top, ntop), svg_width);
+        SX_CHECK(!out->failed, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+        goto out;
+    }
+    sx_marshal_dict(out);
+    if (call_paths) {
+        for (size_t k = 0; k < tb.n; k++) {
+            const struct node *x = &tb.v[k];
+            sx_buf_reset(&name);
+            path_name(t, &tb, (int64_t)k, &name);
+            SX_CHECK(!name.failed, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+            put_key(out, t, x->g, rank, name.data, name.len);
+            sx_marshal_tuple(out, 5);
+            put_four(out, x);
+            sx_marshal_dict(out);
+            if (x->a >= 0) {
+                sx_buf_reset(&name);
+                path_name(t, &tb, x->a, &name);
+                SX_CHECK(!name.failed, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+                put_key(out, t, tb.v[x->a].g, rank, name.data, name.len);
+            } else {
+                put_root_key(out, root);
+            }
+            sx_marshal_tuple(out, 4);
+            put_four(out, x);
+            sx_marshal_dict_end(out);
+        }
+    } else {
+        list = sx_malloc((tb.n + 1) * sizeof *list);
+        SX_CHECK(list != NULL, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+        for (uint32_t g = 0; g < ng; g++) {
+            const struct node *x = &reg[g];
+            if (x->nc == 0)
+                continue;
+            const char *nm = t->run->names[t->regions[g]];
+            put_key(out, t, g, rank, nm, strlen(nm));
+            sx_marshal_tuple(out, 5);
+            put_four(out, x);
+            sx_marshal_dict(out);
+            size_t nl = 0;
+            for (size_t k = 0; k < tb.n; k++)
+                if (tb.v[k].g == g)
+                    list[nl++] = &tb.v[k];
+            qsort(list, nl, sizeof *list, cmp_node_caller);
+            for (size_t k = 0; k < nl; k++) {
+                if (list[k]->a == 0) {
+                    put_root_key(out, root);
+                } else {
+                    const uint32_t cg = (uint32_t)(list[k]->a - 1);
+                    const char *cn = t->run->names[t->regions[cg]];
+                    put_key(out, t, cg, rank, cn, strlen(cn));
+                }
+                sx_marshal_tuple(out, 4);
+                put_four(out, list[k]);
+            }
+            sx_marshal_dict_end(out);
+        }
+    }
+    /* the root: every top-level call's caller, np.sum of their durations */
+    put_root_key(out, root);
+    sx_marshal_tuple(out, 5);
+    sx_marshal_int(out, 1);
+    sx_marshal_int(out, 1);
+    sx_marshal_float(out, 0.0);
+    sx_marshal_float(out, sx_np_sum(top, ntop));
+    sx_marshal_dict(out);
+    sx_marshal_dict_end(out);
+    sx_marshal_dict_end(out);
+    SX_CHECK(!out->failed, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+out:
+    free(child);
+    free(node_of);
+    free(top);
+    free(reg);
+    free(maxend);
+    free(rec);
+    free(list);
+    free(root);
+    free(frames);
+    table_free(&tb);
+    sx_buf_free(&name);
+    return st;
+}
+
+/* "<stem>_rank<N><suffix>" beside 'output'. New string. */
+static char *rank_path(const char *output, int64_t rank, const char *dflt) {
+    const char *slash = strrchr(output, '/');
+    const char *base = slash ? slash + 1 : output;
+    const char *dot = strrchr(base, '.');
+    if (dot == base) /* ".prof" is a stem without suffix, as for pathlib */
+        dot = NULL;
+    const size_t stem = dot ? (size_t)(dot - output) : strlen(output);
+    const char *suffix = dot ? dot : dflt;
+    const size_t n = stem + strlen(suffix) + 32;
+    char *p = sx_malloc(n);
+    if (p != NULL)
+        snprintf(p, n, "%.*s_rank%" PRId64 "%s", (int)stem, output, rank, suffix);
+    return p;
+}
+
+/* NOTE: collective: min-reduce every row's first start in pieces. */
+static enum sx_status reduce_mins(MPI_Comm comm, int64_t *m, size_t n, const char *path,
+                                  struct sx_error *err) {
+    for (size_t at = 0; comm != MPI_COMM_NULL && at < n; at += MAX_MSG) {
+        size_t k = n - at < MAX_MSG ? n - at : MAX_MSG;
+        if (MPI_Allreduce(MPI_IN_PLACE, m + at, (int)k, MPI_INT64_T, MPI_MIN, comm) !=
+            MPI_SUCCESS)
+            return sx_error_set(err, SX_ERR_MPI, path, "%s: MPI_Allreduce failed", path);
+    }
+    return SX_OK;
+}
+
+#define PROF_COLS                                                                        \
+    (SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END) | SX_COLBIT(SX_COL_THREAD) |        \
+     SX_COLBIT(SX_COL_TASK))
+
+enum sx_status sx_prof_export(MPI_Comm comm, const char *input, const char *output,
+                              const struct sx_options *o, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_filter *filter = NULL;
+    struct sx_h5 *h5 = NULL;
+    struct sx_run *run = NULL;
+    int64_t *mins = NULL;
+    struct sx_out_file **files = NULL;
+    struct pcalls built = {0};
+    struct sx_buf buf = {0};
+    char *path = NULL;
+    struct sx_trace t;
+    bool opened = false;
+    int rank = 0, size = 1;
+    memset(&t, 0, sizeof t);
+    if (comm != MPI_COMM_NULL) {
+        MPI_Comm_rank(comm, &rank);
+        MPI_Comm_size(comm, &size);
+    }
+
+    /* Stage: options. */
+    if (o->summary)
+        st =
+            sx_error_set(err, SX_ERR_USAGE, "",
+                         "--summary has no per-call events, which the pstats files need");
+    if (st == SX_OK)
+        st = sx_filter_new(o, &filter, err);
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* Stage: NOTE: collective open of an HDF5 run; a JSON profile is read by each. */
+    const bool hdf5 = sx_is_hdf5(input);
+    if (hdf5) {
+        st = sx_h5_open(comm, input, false, &h5, &run, err);
+        opened = true;
+    } else {
+        st = sx_json_load(input, &run, err);
+    }
+    if (hdf5 && st == SX_OK)
+        st = sx_h5_read_extras(h5, run, err);
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* Stage: the region order and the reference's checks of the selection. */
+    st = sx_trace_row_mins(run, h5, rank, size, &mins, err);
+    st = sx_all_ok(comm, st, err);
+    if (st == SX_OK)
+        st = reduce_mins(comm, mins, run->nrows, run->path, err);
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+    st = sx_trace_plan(&t, run, h5, filter, o, mins, err);
+    mins = NULL;
+    if (st == SX_OK && t.nregions == 0)
+        st = sx_trace_value_error(&t, SX_ERR_VALUE,
+                                  "No regions matched the selected filters.", err);
+    for (size_t k = 0; st == SX_OK && k < t.nranks; k++)
+        if (t.ranks[k] < 0 || t.ranks[k] >= run->num_ranks) {
+            char msg[64];
+            snprintf(msg, sizeof msg, "Invalid rank requested: %" PRId64, t.ranks[k]);
+            st = sx_trace_value_error(&t, SX_ERR_VALUE, msg, err);
+        }
+    if (st == SX_OK) {
+        files = sx_calloc(t.nranks + 1, sizeof *files);
+        if (files == NULL)
+            st = sx_error_set(err, SX_ERR_NOMEM, run->path, "out of memory");
+    }
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* Stage: each process builds and writes its share of the selected ranks. */
+    int64_t made = 0;
+    for (size_t k = (size_t)rank; k < t.nranks; k += (size_t)size) {
+        st = sx_trace_load_rank(&t, t.ranks[k], PROF_COLS, err);
+        if (st == SX_OK)
+            st = build_calls(&t, t.ranks[k], &built, err);
+        sx_trace_unload_rank(&t, t.ranks[k]);
+        if (st != SX_OK)
+            break;
+        if (built.n > 0) {
+            sx_buf_reset(&buf);
+            const bool svg = o->format == SX_FORMAT_FLAMEGRAPH;
+            st = rank_stats(&t, &built, t.ranks[k], svg || !o->no_call_paths,
+                            svg ? (o->width > 0 ? o->width : 1200) : 0, &buf, err);
+            free(path);
+            path = st == SX_OK ? rank_path(output, t.ranks[k], svg ? ".svg" : ".prof")
+                               : NULL;
+            if (st == SX_OK && path == NULL)
+                st = sx_error_set(err, SX_ERR_NOMEM, output, "out of memory");
+            if (st == SX_OK)
+                st = sx_out_open(path, false, &files[k], err);
+            if (st == SX_OK)
+                st = sx_out_write(files[k], buf.data, buf.len, err);
+            made++;
+        }
+        pcalls_free(&built);
+        if (st != SX_OK)
+            break;
+    }
+    st = sx_all_ok(comm, st, err);
+    if (st == SX_OK && comm != MPI_COMM_NULL &&
+        MPI_Allreduce(MPI_IN_PLACE, &made, 1, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS)
+        st = sx_error_set(err, SX_ERR_MPI, run->path, "%s: MPI_Allreduce failed",
+                          run->path);
+    st = sx_all_ok(comm, st, err);
+    if (st == SX_OK && made == 0)
+        st = sx_trace_value_error(&t, SX_ERR_VALUE,
+                                  "No calls recorded for the requested ranks.", err);
+    if (st != SX_OK)
+        goto out;
+
+    /* Stage: every process commits its files. */
+    for (size_t k = 0; k < t.nranks; k++) {
+        struct sx_out_file *done = files[k];
+        files[k] = NULL;
+        if (done != NULL && st == SX_OK)
+            st = sx_out_commit(done, err);
+        else
+            sx_out_abort(done);
+    }
+    st = sx_all_ok(comm, st, err);
+out:
+    for (size_t k = 0; files != NULL && k < t.nranks; k++)
+        sx_out_abort(files[k]);
+    free(files);
+    free(path);
+    sx_buf_free(&buf);
+    pcalls_free(&built);
+    free(mins);
+    sx_trace_free(&t);
+    sx_filter_free(filter);
+    sx_run_free(run);
+    if (opened)
+        sx_h5_close(h5); /* NOTE: collective */
+    return st;
+}

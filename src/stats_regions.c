@@ -1,0 +1,494 @@
+/* stats_regions.c - region_statistics.json, as scope-profiler's plot-data export writes
+ * it */
+#define _XOPEN_SOURCE 700 /* realpath */
+#include "stats_regions.h"
+
+#include "h5_read.h"
+#include "json_load.h"
+#include "json_write.h"
+#include "mpi_util.h"
+#include "np_sum.h"
+#include "out_file.h"
+#include "regex.h"
+#include "run.h"
+#include "stream.h"
+#include "trace.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool ends_with_gz(const char *path) {
+    size_t n = strlen(path);
+    return n >= 3 && path[n - 3] == '.' && (path[n - 2] | 0x20) == 'g' &&
+           (path[n - 1] | 0x20) == 'z';
+}
+
+/* MPI counts are int: reduce long arrays in pieces. */
+#define MAX_MSG (1u << 28)
+
+struct stats_doc {
+    struct sx_trace *t;
+    const struct sx_options *o;
+    const char *input;
+};
+
+/* One (region, rank) row's calls: durations in seconds, in stored order. */
+struct rank_calls {
+    int64_t rank;
+    int64_t row; /* index into run->rows */
+    size_t n;
+    double *d;
+    double first_start, last_end; /* seconds, when n > 0 */
+};
+
+static void indent(struct sx_buf *out, int n) {
+    sx_buf_putc(out, '\n');
+    for (int i = 0; i < n; i++)
+        sx_buf_putc(out, ' ');
+}
+
+static void key(struct sx_buf *out, int ind, const char *k, bool first) {
+    if (!first)
+        sx_buf_putc(out, ',');
+    indent(out, ind);
+    sx_buf_cstr(out, k);
+    sx_buf_puts(out, ": ");
+}
+
+static void put_double_or_null(struct sx_buf *out, bool has, double v) {
+    if (has)
+        sx_buf_double(out, v);
+    else
+        sx_buf_puts(out, "null");
+}
+
+/* _stats_from_values: the eight keys at indent 'ind', without the braces. */
+static void put_stats(struct sx_buf *out, int ind, const double *v, size_t n,
+                      double first, double last, double *tmp) {
+    const char *const names[] = {"average_duration_seconds", "min_duration_seconds",
+                                 "max_duration_seconds",     "first_duration_seconds",
+                                 "last_duration_seconds",    "std_duration_seconds",
+                                 "total_duration_seconds"};
+    double val[7] = {0};
+    if (n > 0) {
+        double lo = v[0], hi = v[0];
+        for (size_t i = 1; i < n; i++) {
+            if (v[i] < lo)
+                lo = v[i];
+            if (v[i] > hi)
+                hi = v[i];
+        }
+        const double sum = sx_np_sum(v, n);
+        val[0] = sum / (double)n;
+        val[1] = lo;
+        val[2] = hi;
+        val[3] = first;
+        val[4] = last;
+        val[5] = sx_np_std(v, n, tmp);
+        val[6] = sum;
+    }
+    key(out, ind, "count", true);
+    sx_buf_u64(out, n);
+    for (int k = 0; k < 7; k++) {
+        key(out, ind, names[k], false);
+        put_double_or_null(out, n > 0, val[k]);
+    }
+}
+
+/* Read the durations of 'rc''s row (local). */
+static enum sx_status load_calls(const struct sx_trace *t, struct rank_calls *rc,
+                                 struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    int64_t *room_s = NULL, *room_e = NULL;
+    const struct sx_row *row = &t->run->rows[rc->row];
+    rc->n = 0;
+    if (row->is_aggregate || row->count == 0)
+        return SX_OK;
+    const size_t n = (size_t)row->count;
+    room_s = sx_malloc(n * sizeof *room_s);
+    room_e = sx_malloc(n * sizeof *room_e);
+    rc->d = sx_malloc(n * sizeof *rc->d);
+    SX_CHECK(room_s != NULL && room_e != NULL && rc->d != NULL, SX_ERR_NOMEM, err,
+             t->run->path, "%s: out of memory reading the events of a region",
+             t->run->path);
+    int64_t *room[SX_NCOLS] = {0};
+    const int64_t *col[SX_NCOLS] = {0};
+    room[SX_COL_START] = room_s;
+    room[SX_COL_END] = room_e;
+    st = sx_trace_slice(t, row, 0, row->count,
+                        SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END), room, col, err);
+    if (st != SX_OK)
+        goto out;
+    SX_CHECK(col[SX_COL_START] != NULL && col[SX_COL_END] != NULL, SX_ERR_FORMAT, err,
+             t->run->path, "%s: a row with calls has no start or end times",
+             t->run->path);
+    int64_t lo = col[SX_COL_START][0], hi = col[SX_COL_END][0];
+    for (size_t i = 0; i < n; i++) {
+        const int64_t s = col[SX_COL_START][i], e = col[SX_COL_END][i];
+        rc->d[i] = (double)(e - s) / 1e9;
+        if (s < lo)
+            lo = s;
+        if (e > hi)
+            hi = e;
+    }
+    rc->first_start = (double)lo / 1e9;
+    rc->last_end = (double)hi / 1e9;
+    rc->n = n;
+out:
+    free(room_s);
+    free(room_e);
+    return st;
+}
+
+static bool rank_selected(const struct sx_options *o, int64_t rank) {
+    if (o->ranks == NULL)
+        return true;
+    for (size_t i = 0; i < o->n_ranks; i++)
+        if (o->ranks[i] == rank)
+            return true;
+    return false;
+}
+
+/* Block b: region position b, with its pooled and per-rank statistics. */
+static enum sx_status region_block(void *ctx, size_t b, struct sx_buf *out,
+                                   struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const struct stats_doc *sd = ctx;
+    const struct sx_trace *t = sd->t;
+    const struct sx_options *o = sd->o;
+    const int64_t nr = t->run->num_ranks > 0 ? t->run->num_ranks : 0;
+    struct rank_calls *rc = NULL;
+    const struct rank_calls **pool = NULL;
+    double *values = NULL, *tmp = NULL;
+    size_t nrc = 0, npool = 0, nvalues = 0, most = 0;
+
+    rc = sx_calloc((size_t)nr + 1, sizeof *rc);
+    pool = sx_calloc((o->ranks ? o->n_ranks : (size_t)nr) + 1, sizeof *pool);
+    SX_CHECK(rc != NULL && pool != NULL, SX_ERR_NOMEM, err, t->run->path,
+             "out of memory");
+    /* The region's ranks in the order the reader met their rows (its dict's order). */
+    for (int64_t k = 0; k < nr; k++) {
+        const int64_t r = t->row_of[b * (size_t)nr + (size_t)k];
+        if (r < 0)
+            continue;
+        size_t at = nrc++;
+        while (at > 0 && rc[at - 1].row > r) {
+            rc[at] = rc[at - 1];
+            at--;
+        }
+        rc[at] = (struct rank_calls){k, r, 0, NULL, 0.0, 0.0};
+    }
+    for (size_t i = 0; i < nrc; i++) {
+        if (!rank_selected(o, rc[i].rank))
+            continue;
+        st = load_calls(t, &rc[i], err);
+        if (st != SX_OK)
+            goto out;
+        if (rc[i].n > most)
+            most = rc[i].n;
+    }
+    /* The pooled calls: the region's ranks, or the selected ones in the order given. */
+    if (o->ranks == NULL) {
+        for (size_t i = 0; i < nrc; i++)
+            pool[npool++] = &rc[i];
+    } else {
+        for (size_t j = 0; j < o->n_ranks; j++)
+            for (size_t i = 0; i < nrc; i++)
+                if (rc[i].rank == o->ranks[j]) {
+                    pool[npool++] = &rc[i];
+                    break;
+                }
+    }
+    const struct rank_calls *first = NULL, *last = NULL;
+    for (size_t i = 0; i < npool; i++) {
+        nvalues += pool[i]->n;
+        if (pool[i]->n == 0)
+            continue;
+        if (first == NULL || pool[i]->first_start < first->first_start)
+            first = pool[i];
+        if (last == NULL || pool[i]->last_end > last->last_end)
+            last = pool[i];
+    }
+    if (nvalues > most)
+        most = nvalues;
+    values = sx_malloc((nvalues + 1) * sizeof *values);
+    tmp = sx_malloc((most + 1) * sizeof *tmp);
+    SX_CHECK(values != NULL && tmp != NULL, SX_ERR_NOMEM, err, t->run->path,
+             "%s: out of memory for the durations of a region", t->run->path);
+    size_t at = 0;
+    for (size_t i = 0; i < npool; i++) {
+        if (pool[i]->n > 0)
+            memcpy(values + at, pool[i]->d, pool[i]->n * sizeof *values);
+        at += pool[i]->n;
+    }
+
+    if (b > 0)
+        sx_buf_putc(out, ',');
+    indent(out, 8);
+    sx_buf_append(out, t->jname[b], t->jname_len[b]);
+    sx_buf_puts(out, ": {");
+    put_stats(out, 10, values, nvalues, first ? first->d[0] : 0.0,
+              last ? last->d[last->n - 1] : 0.0, tmp);
+    key(out, 10, "per_rank", false);
+    sx_buf_putc(out, '{');
+    bool any = false;
+    for (int64_t k = 0; k < nr; k++) {
+        const struct rank_calls *c = NULL;
+        for (size_t i = 0; i < nrc && c == NULL; i++)
+            if (rc[i].rank == k)
+                c = &rc[i];
+        if (c == NULL || !rank_selected(o, k))
+            continue;
+        char name[32];
+        snprintf(name, sizeof name, "%lld", (long long)k);
+        key(out, 12, name, !any);
+        sx_buf_putc(out, '{');
+        put_stats(out, 14, c->d, c->n, c->n ? c->d[0] : 0.0, c->n ? c->d[c->n - 1] : 0.0,
+                  tmp);
+        indent(out, 12);
+        sx_buf_putc(out, '}');
+        any = true;
+    }
+    if (any)
+        indent(out, 10);
+    sx_buf_putc(out, '}');
+    indent(out, 8);
+    sx_buf_putc(out, '}');
+    SX_CHECK(!out->failed, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+out:
+    for (size_t i = 0; rc != NULL && i < nrc; i++)
+        free(rc[i].d);
+    free(rc);
+    free(pool);
+    free(values);
+    free(tmp);
+    return st;
+}
+
+static void put_str_list(struct sx_buf *out, int ind, const char *const *s, size_t n) {
+    if (s == NULL) {
+        sx_buf_puts(out, "null");
+        return;
+    }
+    sx_buf_putc(out, '[');
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            sx_buf_putc(out, ',');
+        indent(out, ind + 2);
+        sx_buf_cstr(out, s[i]);
+    }
+    if (n > 0)
+        indent(out, ind);
+    sx_buf_putc(out, ']');
+}
+
+static enum sx_status doc_head(void *ctx, struct sx_buf *out, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const struct stats_doc *sd = ctx;
+    const struct sx_trace *t = sd->t;
+    const struct sx_options *o = sd->o;
+    char *abs = realpath(sd->input, NULL); /* str(Path(input).resolve()) */
+    sx_buf_puts(out, "{");
+    key(out, 2, "format", true);
+    sx_buf_cstr(out, "scope-profiler-plot-data");
+    key(out, 2, "format_version", false);
+    sx_buf_puts(out, "1");
+    key(out, 2, "plot", false);
+    sx_buf_cstr(out, "region_statistics");
+    key(out, 2, "units", false);
+    sx_buf_puts(out, "{\n    \"durations\": \"seconds\"\n  }");
+    key(out, 2, "filters", false);
+    sx_buf_putc(out, '{');
+    key(out, 4, "include", true);
+    put_str_list(out, 4, o->include, o->n_include);
+    key(out, 4, "exclude", false);
+    put_str_list(out, 4, o->exclude, o->n_exclude);
+    key(out, 4, "ranks", false);
+    if (o->ranks == NULL) {
+        sx_buf_puts(out, "null");
+    } else {
+        sx_buf_putc(out, '[');
+        for (size_t i = 0; i < o->n_ranks; i++) {
+            if (i > 0)
+                sx_buf_putc(out, ',');
+            indent(out, 6);
+            sx_buf_i64(out, o->ranks[i]);
+        }
+        if (o->n_ranks > 0)
+            indent(out, 4);
+        sx_buf_putc(out, ']');
+    }
+    indent(out, 2);
+    sx_buf_putc(out, '}');
+    key(out, 2, "common_regions", false);
+    sx_buf_putc(out, '[');
+    for (size_t p = 0; p < t->nregions; p++) {
+        if (p > 0)
+            sx_buf_putc(out, ',');
+        indent(out, 4);
+        sx_buf_append(out, t->jname[p], t->jname_len[p]);
+    }
+    if (t->nregions > 0)
+        indent(out, 2);
+    sx_buf_putc(out, ']');
+    key(out, 2, "files", false);
+    sx_buf_putc(out, '[');
+    indent(out, 4);
+    sx_buf_putc(out, '{');
+    key(out, 6, "label", true);
+    sx_buf_cstr(out, t->label);
+    key(out, 6, "file_path", false);
+    sx_buf_cstr(out, abs != NULL ? abs : sd->input);
+    key(out, 6, "num_ranks", false);
+    sx_buf_i64(out, t->run->num_ranks);
+    key(out, 6, "total_time_seconds", false);
+    double start = 0.0, fin = 0.0;
+    const bool has_total = sx_trace_meta_double(t->run, "start_time_ns", &start) &&
+                           sx_trace_meta_double(t->run, "finalize_time_ns", &fin);
+    put_double_or_null(out, has_total, fin / 1e9 - start / 1e9);
+    key(out, 6, "region_statistics", false);
+    sx_buf_putc(out, '{');
+    if (t->nregions == 0)
+        sx_buf_putc(out, '}');
+    free(abs);
+    SX_CHECK(!out->failed, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+out:
+    return st;
+}
+
+static enum sx_status doc_tail(void *ctx, struct sx_buf *out, struct sx_error *err) {
+    const struct stats_doc *sd = ctx;
+    enum sx_status st = SX_OK;
+    if (sd->t->nregions > 0) {
+        indent(out, 6);
+        sx_buf_putc(out, '}');
+    }
+    sx_buf_puts(out, "\n    }\n  ]\n}\n");
+    SX_CHECK(!out->failed, SX_ERR_NOMEM, err, sd->t->run->path, "out of memory");
+out:
+    return st;
+}
+
+/* Progress counts calls, and one for each region. */
+static uint64_t doc_units(void *ctx, size_t b) {
+    const struct sx_trace *t = ((const struct stats_doc *)ctx)->t;
+    uint64_t n = 1;
+    for (int64_t k = 0; k < t->run->num_ranks; k++) {
+        const struct sx_row *row = sx_trace_row(t, b, k);
+        if (row != NULL && !row->is_aggregate)
+            n += row->count;
+    }
+    return n;
+}
+
+/* NOTE: collective: min-reduce every row's first start in pieces. */
+static enum sx_status reduce_mins(MPI_Comm comm, int64_t *m, size_t n, const char *path,
+                                  struct sx_error *err) {
+    for (size_t at = 0; comm != MPI_COMM_NULL && at < n; at += MAX_MSG) {
+        size_t k = n - at < MAX_MSG ? n - at : MAX_MSG;
+        if (MPI_Allreduce(MPI_IN_PLACE, m + at, (int)k, MPI_INT64_T, MPI_MIN, comm) !=
+            MPI_SUCCESS)
+            return sx_error_set(err, SX_ERR_MPI, path, "%s: MPI_Allreduce failed", path);
+    }
+    return SX_OK;
+}
+
+/*
+ * NOTE: collective over 'comm' (MPI_COMM_NULL: this process alone). Stages
+ * with the ranks' agreement between them: options, open, region order, the
+ * output, the stream of regions, the commit.
+ */
+enum sx_status sx_stats_export(MPI_Comm comm, const char *input, const char *output,
+                               const struct sx_options *o, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_filter *filter = NULL;
+    struct sx_out_file *f = NULL;
+    struct sx_h5 *h5 = NULL;
+    struct sx_run *run = NULL;
+    int64_t *mins = NULL;
+    struct sx_trace t;
+    bool opened = false;
+    int rank = 0, size = 1;
+    memset(&t, 0, sizeof t);
+    if (comm != MPI_COMM_NULL) {
+        MPI_Comm_rank(comm, &rank);
+        MPI_Comm_size(comm, &size);
+    }
+    const bool gz = ends_with_gz(output);
+
+    /* Stage: options. */
+    if (o->summary)
+        st = sx_error_set(err, SX_ERR_USAGE, "",
+                          "--summary has no per-call events, which the region statistics "
+                          "need");
+    if (st == SX_OK)
+        st = sx_filter_new(o, &filter, err);
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* Stage: NOTE: collective open of an HDF5 run; a JSON profile is read by each. */
+    const bool hdf5 = sx_is_hdf5(input);
+    if (hdf5) {
+        st = sx_h5_open(comm, input, false, &h5, &run, err);
+        opened = true;
+    } else {
+        st = sx_json_load(input, &run, err);
+    }
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* Stage: the rows' first starts (this rank's share), then the region order. */
+    st = sx_trace_row_mins(run, h5, rank, size, &mins, err);
+    st = sx_all_ok(comm, st, err);
+    if (st == SX_OK)
+        st = reduce_mins(comm, mins, run->nrows, run->path, err);
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+    st = sx_trace_plan(&t, run, h5, filter, o, mins, err);
+    mins = NULL;
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* Stage: rank 0 opens the output. */
+    if (rank == 0)
+        st = sx_out_open(output, sx_mpi_threads_ok(comm), &f, err);
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* Stage: the stream, a block per region (its own protocol and agreement). */
+    struct stats_doc sd = {&t, o, input};
+    uint64_t units = 0;
+    for (size_t b = 0; b < t.nregions; b++)
+        units += doc_units(&sd, b);
+    struct sx_producer prod = {&sd,      t.nregions,   units,    doc_head,
+                               doc_tail, region_block, doc_units};
+    struct sx_stream_opts so = {output,     gz,          o->gzip_level,
+                                o->deflate, o->progress, o->progress_user};
+    st = sx_stream(comm, &prod, &so, rank == 0 ? f : NULL, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* Stage: rank 0 commits the file. */
+    if (rank == 0) {
+        struct sx_out_file *done = f;
+        f = NULL;
+        st = sx_out_commit(done, err);
+    }
+    st = sx_all_ok(comm, st, err);
+out:
+    sx_out_abort(f);
+    free(mins);
+    sx_trace_free(&t);
+    sx_filter_free(filter);
+    sx_run_free(run);
+    if (opened)
+        sx_h5_close(h5); /* NOTE: collective */
+    return st;
+}
