@@ -8,6 +8,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <glob.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -295,6 +296,53 @@ static void print_stats(const char *path, double t0) {
         bytes, el, el > 0 ? (double)bytes / el / 1e6 : 0.0, how);
 }
 
+/*
+ * The per-rank files of a pstats or flame graph export of 'path': <stem>_rank<N><suffix>
+ * written since 'since' (the ranks with calls), each named; their bytes in --stats,
+ * timed from 't0'.
+ */
+static void say_rank_files(const char *path, bool quiet, bool stats, double t0,
+                           time_t since) {
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    const char *dot = strrchr(base, '.');
+    if (dot == base)
+        dot = NULL;
+    const size_t stem = dot ? (size_t)(dot - path) : strlen(path);
+    const char *suffix = dot ? dot : "";
+    char *pat = sx_malloc(2 * strlen(path) + 16);
+    glob_t g;
+    long long bytes = 0;
+    if (pat == NULL)
+        return;
+    /* the stem's own glob characters are escaped, so that only the rank number matches */
+    size_t n = 0;
+    for (size_t i = 0; i < stem; i++) {
+        if (strchr("*?[\\", path[i]) != NULL)
+            pat[n++] = '\\';
+        pat[n++] = path[i];
+    }
+    snprintf(pat + n, strlen(path) + 16, "_rank[0-9]*%s", suffix);
+    if (glob(pat, 0, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            struct stat sb;
+            if (stat(g.gl_pathv[i], &sb) != 0 || sb.st_mtime < since)
+                continue; /* an older file of another export */
+            bytes += (long long)sb.st_size;
+            if (!quiet)
+                say(stdout, "Wrote %s", g.gl_pathv[i]);
+        }
+        globfree(&g);
+    }
+    free(pat);
+    if (stats) {
+        double el = now() - t0;
+        say(stderr, "scope-export: stats: %s: %lld bytes in %.3f s (%.1f MB/s, %s)", path,
+            bytes, el, el > 0 ? (double)bytes / el / 1e6 : 0.0,
+            world == MPI_COMM_NULL ? "1 process, no MPI" : "MPI");
+    }
+}
+
 /* _unique_labels: the k-th repeat of a label becomes "<label> (k)". */
 static char **unique_labels(char **labels, size_t n) {
     char **out = sx_calloc(n + 1, sizeof *out);
@@ -555,6 +603,7 @@ parsed:
             break;
         }
         ps.t0 = now();
+        const time_t started = time(NULL);
         sx_cli_input(inputs[k]);
         sx_cli_output(path);
         enum sx_status st = sx_export(world, inputs[k], path, &o, &e);
@@ -567,6 +616,13 @@ parsed:
             rc = st == SX_ERR_USAGE ? 2 : 1;
             free(path);
             break;
+        }
+        if (o.format == SX_FORMAT_PROF || o.format == SX_FORMAT_FLAMEGRAPH) {
+            /* one file a rank with calls, named <stem>_rank<N><suffix>, not 'path' */
+            if (world_rank == 0)
+                say_rank_files(path, quiet, stats, ps.t0, started);
+            free(path);
+            continue;
         }
         if (!quiet && world_rank == 0)
             say(stdout, "Wrote %s", path);
