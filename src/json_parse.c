@@ -387,8 +387,8 @@ out:
     return st;
 }
 
-enum sx_status sx_json_parse_tags(const char *text, size_t n, char ***tags, size_t *ntags,
-                                  struct sx_error *err) {
+enum sx_status sx_json_parse_tags(const char *text, size_t n, const char *where,
+                                  char ***tags, size_t *ntags, struct sx_error *err) {
     enum sx_status st = SX_OK;
     json_t *root = NULL;
 
@@ -398,10 +398,10 @@ enum sx_status sx_json_parse_tags(const char *text, size_t n, char ***tags, size
         text = "[]";
         n = 2;
     }
-    st = sx_json_parse_text(text, n, &root, NULL, "tags", false, err);
+    st = sx_json_parse_text(text, n, &root, where, where, false, err);
     if (st != SX_OK)
         goto out;
-    st = sx_json_string_list(root, tags, ntags, NULL, "tags", err);
+    st = sx_json_string_list(root, tags, ntags, where, where, err);
 out:
     json_decref(root);
     return st;

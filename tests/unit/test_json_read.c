@@ -123,7 +123,8 @@ static void test_tags(void) {
     struct sx_error err;
 
     sx_error_clear(&err);
-    CHECK(sx_json_parse_tags("[\"golden\", \"hot\"]", 17, &tags, &n, &err) == SX_OK);
+    CHECK(sx_json_parse_tags("[\"golden\", \"hot\"]", 17, "tags", &tags, &n, &err) ==
+          SX_OK);
     CHECK(n == 2);
     if (n == 2) {
         CHECK_STR(tags[0], "golden");
@@ -133,24 +134,24 @@ static void test_tags(void) {
         free(tags[i]);
     free(tags);
 
-    CHECK(sx_json_parse_tags("", 0, &tags, &n, &err) == SX_OK);
+    CHECK(sx_json_parse_tags("", 0, "tags", &tags, &n, &err) == SX_OK);
     CHECK(n == 0);
     free(tags);
-    CHECK(sx_json_parse_tags("[]", 2, &tags, &n, &err) == SX_OK);
+    CHECK(sx_json_parse_tags("[]", 2, "tags", &tags, &n, &err) == SX_OK);
     CHECK(n == 0);
     free(tags);
-    CHECK(sx_json_parse_tags("[\"\\u00e9\"]", 10, &tags, &n, &err) == SX_OK);
+    CHECK(sx_json_parse_tags("[\"\\u00e9\"]", 10, "tags", &tags, &n, &err) == SX_OK);
     CHECK(n == 1 && strcmp(tags[0], "\xc3\xa9") == 0);
     free(tags[0]);
     free(tags);
 
-    CHECK(sx_json_parse_tags("[\"a\", 1]", 8, &tags, &n, &err) == SX_ERR_FORMAT);
+    CHECK(sx_json_parse_tags("[\"a\", 1]", 8, "tags", &tags, &n, &err) == SX_ERR_FORMAT);
     CHECK(tags == NULL && n == 0);
     sx_error_clear(&err);
-    CHECK(sx_json_parse_tags("\"abc\"", 5, &tags, &n, &err) == SX_ERR_FORMAT);
+    CHECK(sx_json_parse_tags("\"abc\"", 5, "tags", &tags, &n, &err) == SX_ERR_FORMAT);
     CHECK(strstr(err.text, "list of strings") != NULL);
     sx_error_clear(&err);
-    CHECK(sx_json_parse_tags("[\"a\"", 4, &tags, &n, &err) == SX_ERR_FORMAT);
+    CHECK(sx_json_parse_tags("[\"a\"", 4, "tags", &tags, &n, &err) == SX_ERR_FORMAT);
 }
 
 /* ------------------------------------------------------------------ */
