@@ -115,6 +115,21 @@ static void test_canon_meta(void) {
                 "[{\"a\": 99999999999999999999, \"b\": [-9223372036854775809, "
                 "18446744073709551616, 9223372036854775807]}]",
                 true, 1);
+    /* Any valid string is a string, whatever it reads like: the big integers'
+     * marker must not take one, with or without big integers beside it. */
+    check_canon("[{\"a\": \"\\u0000sxbig:12\"}]", "[{\"a\": \"\\u0000sxbig:12\"}]", true,
+                1);
+    check_canon("[{\"a\": \"\\u0000sxbig:\"}]", "[{\"a\": \"\\u0000sxbig:\"}]", true, 1);
+    check_canon("[{\"a\": \"\\u0000sx\\u0062ig0:5\", \"b\": 99999999999999999999, \"c\": "
+                "\"\\u0000sxbig1:\"}]",
+                "[{\"a\": \"\\u0000sxbig0:5\", \"b\": 99999999999999999999, \"c\": "
+                "\"\\u0000sxbig1:\"}]",
+                true, 1);
+    check_canon("[{\"a\": \"\\u0000sxbig0:1\", \"b\": \"\\u0000sxbig1:2\", \"c\": "
+                "-99999999999999999999}]",
+                "[{\"a\": \"\\u0000sxbig0:1\", \"b\": \"\\u0000sxbig1:2\", \"c\": "
+                "-99999999999999999999}]",
+                true, 1);
 }
 
 static void test_tags(void) {
