@@ -102,6 +102,8 @@ enum sx_status h5_vlen_guard(hid_t obj, hid_t ms, hid_t fs, const char *src,
     enum sx_status st = SX_OK;
     hid_t t = -1, sup = -1, sp = -1, file = -1, fcpl = -1, op = -1;
     unsigned char *raw = NULL;
+    uint64_t *rows = NULL;
+    int fd = -1;
     bool is_attr = H5Iget_type(obj) == H5I_ATTR, registered = false;
     t = is_attr ? H5Aget_type(obj) : H5Dget_type(obj);
     SX_CHECK(t >= 0, SX_ERR_FORMAT, err, src, "%s has an unreadable datatype", src);
@@ -149,6 +151,12 @@ enum sx_status h5_vlen_guard(hid_t obj, hid_t ms, hid_t fs, const char *src,
         is_attr ? H5Aread(obj, op, raw) : H5Dread(obj, op, ms, fs, H5P_DEFAULT, raw);
     SX_CHECK(rc >= 0, SX_ERR_IO, err, src,
              "%s cannot be read; the file is truncated or damaged", src);
+    if (!is_attr && fs != H5S_ALL) {
+        rows = sx_malloc((size_t)n * sizeof *rows);
+        SX_CHECK(rows != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        for (hssize_t k = 0; k < n; k++)
+            rows[k] = sel_row(fs, (uint64_t)k);
+    }
     uint64_t total = 0;
     for (hssize_t k = 0; k < n; k++) {
         const unsigned char *e = raw + (size_t)k * esize;
@@ -164,19 +172,33 @@ enum sx_status h5_vlen_guard(hid_t obj, hid_t ms, hid_t fs, const char *src,
                  "%s[%" PRIu64 "] claims a value of %" PRIu64
                  " bytes, more than the file's %llu bytes; the file is truncated or "
                  "damaged",
-                 src, sel_row(is_attr ? H5S_ALL : fs, (uint64_t)k), need,
+                 src, rows != NULL ? rows[k] : (uint64_t)k, need,
                  (unsigned long long)fsize);
         total += need;
         SX_CHECK(total <= (uint64_t)fsize + 65536, SX_ERR_FORMAT, err, src,
                  "%s: its variable-length values up to [%" PRIu64 "] claim %" PRIu64
                  " bytes, more than the file's %llu bytes; the file is truncated or "
                  "damaged",
-                 src, sel_row(is_attr ? H5S_ALL : fs, (uint64_t)k), total,
+                 src, rows != NULL ? rows[k] : (uint64_t)k, total,
                  (unsigned long long)fsize);
     }
+    /* and each must name a heap object that holds it: HDF5 would copy what
+     * lies past a shorter one */
+    char name[4096];
+    hsize_t ub = 0;
+    ssize_t nl = H5Fget_name(file, name, sizeof name);
+    if (nl > 0 && (size_t)nl < sizeof name && H5Pget_userblock(fcpl, &ub) >= 0 &&
+        sl >= 2 && sl <= 8)
+        fd = open(name, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0)
+        st = sx_vlen_check_heap(fd, (uint64_t)fsize, (uint64_t)ub, (unsigned)sa,
+                                (unsigned)sl, raw, (size_t)n, base, rows, src, err);
 out:
     if (registered)
         H5Tunregister(H5T_PERS_SOFT, vlen_desc_tag, t, op, vlen_desc_conv);
+    if (fd >= 0)
+        close(fd);
+    free(rows);
     free(raw);
     h5_close_id(op);
     h5_close_id(fcpl);

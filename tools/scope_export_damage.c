@@ -41,6 +41,8 @@ static const char usage_text[] =
     "  schema-float     scope_profiler_schema is the float 3.0 [scope_profiler_schema]\n"
     "  vlen-name        region_table/names[0] claims a string of 4 GiB\n"
     "                   [region_table/names]\n"
+    "  vlen-overrun     region_table/names[0] claims 1000 bytes, more than its heap\n"
+    "                   object holds [region_table/names]\n"
     "  vlen-meta        the /metadata attribute sx_hostile claims a string of 4 GiB\n"
     "                   [metadata]\n"
     "  external-storage rank_region_index/event_counts is stored in OUT.ext (written\n"
@@ -541,7 +543,7 @@ static uint64_t le_get(const unsigned char *p, int n) {
  * the collection before it, then the one element (length, collection address,
  * index) that names them (superblock 0: 8-byte addresses and lengths).
  */
-static int patch_vlen_length(const char *path, long long at) {
+static int patch_vlen_length(const char *path, long long at, uint32_t len) {
     FILE *fp = fopen(path, "r+b");
     unsigned char *buf = NULL;
     long size = -1;
@@ -579,8 +581,9 @@ static int patch_vlen_length(const char *path, long long at) {
         if (found != 1)
             goto out;
     }
-    static const unsigned char huge[4] = {0xff, 0xff, 0xff, 0xff};
-    if (fseek(fp, at, SEEK_SET) != 0 || fwrite(huge, 1, 4, fp) != 4)
+    const unsigned char le[4] = {(unsigned char)len, (unsigned char)(len >> 8),
+                                 (unsigned char)(len >> 16), (unsigned char)(len >> 24)};
+    if (fseek(fp, at, SEEK_SET) != 0 || fwrite(le, 1, 4, fp) != 4)
         goto out;
     rc = 0;
 out:
@@ -746,12 +749,13 @@ out:
     return rc;
 }
 
-static const char *const modes[] = {
-    "offsets-beyond", "overlap",     "index-lengths",    "region-id",
-    "huge-claim",     "wrong-dtype", "string-ints",      "bad-utf8",
-    "unknown-filter", "schema-4",    "schema-float",     "not-profile",
-    "vlen-name",      "vlen-meta",   "external-storage", "external-link",
-    "virtual",        "rank-huge",   "count-negative",   "bad-tags"};
+static const char *const modes[] = {"offsets-beyond", "overlap",      "index-lengths",
+                                    "region-id",      "huge-claim",   "wrong-dtype",
+                                    "string-ints",    "bad-utf8",     "unknown-filter",
+                                    "schema-4",       "schema-float", "not-profile",
+                                    "vlen-name",      "vlen-meta",    "external-storage",
+                                    "external-link",  "virtual",      "rank-huge",
+                                    "count-negative", "bad-tags",     "vlen-overrun"};
 
 int main(int argc, char **argv) {
     int rc = 1;
@@ -806,7 +810,7 @@ int main(int argc, char **argv) {
         r = damage_schema(f, false);
     else if (!strcmp(mode, "schema-float"))
         r = damage_schema(f, true);
-    else if (!strcmp(mode, "vlen-name"))
+    else if (!strcmp(mode, "vlen-name") || !strcmp(mode, "vlen-overrun"))
         r = find_names(f);
     else if (!strcmp(mode, "vlen-meta"))
         r = add_hostile_meta(f);
@@ -829,7 +833,10 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "unknown-filter") && patch_filter_id(out_path) != 0)
         goto out;
     if ((!strcmp(mode, "vlen-name") || !strcmp(mode, "vlen-meta")) &&
-        patch_vlen_length(out_path, names_offset) != 0)
+        patch_vlen_length(out_path, names_offset, 0xffffffffu) != 0)
+        goto out;
+    if (!strcmp(mode, "vlen-overrun") &&
+        patch_vlen_length(out_path, names_offset, 1000) != 0)
         goto out;
     rc = 0;
 out:

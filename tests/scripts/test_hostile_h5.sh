@@ -59,6 +59,7 @@ while IFS='|' read -r mode needles; do
 done <<'EOF'
 vlen-name|region_table/names[0]|claims a value of 4294967295 bytes
 vlen-meta|/metadata@sx_hostile|claims a value of 4294967295 bytes
+vlen-overrun|region_table/names[0]|a string of 1000 bytes in object
 external-storage|/rank_region_index/event_counts|external storage
 external-link|/region_table|external link
 virtual|/events/durations|virtual dataset
@@ -89,5 +90,16 @@ if "$DAMAGE" rank-huge "$base" "$f"; then
     [ "$rc" = 0 ] && ok || bad "rank-huge --ranks 4294967295: status $rc: $(head -c 300 "$TMP/err")"
 else
     bad "scope-export-damage rank-huge failed"
+fi
+# num_ranks of 10^15 in a JSON profile: valid, and its trace takes no memory by it
+if (memlimit "$X" export "$base" -o "$TMP/base.json" -q); then
+    sed 's/"num_ranks": 2,/"num_ranks": 1000000000000000,/' "$TMP/base.json" >"$TMP/nr.json"
+    grep -q '"num_ranks": 1000000000000000,' "$TMP/nr.json" || bad "no num_ranks to change"
+    rc=0
+    (memlimit timeout 20 "$X" export "$TMP/nr.json" --format chrome-trace -o "$TMP/nr.trace" \
+        -q) 2>"$TMP/err" || rc=$?
+    [ "$rc" = 0 ] && ok || bad "num_ranks 10^15: status $rc: $(head -c 300 "$TMP/err")"
+else
+    bad "the export of the base run failed"
 fi
 finish
