@@ -722,12 +722,13 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
             row->exclusive_total = ix.excl[r];
         }
         if (ix.tags != NULL && ix.tags[r][0] != '\0') {
-            st = sx_json_parse_tags(ix.tags[r], strlen(ix.tags[r]), &row->tags,
+            char where[1200];
+            snprintf(where, sizeof where, "%.1100s:/rank_region_index/tags row %" PRIu64,
+                     h5->path, r);
+            st = sx_json_parse_tags(ix.tags[r], strlen(ix.tags[r]), where, &row->tags,
                                     &row->ntags, err);
-            if (st != SX_OK) {
-                sx_error_where(err, src);
+            if (st != SX_OK)
                 goto out;
-            }
         }
     }
     /* num_ranks = max(metadata mpi_size (default 1), max rank + 1); 0 without rows */
@@ -1165,6 +1166,9 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
         "not open it (not HDF5, or truncated)",
         path);
 
+    st = h5_refuse_foreign(h5->file, path, err);
+    if (st != SX_OK)
+        goto out;
     run = sx_run_new();
     SX_CHECK(run != NULL, SX_ERR_NOMEM, err, path, "out of memory");
     run->path = sx_strdup(path);
@@ -1344,7 +1348,11 @@ static enum sx_status h5_fill_rows_impl(struct sx_h5 *h5, const struct sx_run *r
             if (c == RD_TAGS) {
                 if (pl->ntags[id - 1] == 0) {
                     size_t nt = 0;
-                    st = sx_json_parse_tags(p, strlen(p), &pl->tags[id - 1], &nt, err);
+                    char where[1200];
+                    snprintf(where, sizeof where, "%.1100s row %" PRIu64, src,
+                             (uint64_t)ix[k]->file_row);
+                    st = sx_json_parse_tags(p, strlen(p), where, &pl->tags[id - 1], &nt,
+                                            err);
                     if (st != SX_OK)
                         goto out;
                     pl->ntags[id - 1] = nt + 1;

@@ -108,6 +108,22 @@ void h5_quiet_end(const struct h5_quiet *q);
 
 void h5_close_id(hid_t id);
 
+/*
+ * Before HDF5 reads variable-length values of 'obj' (an attribute whole, or a
+ * dataset's selection 'ms'/'fs' as H5Dread takes them): each element's
+ * claimed length must fit in the file, and so must their sum, or it is
+ * SX_ERR_FORMAT naming 'src' and the row. Other datatypes pass unread.
+ */
+enum sx_status h5_vlen_guard(hid_t obj, hid_t ms, hid_t fs, const char *src,
+                             struct sx_error *err);
+
+/*
+ * Refuse a file that would make the reader read other files: an external (or
+ * user-defined) link, a virtual dataset or a dataset with external storage
+ * anywhere in it is SX_ERR_UNSUPPORTED naming the object. 'path' names the file.
+ */
+enum sx_status h5_refuse_foreign(hid_t file, const char *path, struct sx_error *err);
+
 /* "file.h5:/object" for error sources. */
 const char *h5_src_name(char *buf, size_t n, const char *path, const char *obj);
 

@@ -45,6 +45,229 @@ herr_t h5_aread(hid_t a, hid_t mt, void *buf) {
     return sx_fault(SX_FAULT_READ, 0) ? -1 : (H5Aread)(a, mt, buf);
 }
 
+/* ------------------------------------------------------------------ */
+/* Variable-length values: their lengths checked before HDF5 reads them */
+
+/*
+ * HDF5 takes memory for whatever length a variable-length element claims
+ * before it reads the heap object: one damaged length makes it allocate
+ * gigabytes. So the elements themselves (a 4-byte length, the collection's
+ * address, a 4-byte object index, as the file stores them) are read first:
+ * a conversion from any variable-length type to an opaque type of the same
+ * size with this tag leaves the stored bytes as they are.
+ */
+static const char vlen_desc_tag[] = "scope-export vlen descriptor";
+
+static herr_t vlen_desc_conv(hid_t src, hid_t dst, H5T_cdata_t *cd, size_t n,
+                             size_t stride, size_t bkg_stride, void *buf, void *bkg,
+                             hid_t dxpl) {
+    (void)n;
+    (void)stride;
+    (void)bkg_stride;
+    (void)buf;
+    (void)bkg;
+    (void)dxpl;
+    if (cd->command != H5T_CONV_INIT)
+        return 0; /* the bytes are already where they belong */
+    if (H5Tget_class(dst) != H5T_OPAQUE ||
+        (H5Tget_class(src) != H5T_VLEN && H5Tis_variable_str(src) <= 0) ||
+        H5Tget_size(src) != H5Tget_size(dst))
+        return -1;
+    char *tag = H5Tget_tag(dst);
+    bool ours = tag != NULL && strcmp(tag, vlen_desc_tag) == 0;
+    H5free_memory(tag);
+    if (!ours)
+        return -1;
+    cd->need_bkg = H5T_BKG_NO;
+    return 0;
+}
+
+/* Row of the k-th element of selection 'fs' (H5S_ALL: k), for messages. */
+static uint64_t sel_row(hid_t fs, uint64_t k) {
+    hsize_t c[2 * H5S_MAX_RANK];
+    if (fs == H5S_ALL)
+        return k;
+    if (H5Sget_select_type(fs) == H5S_SEL_POINTS && H5Sget_simple_extent_ndims(fs) == 1 &&
+        H5Sget_select_elem_pointlist(fs, k, 1, c) >= 0)
+        return c[0];
+    if (H5Sget_select_type(fs) == H5S_SEL_HYPERSLABS &&
+        H5Sget_simple_extent_ndims(fs) == 1 && H5Sget_select_hyper_nblocks(fs) == 1 &&
+        H5Sget_select_hyper_blocklist(fs, 0, 1, c) >= 0)
+        return c[0] + k;
+    return k;
+}
+
+enum sx_status h5_vlen_guard(hid_t obj, hid_t ms, hid_t fs, const char *src,
+                             struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hid_t t = -1, sup = -1, sp = -1, file = -1, fcpl = -1, op = -1;
+    unsigned char *raw = NULL;
+    uint64_t *rows = NULL;
+    int fd = -1;
+    bool is_attr = H5Iget_type(obj) == H5I_ATTR, registered = false;
+    t = is_attr ? H5Aget_type(obj) : H5Dget_type(obj);
+    SX_CHECK(t >= 0, SX_ERR_FORMAT, err, src, "%s has an unreadable datatype", src);
+    size_t base = 1;
+    if (H5Tget_class(t) == H5T_VLEN) {
+        sup = H5Tget_super(t);
+        base = sup >= 0 ? H5Tget_size(sup) : 0;
+        base = base > 0 ? base : 1;
+    } else if (H5Tis_variable_str(t) <= 0) {
+        goto out; /* fixed-size elements: their bytes are all in the file */
+    }
+    hssize_t n = -1;
+    if (is_attr || (ms == H5S_ALL && fs == H5S_ALL)) {
+        sp = is_attr ? H5Aget_space(obj) : H5Dget_space(obj);
+        n = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
+    } else {
+        n = H5Sget_select_npoints(ms != H5S_ALL ? ms : fs);
+    }
+    SX_CHECK(n >= 0, SX_ERR_FORMAT, err, src, "%s has a damaged dataspace", src);
+    if (n == 0)
+        goto out;
+    file = H5Iget_file_id(obj);
+    fcpl = file >= 0 ? H5Fget_create_plist(file) : -1;
+    size_t sa = 0, sl = 0;
+    hsize_t fsize = 0;
+    SX_CHECK(fcpl >= 0 && H5Pget_sizes(fcpl, &sa, &sl) >= 0 && sa >= 2 && sa <= 8 &&
+                 H5Fget_filesize(file, &fsize) >= 0,
+             SX_ERR_FORMAT, err, src, "%s: the file's superblock cannot be read", src);
+    const size_t esize = 4 + sa + 4;
+    /* a filtered dataset of elements compresses at most ~1032:1 (deflate) */
+    SX_CHECK((double)n * (double)esize <= (double)fsize * 1032.0 + 65536.0, SX_ERR_FORMAT,
+             err, src,
+             "%s claims %lld values, more than the file's %llu bytes can hold; the file "
+             "is truncated or damaged",
+             src, (long long)n, (unsigned long long)fsize);
+    raw = sx_malloc((size_t)n * esize);
+    SX_CHECK(raw != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    op = H5Tcreate(H5T_OPAQUE, esize);
+    SX_CHECK(op >= 0 && H5Tset_tag(op, vlen_desc_tag) >= 0, SX_ERR_INTERNAL, err, src,
+             "%s: HDF5 cannot make a datatype", src);
+    registered = H5Tregister(H5T_PERS_SOFT, vlen_desc_tag, t, op, vlen_desc_conv) >= 0;
+    SX_CHECK(registered, SX_ERR_INTERNAL, err, src,
+             "%s: HDF5 cannot register a conversion", src);
+    herr_t rc =
+        is_attr ? H5Aread(obj, op, raw) : H5Dread(obj, op, ms, fs, H5P_DEFAULT, raw);
+    SX_CHECK(rc >= 0, SX_ERR_IO, err, src,
+             "%s cannot be read; the file is truncated or damaged", src);
+    if (!is_attr && fs != H5S_ALL) {
+        rows = sx_malloc((size_t)n * sizeof *rows);
+        SX_CHECK(rows != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        for (hssize_t k = 0; k < n; k++)
+            rows[k] = sel_row(fs, (uint64_t)k);
+    }
+    uint64_t total = 0;
+    for (hssize_t k = 0; k < n; k++) {
+        const unsigned char *e = raw + (size_t)k * esize;
+        uint64_t len = 0, addr = 0;
+        for (unsigned b = 0; b < 4; b++)
+            len |= (uint64_t)e[b] << (8 * b);
+        for (unsigned b = 0; b < sa; b++)
+            addr |= (uint64_t)e[4 + b] << (8 * b);
+        if (addr == 0)
+            continue; /* HDF5's NULL, whatever the length says */
+        uint64_t need = len * base;
+        SX_CHECK(need <= fsize, SX_ERR_FORMAT, err, src,
+                 "%s[%" PRIu64 "] claims a value of %" PRIu64
+                 " bytes, more than the file's %llu bytes; the file is truncated or "
+                 "damaged",
+                 src, rows != NULL ? rows[k] : (uint64_t)k, need,
+                 (unsigned long long)fsize);
+        total += need;
+        SX_CHECK(total <= (uint64_t)fsize + 65536, SX_ERR_FORMAT, err, src,
+                 "%s: its variable-length values up to [%" PRIu64 "] claim %" PRIu64
+                 " bytes, more than the file's %llu bytes; the file is truncated or "
+                 "damaged",
+                 src, rows != NULL ? rows[k] : (uint64_t)k, total,
+                 (unsigned long long)fsize);
+    }
+    /* and each must name a heap object that holds it: HDF5 would copy what
+     * lies past a shorter one */
+    char name[4096];
+    hsize_t ub = 0;
+    ssize_t nl = H5Fget_name(file, name, sizeof name);
+    if (nl > 0 && (size_t)nl < sizeof name && H5Pget_userblock(fcpl, &ub) >= 0 &&
+        sl >= 2 && sl <= 8)
+        fd = open(name, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0)
+        st = sx_vlen_check_heap(fd, (uint64_t)fsize, (uint64_t)ub, (unsigned)sa,
+                                (unsigned)sl, raw, (size_t)n, base, rows, src, err);
+out:
+    if (registered)
+        H5Tunregister(H5T_PERS_SOFT, vlen_desc_tag, t, op, vlen_desc_conv);
+    if (fd >= 0)
+        close(fd);
+    free(rows);
+    free(raw);
+    h5_close_id(op);
+    h5_close_id(fcpl);
+    h5_close_id(file);
+    h5_close_id(sp);
+    h5_close_id(sup);
+    h5_close_id(t);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Objects that would make the reader read other files                */
+
+struct foreign_walk {
+    const char *path;
+    struct sx_error *err;
+    enum sx_status st;
+};
+
+static herr_t foreign_cb(hid_t g, const char *name, const H5L_info_t *info, void *op) {
+    struct foreign_walk *w = op;
+    enum sx_status st = SX_OK;
+    struct sx_error *err = w->err;
+    hid_t d = -1, dcpl = -1;
+    char src[1200];
+    snprintf(src, sizeof src, "%.1000s:/%.190s", w->path, name);
+    SX_CHECK(info->type == H5L_TYPE_HARD || info->type == H5L_TYPE_SOFT,
+             SX_ERR_UNSUPPORTED, err, src,
+             "%s is %s; a link to another file is not followed, the run must be in "
+             "one file",
+             src,
+             info->type == H5L_TYPE_EXTERNAL ? "an external link"
+                                             : "a user-defined link");
+    if (info->type != H5L_TYPE_HARD)
+        goto out;
+    H5O_info_t oi;
+    if (H5Oget_info_by_name2(g, name, &oi, H5O_INFO_BASIC, H5P_DEFAULT) < 0 ||
+        oi.type != H5O_TYPE_DATASET)
+        goto out; /* what cannot be looked at here fails where it is read */
+    d = H5Dopen2(g, name, H5P_DEFAULT);
+    dcpl = d >= 0 ? H5Dget_create_plist(d) : -1;
+    if (dcpl < 0)
+        goto out;
+    SX_CHECK(H5Pget_layout(dcpl) != H5D_VIRTUAL, SX_ERR_UNSUPPORTED, err, src,
+             "%s is a virtual dataset, its data in other files; it is not read, the run "
+             "must be in one file",
+             src);
+    SX_CHECK(H5Pget_external_count(dcpl) == 0, SX_ERR_UNSUPPORTED, err, src,
+             "%s has external storage, its data in other files; it is not read, the run "
+             "must be in one file",
+             src);
+out:
+    h5_close_id(dcpl);
+    h5_close_id(d);
+    w->st = st;
+    return st == SX_OK ? 0 : 1;
+}
+
+enum sx_status h5_refuse_foreign(hid_t file, const char *path, struct sx_error *err) {
+    struct foreign_walk w = {path, err, SX_OK};
+    herr_t rc = H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, foreign_cb, &w);
+    if (w.st == SX_OK && rc < 0)
+        w.st = sx_error_set(err, SX_ERR_FORMAT, path,
+                            "%s: its groups cannot be listed; the file is truncated or "
+                            "damaged",
+                            path);
+    return w.st;
+}
+
 void h5_close_id(hid_t id) {
     if (id < 0)
         return;
@@ -188,10 +411,20 @@ enum sx_status h5_read_ints(struct sx_h5 *h5, hid_t loc, const char *name,
     v = sx_malloc(((size_t)n + 1) * sizeof *v);
     SX_CHECK(v != NULL, SX_ERR_NOMEM, err, src, "out of memory reading %s", src);
     if (n > 0) {
-        herr_t rc = H5Dread(d, as_unsigned ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64,
-                            H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
+        /* HDF5 turns a negative value read as unsigned into 0: a signed column
+         * read for unsigned values is read signed, and a negative value refused */
+        bool from_signed = as_unsigned && H5Tget_sign(t) == H5T_SGN_2;
+        herr_t rc =
+            H5Dread(d, as_unsigned && !from_signed ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64,
+                    H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
         SX_CHECK(rc >= 0, SX_ERR_IO, err, src,
                  "%s cannot be read; the file is truncated or damaged", src);
+        for (int64_t r = 0; from_signed && r < n; r++)
+            SX_CHECK(v[r] >= 0, SX_ERR_FORMAT, err, src,
+                     "%s row %" PRId64 " holds %" PRId64
+                     ", a negative value where a count or offset belongs; the file is "
+                     "damaged",
+                     src, r, v[r]);
     }
     *out = v;
     v = NULL;
@@ -265,6 +498,9 @@ static enum sx_status convert_strings(hid_t obj, bool is_attr, hid_t ftype, uint
         mt = H5Tcopy(H5T_C_S1);
         H5Tset_size(mt, H5T_VARIABLE);
         H5Tset_cset(mt, H5Tget_cset(ftype));
+        st = h5_vlen_guard(obj, H5S_ALL, H5S_ALL, src, err);
+        if (st != SX_OK)
+            goto out;
         vl = sx_calloc(n, sizeof *vl);
         SX_CHECK(vl != NULL, SX_ERR_NOMEM, err, src, "out of memory");
         herr_t rc = is_attr ? H5Aread(obj, mt, vl)
@@ -719,6 +955,9 @@ enum sx_status h5_read_point_strings(hid_t d, const hsize_t *pts, hsize_t first,
         mt = H5Tcopy(H5T_C_S1);
         H5Tset_size(mt, H5T_VARIABLE);
         H5Tset_cset(mt, H5Tget_cset(t));
+        st = h5_vlen_guard(d, ms, fs, src, err);
+        if (st != SX_OK)
+            goto out;
         vl = sx_calloc(n, sizeof *vl);
         SX_CHECK(vl != NULL, SX_ERR_NOMEM, err, src, "out of memory");
         SX_CHECK(H5Dread(d, mt, ms, fs, H5P_DEFAULT, vl) >= 0, SX_ERR_IO, err, src,

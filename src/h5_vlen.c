@@ -445,6 +445,65 @@ out:
     return st;
 }
 
+enum sx_status sx_vlen_check_heap(int fd, uint64_t file_size, uint64_t base, unsigned sa,
+                                  unsigned sl, const unsigned char *elems, size_t n,
+                                  uint64_t unit, const uint64_t *rows, const char *src,
+                                  struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    unsigned char *buf = NULL, hdr[32];
+    size_t cap = 0;
+    struct sx_vlen v = {.fd = fd,
+                        .base = base,
+                        .file_size = file_size,
+                        .sa = sa,
+                        .sl = sl,
+                        .esize = 4 + sa + 4,
+                        .objhdr = (8 + sl + 7) & ~(size_t)7,
+                        .col_cap = 16};
+    v.col = sx_calloc(v.col_cap, sizeof *v.col);
+    SX_CHECK(v.col != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    for (size_t k = 0; k < n; k++) {
+        const unsigned char *e = elems + k * v.esize;
+        struct req r = {.row = rows != NULL ? rows[k] : k,
+                        .k = k,
+                        .addr = get_le(e + 4, sa),
+                        .idx = (uint32_t)get_le(e + 4 + sa, 4)};
+        uint64_t len = get_le(e, 4) * unit;
+        if (r.addr == 0 || len == 0)
+            continue;
+        SX_CHECK(len <= UINT32_MAX, SX_ERR_FORMAT, err, src,
+                 "%s[%" PRIu64 "] claims a value of %" PRIu64
+                 " bytes; the file is truncated or damaged",
+                 src, r.row, len);
+        r.len = (uint32_t)len;
+        const struct gcol *c = col_find(&v, r.addr);
+        if (c == NULL) {
+            st = load_col(&v, r.addr, &r, &buf, &cap, src, err);
+            if (st != SX_OK)
+                goto out;
+            c = col_find(&v, r.addr);
+        }
+        uint64_t o = r.idx >= 1 && r.idx <= c->nobj
+                         ? (uint64_t)v.obj[c->first + r.idx - 1] * 8
+                         : 0;
+        SX_CHECK(o != 0, SX_ERR_FORMAT, err, src,
+                 "%s[%" PRIu64 "]: object %" PRIu32
+                 " of the global heap collection at address %" PRIu64
+                 " is missing; the file is truncated or damaged",
+                 src, r.row, r.idx, r.addr);
+        st = read_at(&v, hdr, v.objhdr, v.base + r.addr + o, src, err);
+        if (st == SX_OK)
+            st = check_obj(&v, hdr, &r, src, err);
+        if (st != SX_OK)
+            goto out;
+    }
+out:
+    free(buf);
+    free(v.col);
+    free(v.obj);
+    return st;
+}
+
 enum sx_status sx_vlen_open(hid_t dset, int fd, struct sx_file_map *map, const char *src,
                             struct sx_vlen **out, struct sx_error *err) {
     enum sx_status st = SX_OK;

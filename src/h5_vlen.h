@@ -45,6 +45,19 @@ enum sx_status sx_vlen_read(struct sx_vlen *v, const hsize_t *rows, size_t n,
                             struct sx_buf *text, size_t *off, const char *src,
                             struct sx_error *err);
 
+/*
+ * Check 'n' stored variable-length elements 'elems' (each a 4-byte length,
+ * a heap ID: the collection's address of 'sa' bytes and a 4-byte index) of
+ * a file read on 'fd' (borrowed; 'file_size' bytes, heap addresses relative
+ * to 'base', lengths of 'sl' bytes): each must name an object of its heap
+ * that holds its length times 'unit' bytes, or it is SX_ERR_FORMAT naming
+ * 'src' and the element's row ('rows[k]', or k when 'rows' is NULL).
+ */
+enum sx_status sx_vlen_check_heap(int fd, uint64_t file_size, uint64_t base, unsigned sa,
+                                  unsigned sl, const unsigned char *elems, size_t n,
+                                  uint64_t unit, const uint64_t *rows, const char *src,
+                                  struct sx_error *err);
+
 /* Free 'v' (NULL is fine). */
 void sx_vlen_close(struct sx_vlen *v);
 

@@ -63,13 +63,17 @@ static bool has_nonfinite_token(const char *text, size_t n) {
 /*
  * jansson stops at int64; Python's ints do not (metadata holds uint64 values
  * such as 18446744073709551615). Before parsing, every integer token outside
- * the int64 range is rewritten as a string "\u0000sxbig:<digits>", which no
- * real document contains (checked), and turned back into a number where it is
+ * the int64 range is rewritten as a string "\u0000sxbig<K>:<digits>", K the
+ * smallest number for which no string of the text reads "\0sxbig<K>:..." (so
+ * that no valid string is taken for one), and after parsing each such string
+ * becomes "\xffsxbig:<digits>": a byte that valid UTF-8 never holds, and
+ * jansson gives valid UTF-8 only. It is turned back into a number where it is
  * used: verbatim digits in canonical text, SX_V_UINT or SX_V_RAW in metadata.
  */
-#define BIG_PREFIX "\0sxbig:"
+#define BIG_PREFIX "\xffsxbig:"
 #define BIG_PREFIX_LEN 7
-#define BIG_ESCAPED "\\u0000sxbig:"
+#define BIG_STEM "\0sxbig"
+#define BIG_STEM_LEN 6
 
 bool sx_json_big_int(const json_t *v, const char **digits, size_t *len) {
     if (!json_is_string(v) || json_string_length(v) <= BIG_PREFIX_LEN ||
@@ -102,8 +106,8 @@ static bool beyond_int64(const char *p, size_t n) {
  * A copy of 'text' with the big integers marked (NULL in '*out' when there
  * are none). False when 'text' already holds the marker.
  */
-static bool mark_big_ints(const char *text, size_t n, struct sx_buf *out, bool *marked,
-                          size_t *count) {
+static void mark_big_ints(const char *text, size_t n, uint64_t k, struct sx_buf *out,
+                          bool *marked, size_t *count) {
     size_t last = 0, i = 0;
     bool in_str = false;
 
@@ -113,9 +117,6 @@ static bool mark_big_ints(const char *text, size_t n, struct sx_buf *out, bool *
         const char c = text[i];
         if (in_str) {
             if (c == '\\') {
-                if (n - i >= sizeof BIG_ESCAPED - 1 &&
-                    memcmp(text + i, BIG_ESCAPED, sizeof BIG_ESCAPED - 1) == 0)
-                    return false;
                 i += 2;
                 continue;
             }
@@ -143,7 +144,9 @@ static bool mark_big_ints(const char *text, size_t n, struct sx_buf *out, bool *
                 j++;
         } else if (j > i + (c == '-') && beyond_int64(text + i, j - i)) {
             sx_buf_append(out, text + last, i - last);
-            sx_buf_puts(out, "\"" BIG_ESCAPED);
+            sx_buf_puts(out, "\"\\u0000sxbig");
+            sx_buf_u64(out, k);
+            sx_buf_putc(out, ':');
             sx_buf_append(out, text + i, j - i);
             sx_buf_putc(out, '"');
             last = j;
@@ -154,21 +157,196 @@ static bool mark_big_ints(const char *text, size_t n, struct sx_buf *out, bool *
     }
     if (*marked)
         sx_buf_append(out, text + last, n - last);
-    return true;
 }
 
-/* String values that read as a marked big integer (keys never are). */
-static size_t count_big(const json_t *v) {
+static int hexval(char c) {
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* The code point of the escape "\\uXXXX" at 'p' (6 bytes there), or -1. */
+static long u_escape(const char *p, const char *end) {
+    if (end - p < 6 || p[0] != '\\' || p[1] != 'u')
+        return -1;
+    long v = 0;
+    for (int i = 2; i < 6; i++) {
+        int h = hexval(p[i]);
+        if (h < 0)
+            return -1;
+        v = v * 16 + h;
+    }
+    return v;
+}
+
+/*
+ * The first bytes (at most 'cap') of the JSON string token whose text starts
+ * at 'p' (after its quote), decoded; '*len' gets how many.
+ */
+static void decode_head(const char *p, const char *end, char *buf, size_t cap,
+                        size_t *len) {
+    size_t w = 0;
+    while (p < end && *p != '"' && w < cap) {
+        if (*p != '\\') {
+            buf[w++] = *p++;
+            continue;
+        }
+        if (end - p < 2)
+            break;
+        char e = p[1];
+        if (e != 'u') {
+            static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+            const char *f = memchr(from, e, sizeof from - 1);
+            if (f == NULL)
+                break; /* not JSON: the parser says so */
+            buf[w++] = to[f - from];
+            p += 2;
+            continue;
+        }
+        long cp = u_escape(p, end);
+        if (cp < 0)
+            break;
+        p += 6;
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+            long lo = u_escape(p, end);
+            if (lo < 0xDC00 || lo > 0xDFFF)
+                break;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            p += 6;
+        }
+        unsigned char u[4];
+        size_t nu = 0;
+        if (cp < 0x80) {
+            u[nu++] = (unsigned char)cp;
+        } else if (cp < 0x800) {
+            u[nu++] = (unsigned char)(0xC0 | (cp >> 6));
+            u[nu++] = (unsigned char)(0x80 | (cp & 0x3F));
+        } else if (cp < 0x10000) {
+            u[nu++] = (unsigned char)(0xE0 | (cp >> 12));
+            u[nu++] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+            u[nu++] = (unsigned char)(0x80 | (cp & 0x3F));
+        } else {
+            u[nu++] = (unsigned char)(0xF0 | (cp >> 18));
+            u[nu++] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+            u[nu++] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+            u[nu++] = (unsigned char)(0x80 | (cp & 0x3F));
+        }
+        for (size_t i = 0; i < nu && w < cap; i++)
+            buf[w++] = (char)u[i];
+    }
+    *len = w;
+}
+
+/* K of a string that reads "\0sxbig<K>:...", or -1. */
+static int64_t stem_k(const char *s, size_t len) {
+    if (len < BIG_STEM_LEN + 2 || memcmp(s, BIG_STEM, BIG_STEM_LEN) != 0)
+        return -1;
+    int64_t k = 0;
+    size_t i = BIG_STEM_LEN;
+    for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
+        if (k > 100000000)
+            return -1;
+        k = k * 10 + (s[i] - '0');
+    }
+    return i > BIG_STEM_LEN && i < len && s[i] == ':' ? k : -1;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * The smallest K in '*k' that no string of 'text' uses: its big integers'
+ * strings take it. False when out of memory.
+ */
+static bool free_stem(const char *text, size_t n, uint64_t *k) {
+    const char *end = text + n;
+    int64_t *taken = NULL;
+    size_t nt = 0, cap = 0;
+    bool in_str = false, ok = true;
+    for (const char *p = text; p < end; p++) {
+        if (in_str) {
+            if (*p == '\\')
+                p++;
+            else if (*p == '"')
+                in_str = false;
+            continue;
+        }
+        if (*p != '"')
+            continue;
+        in_str = true;
+        char head[32];
+        size_t len = 0;
+        decode_head(p + 1, end, head, sizeof head, &len);
+        int64_t t = stem_k(head, len);
+        if (t < 0)
+            continue;
+        if (nt == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            int64_t *g = sx_realloc(taken, ncap * sizeof *g);
+            if (g == NULL) {
+                ok = false;
+                break;
+            }
+            taken = g;
+            cap = ncap;
+        }
+        taken[nt++] = t;
+    }
+    *k = 0;
+    if (ok && nt > 0) {
+        qsort(taken, nt, sizeof *taken, cmp_i64);
+        for (size_t i = 0; i < nt && taken[i] <= (int64_t)*k; i++)
+            if (taken[i] == (int64_t)*k)
+                (*k)++;
+    }
+    free(taken);
+    return ok;
+}
+
+/*
+ * Turn the strings of the marked big integers (stem K) into their final form;
+ * the count of those found.
+ */
+static size_t unmark_big(json_t *v, uint64_t k) {
     size_t n = 0;
-    if (sx_json_big_int(v, NULL, NULL))
-        return 1;
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        size_t len = json_string_length(v);
+        if (stem_k(s, len) != (int64_t)k)
+            return 0;
+        const char *colon = memchr(s + BIG_STEM_LEN, ':', len - BIG_STEM_LEN);
+        size_t nd = len - (size_t)(colon + 1 - s);
+        char *b = sx_malloc(BIG_PREFIX_LEN + nd + 1);
+        if (b == NULL)
+            return (size_t)-1;
+        memcpy(b, BIG_PREFIX, BIG_PREFIX_LEN);
+        memcpy(b + BIG_PREFIX_LEN, colon + 1, nd);
+        int rc = json_string_setn_nocheck(v, b, BIG_PREFIX_LEN + nd);
+        free(b);
+        return rc == 0 ? 1 : (size_t)-1;
+    }
     if (json_is_array(v)) {
-        for (size_t i = 0; i < json_array_size(v); i++)
-            n += count_big(json_array_get(v, i));
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            size_t m = unmark_big(json_array_get(v, i), k);
+            if (m == (size_t)-1)
+                return m;
+            n += m;
+        }
     } else if (json_is_object(v)) {
-        const char *k;
-        const json_t *x;
-        json_object_foreach((json_t *)(uintptr_t)v, k, x) n += count_big(x);
+        const char *key;
+        json_t *x;
+        json_object_foreach(v, key, x) {
+            size_t m = unmark_big(x, k);
+            if (m == (size_t)-1)
+                return m;
+            n += m;
+        }
     }
     return n;
 }
@@ -191,8 +369,16 @@ enum sx_status sx_json_parse_text(const char *text, size_t n, json_t **out,
     size_t nmarked = 0;
     json_t *root = NULL;
 
-    SX_CHECK(mark_big_ints(text, n, &big, &marked, &nmarked), SX_ERR_UNSUPPORTED, err,
-             source, "%s holds the reserved string \"\\u0000sxbig:\"", what);
+    /* the strings are looked at only when there is something to mark */
+    uint64_t k = 0;
+    mark_big_ints(text, n, 0, &big, &marked, &nmarked);
+    if (marked && !big.failed) {
+        SX_CHECK(free_stem(text, n, &k), SX_ERR_NOMEM, err, source, "out of memory");
+        if (k != 0) {
+            sx_buf_reset(&big);
+            mark_big_ints(text, n, k, &big, &marked, &nmarked);
+        }
+    }
     SX_CHECK(!big.failed, SX_ERR_NOMEM, err, source, "out of memory");
     if (marked) {
         text = big.data;
@@ -221,9 +407,11 @@ enum sx_status sx_json_parse_text(const char *text, size_t n, json_t **out,
                  "%s is not valid JSON: %s (line %d, column %d)", what, je.text, je.line,
                  je.column);
     }
-    /* A string spelled with other escapes can decode to the marker: refuse it. */
-    SX_CHECK(count_big(root) == nmarked, SX_ERR_UNSUPPORTED, err, source,
-             "%s holds the reserved string \"\\u0000sxbig:\"", what);
+    size_t found = marked ? unmark_big(root, k) : 0;
+    SX_CHECK(found != (size_t)-1, SX_ERR_NOMEM, err, source, "out of memory");
+    /* a repeated key drops a value, never adds one: more means a string was taken */
+    SX_CHECK(found <= nmarked, SX_ERR_UNSUPPORTED, err, source,
+             "%s has too many strings that read like the marker of a big integer", what);
     *out = root;
     root = NULL;
 out:
@@ -387,8 +575,8 @@ out:
     return st;
 }
 
-enum sx_status sx_json_parse_tags(const char *text, size_t n, char ***tags, size_t *ntags,
-                                  struct sx_error *err) {
+enum sx_status sx_json_parse_tags(const char *text, size_t n, const char *where,
+                                  char ***tags, size_t *ntags, struct sx_error *err) {
     enum sx_status st = SX_OK;
     json_t *root = NULL;
 
@@ -398,10 +586,10 @@ enum sx_status sx_json_parse_tags(const char *text, size_t n, char ***tags, size
         text = "[]";
         n = 2;
     }
-    st = sx_json_parse_text(text, n, &root, NULL, "tags", false, err);
+    st = sx_json_parse_text(text, n, &root, where, where, false, err);
     if (st != SX_OK)
         goto out;
-    st = sx_json_string_list(root, tags, ntags, NULL, "tags", err);
+    st = sx_json_string_list(root, tags, ntags, where, where, err);
 out:
     json_decref(root);
     return st;

@@ -12,8 +12,11 @@
  */
 enum sx_status sx_json_canon_meta(const char *text, size_t n, struct sx_buf *out,
                                   bool *any, uint64_t *count, struct sx_error *err);
-/* Parse a JSON list of strings (a row's stored tags). New array in '*tags'. */
-enum sx_status sx_json_parse_tags(const char *text, size_t n, char ***tags, size_t *ntags,
-                                  struct sx_error *err);
+/*
+ * Parse a JSON list of strings (a row's stored tags). New array in '*tags'.
+ * 'where' names the stored text in errors (its file, dataset and row).
+ */
+enum sx_status sx_json_parse_tags(const char *text, size_t n, const char *where,
+                                  char ***tags, size_t *ntags, struct sx_error *err);
 
 #endif /* SX_JSON_PARSE_H */

@@ -43,6 +43,14 @@ struct rank_calls {
     double first_start, last_end; /* seconds, when n > 0 */
 };
 
+static int cmp_rank_calls(const void *a, const void *b) {
+    const struct rank_calls *x = *(const struct rank_calls *const *)a,
+                            *y = *(const struct rank_calls *const *)b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return (x->row > y->row) - (x->row < y->row);
+}
+
 static void indent(struct sx_buf *out, int n) {
     sx_buf_putc(out, '\n');
     for (int i = 0; i < n; i++)
@@ -158,21 +166,20 @@ static enum sx_status region_block(void *ctx, size_t b, struct sx_buf *out,
     const struct stats_doc *sd = ctx;
     const struct sx_trace *t = sd->t;
     const struct sx_options *o = sd->o;
-    const int64_t nr = t->run->num_ranks > 0 ? t->run->num_ranks : 0;
+    /* the region's rows, by rank (a list: num_ranks may be far larger than its rows) */
+    const size_t lo = t->row_start[b], nrows = t->row_start[b + 1] - lo;
     struct rank_calls *rc = NULL;
-    const struct rank_calls **pool = NULL;
+    const struct rank_calls **pool = NULL, **byrank = NULL;
     double *values = NULL, *tmp = NULL;
     size_t nrc = 0, npool = 0, nvalues = 0, most = 0;
 
-    rc = sx_calloc((size_t)nr + 1, sizeof *rc);
-    pool = sx_calloc((o->ranks ? o->n_ranks : (size_t)nr) + 1, sizeof *pool);
+    rc = sx_calloc(nrows + 1, sizeof *rc);
+    pool = sx_calloc((o->ranks ? o->n_ranks : nrows) + 1, sizeof *pool);
     SX_CHECK(rc != NULL && pool != NULL, SX_ERR_NOMEM, err, t->run->path,
              "out of memory");
     /* The region's ranks in the order the reader met their rows (its dict's order). */
-    for (int64_t k = 0; k < nr; k++) {
-        const int64_t r = t->row_of[b * (size_t)nr + (size_t)k];
-        if (r < 0)
-            continue;
+    for (size_t i = 0; i < nrows; i++) {
+        const int64_t k = t->row_of[lo + i].rank, r = t->row_of[lo + i].row;
         size_t at = nrc++;
         while (at > 0 && rc[at - 1].row > r) {
             rc[at] = rc[at - 1];
@@ -234,12 +241,16 @@ static enum sx_status region_block(void *ctx, size_t b, struct sx_buf *out,
     key(out, 10, "per_rank", false);
     sx_buf_putc(out, '{');
     bool any = false;
-    for (int64_t k = 0; k < nr; k++) {
-        const struct rank_calls *c = NULL;
-        for (size_t i = 0; i < nrc && c == NULL; i++)
-            if (rc[i].rank == k)
-                c = &rc[i];
-        if (c == NULL || !rank_selected(o, k))
+    /* ranks ascending; a rank's first row in reading order where it has two */
+    byrank = sx_malloc((nrc + 1) * sizeof *byrank);
+    SX_CHECK(byrank != NULL, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+    for (size_t i = 0; i < nrc; i++)
+        byrank[i] = &rc[i];
+    qsort(byrank, nrc, sizeof *byrank, cmp_rank_calls);
+    for (size_t i = 0; i < nrc; i++) {
+        const struct rank_calls *c = byrank[i];
+        const int64_t k = c->rank;
+        if ((i > 0 && byrank[i - 1]->rank == k) || !rank_selected(o, k))
             continue;
         char name[32];
         snprintf(name, sizeof name, "%lld", (long long)k);
@@ -261,6 +272,7 @@ out:
     for (size_t i = 0; rc != NULL && i < nrc; i++)
         free(rc[i].d);
     free(rc);
+    free(byrank);
     free(pool);
     free(values);
     free(tmp);
@@ -375,9 +387,9 @@ out:
 static uint64_t doc_units(void *ctx, size_t b) {
     const struct sx_trace *t = ((const struct stats_doc *)ctx)->t;
     uint64_t n = 1;
-    for (int64_t k = 0; k < t->run->num_ranks; k++) {
-        const struct sx_row *row = sx_trace_row(t, b, k);
-        if (row != NULL && !row->is_aggregate)
+    for (size_t i = t->row_start[b]; i < t->row_start[b + 1]; i++) {
+        const struct sx_row *row = &t->run->rows[t->row_of[i].row];
+        if (!row->is_aggregate)
             n += row->count;
     }
     return n;

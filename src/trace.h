@@ -47,7 +47,12 @@ struct sx_trace {
     size_t nranks;
     uint32_t *regions; /* names index of each region, filtered, in region order */
     size_t nregions;
-    int64_t *row_of;       /* [region pos * num_ranks + rank]: row index, or -1 */
+    /* rows of region pos p: row_of[row_start[p] .. row_start[p + 1]), by rank */
+    struct sx_rank_row {
+        size_t region;
+        int64_t rank, row;
+    } * row_of;
+    size_t *row_start;
     const char **src_file; /* per region pos: first non-null over its ranks */
     const int64_t **src_line;
     char **jname; /* per region pos: the name as JSON string text */

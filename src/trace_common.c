@@ -168,6 +168,15 @@ static int cmp_region_key(const void *a, const void *b, const double *key) {
     return (x > y) - (x < y); /* stable: region table order */
 }
 
+static int cmp_rank_row(const void *a, const void *b) {
+    const struct sx_rank_row *x = a, *y = b;
+    if (x->region != y->region)
+        return x->region < y->region ? -1 : 1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return (x->row > y->row) - (x->row < y->row);
+}
+
 static int cmp_regions(const void *a, const void *b, void *ctx) {
     return cmp_region_key(a, b, ctx);
 }
@@ -179,7 +188,8 @@ enum sx_status sx_trace_plan(struct sx_trace *t, struct sx_run *run, struct sx_h
     double *key = NULL;
     bool *has = NULL;
     uint32_t *all = NULL;
-    int64_t *last = NULL;
+    struct sx_rank_row *last = NULL;
+    size_t *gstart = NULL;
     memset(t, 0, sizeof *t);
     t->run = run;
     t->h5 = h5;
@@ -205,24 +215,38 @@ enum sx_status sx_trace_plan(struct sx_trace *t, struct sx_run *run, struct sx_h
     /* Each region's rows by rank (the later row wins), its sort key and origin. */
     key = sx_calloc(nn + 1, sizeof *key);
     has = sx_calloc(nn + 1, sizeof *has);
-    last = sx_malloc((nn * (size_t)nr + 1) * sizeof *last);
-    SX_CHECK(key != NULL && has != NULL && last != NULL, SX_ERR_NOMEM, err, run->path,
-             "out of memory");
-    for (size_t i = 0; i < nn * (size_t)nr; i++)
-        last[i] = -1;
+    /* as a list, not a table of regions x num_ranks: num_ranks comes from the
+     * file, and one damaged rank would make the table take terabytes */
+    last = sx_malloc((run->nrows + 1) * sizeof *last);
+    gstart = sx_calloc(nn + 2, sizeof *gstart);
+    SX_CHECK(key != NULL && has != NULL && last != NULL && gstart != NULL, SX_ERR_NOMEM,
+             err, run->path, "out of memory");
+    size_t nlast = 0;
     for (size_t r = 0; r < run->nrows; r++) {
         const struct sx_row *row = &run->rows[r];
         if (row->rank < 0 || row->rank >= nr || row->region >= nn)
             continue;
-        last[(size_t)row->region * (size_t)nr + (size_t)row->rank] = (int64_t)r;
+        last[nlast++] = (struct sx_rank_row){row->region, row->rank, (int64_t)r};
     }
+    qsort(last, nlast, sizeof *last, cmp_rank_row);
+    /* the later row of a region and rank wins */
+    size_t w = 0;
+    for (size_t i = 0; i < nlast; i++) {
+        if (w > 0 && last[w - 1].region == last[i].region &&
+            last[w - 1].rank == last[i].rank)
+            w--;
+        last[w++] = last[i];
+    }
+    nlast = w;
+    for (size_t i = 0; i < nlast; i++)
+        gstart[last[i].region + 1]++;
+    for (size_t g = 0; g < nn; g++)
+        gstart[g + 1] += gstart[g];
     bool any_calls = false;
     double first_call = 0.0;
     for (size_t g = 0; g < nn; g++) {
-        for (int64_t k = 0; k < nr; k++) {
-            int64_t r = last[g * (size_t)nr + (size_t)k];
-            if (r < 0)
-                continue;
+        for (size_t i = gstart[g]; i < gstart[g + 1]; i++) {
+            int64_t r = last[i].row;
             double f = row_first(t, (size_t)r);
             if (!has[g] || f < key[g])
                 key[g] = f;
@@ -255,21 +279,21 @@ enum sx_status sx_trace_plan(struct sx_trace *t, struct sx_run *run, struct sx_h
     all = NULL;
     t->nregions = n;
 
-    t->row_of = sx_malloc((n * (size_t)nr + 1) * sizeof *t->row_of);
+    t->row_of = sx_malloc((nlast + 1) * sizeof *t->row_of);
+    t->row_start = sx_calloc(n + 1, sizeof *t->row_start);
     t->src_file = sx_calloc(n + 1, sizeof *t->src_file);
     t->src_line = sx_calloc(n + 1, sizeof *t->src_line);
     t->jname = sx_calloc(n + 1, sizeof *t->jname);
     t->jname_len = sx_calloc(n + 1, sizeof *t->jname_len);
-    SX_CHECK(t->row_of != NULL && t->src_file != NULL && t->src_line != NULL &&
-                 t->jname != NULL && t->jname_len != NULL,
+    SX_CHECK(t->row_of != NULL && t->row_start != NULL && t->src_file != NULL &&
+                 t->src_line != NULL && t->jname != NULL && t->jname_len != NULL,
              SX_ERR_NOMEM, err, run->path, "out of memory");
+    size_t nrow_of = 0;
     for (size_t p = 0; p < n; p++) {
         const uint32_t g = t->regions[p];
-        for (int64_t k = 0; k < nr; k++) {
-            int64_t r = last[(size_t)g * (size_t)nr + (size_t)k];
-            t->row_of[p * (size_t)nr + (size_t)k] = r;
-            if (r < 0)
-                continue;
+        for (size_t i = gstart[g]; i < gstart[g + 1]; i++) {
+            int64_t r = last[i].row;
+            t->row_of[nrow_of++] = last[i];
             const struct sx_row *row = &run->rows[r];
             if (t->src_file[p] == NULL && row->source_file != NULL)
                 t->src_file[p] = row->source_file;
@@ -281,12 +305,14 @@ enum sx_status sx_trace_plan(struct sx_trace *t, struct sx_run *run, struct sx_h
         SX_CHECK(!b.failed, SX_ERR_NOMEM, err, run->path, "out of memory");
         t->jname[p] = b.data;
         t->jname_len[p] = b.len;
+        t->row_start[p + 1] = nrow_of;
     }
 out:
     free(key);
     free(has);
     free(all);
     free(last);
+    free(gstart);
     return st;
 }
 
@@ -301,6 +327,7 @@ void sx_trace_free(struct sx_trace *t) {
     free(t->ranks);
     free(t->regions);
     free(t->row_of);
+    free(t->row_start);
     free(t->src_file);
     free(t->src_line);
     free(t->row_min);
@@ -308,10 +335,17 @@ void sx_trace_free(struct sx_trace *t) {
 }
 
 const struct sx_row *sx_trace_row(const struct sx_trace *t, size_t g, int64_t rank) {
-    if (rank < 0 || rank >= t->run->num_ranks)
+    size_t lo = t->row_start[g], hi = t->row_start[g + 1];
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->row_of[mid].rank < rank)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == t->row_start[g + 1] || t->row_of[lo].rank != rank)
         return NULL;
-    int64_t r = t->row_of[g * (size_t)t->run->num_ranks + (size_t)rank];
-    return r < 0 ? NULL : &t->run->rows[r];
+    return &t->run->rows[t->row_of[lo].row];
 }
 
 uint64_t sx_trace_rank_calls(const struct sx_trace *t, int64_t rank) {

@@ -39,6 +39,24 @@ static const char usage_text[] =
     "                   filter 32000 (LZF) [events/durations]\n"
     "  schema-4         scope_profiler_schema = 4 [scope_profiler_schema]\n"
     "  schema-float     scope_profiler_schema is the float 3.0 [scope_profiler_schema]\n"
+    "  vlen-name        region_table/names[0] claims a string of 4 GiB\n"
+    "                   [region_table/names]\n"
+    "  vlen-overrun     region_table/names[0] claims 1000 bytes, more than its heap\n"
+    "                   object holds [region_table/names]\n"
+    "  vlen-meta        the /metadata attribute sx_hostile claims a string of 4 GiB\n"
+    "                   [metadata]\n"
+    "  external-storage rank_region_index/event_counts is stored in OUT.ext (written\n"
+    "                   too, the same values) [rank_region_index/event_counts]\n"
+    "  external-link    region_table is an external link to OUT.link.h5 (a copy of\n"
+    "                   BASE) [region_table]\n"
+    "  virtual          events/durations is a virtual dataset over OUT.vds.h5 (a copy\n"
+    "                   of BASE) [events/durations]\n"
+    "  rank-huge        rank_region_index/ranks row 0 is 4294967295 (valid: the file\n"
+    "                   claims that many ranks)\n"
+    "  count-negative   rank_region_index/event_counts is int64, row 0 is -1\n"
+    "                   [rank_region_index/event_counts]\n"
+    "  bad-tags         rank_region_index/tags row 0 is not JSON\n"
+    "                   [rank_region_index/tags]\n"
     "  not-profile      an HDF5 file of unrelated content (no BASE)\n"
     "Exit status: 0 written, 1 failure, 2 usage error.\n";
 
@@ -470,6 +488,235 @@ out:
     return rc;
 }
 
+/* The tail of 'out_path' with 'suffix': "OUT.h5" -> "OUT.h5.ext". */
+static const char *side_path(const char *suffix) {
+    static char buf[4096];
+    snprintf(buf, sizeof buf, "%s%s", out_path, suffix);
+    return buf;
+}
+
+/* vlen-name, step 1: where region_table/names[0]'s length lies in the file. */
+static long long names_offset = -1;
+
+static int find_names(hid_t f) {
+    hid_t d = H5Dopen2(f, "region_table/names", H5P_DEFAULT);
+    int rc = -1;
+    H5TRY(d, "open region_table/names");
+    haddr_t a = H5Dget_offset(d);
+    if (a == HADDR_UNDEF) {
+        fprintf(stderr, "scope-export-damage: region_table/names is not contiguous\n");
+        goto out;
+    }
+    names_offset = (long long)a;
+    rc = 0;
+out:
+    h5_close_id(d);
+    return rc;
+}
+
+#define HOSTILE_META "sx-hostile-metadata-value"
+
+/* vlen-meta, step 1: a string attribute whose heap object step 2 finds. */
+static int add_hostile_meta(hid_t f) {
+    int rc = -1;
+    hid_t g = H5Gopen2(f, "metadata", H5P_DEFAULT);
+    const char *v[1] = {HOSTILE_META};
+    H5TRY(g, "open /metadata");
+    rc = write_string_attr(g, "sx_hostile", v, 1, true);
+out:
+    h5_close_id(g);
+    return rc;
+}
+
+static uint64_t le_get(const unsigned char *p, int n) {
+    uint64_t u = 0;
+    for (int b = 0; b < n; b++)
+        u |= (uint64_t)p[b] << (8 * b);
+    return u;
+}
+
+/*
+ * Step 2 of vlen-name and vlen-meta, on the closed file: the length of a
+ * variable-length element (4 bytes, little-endian) becomes 0xffffffff. For
+ * vlen-meta the element is found from its string: the global heap object
+ * holding HOSTILE_META (its header: index, refcount, reserved, 8-byte size),
+ * the collection before it, then the one element (length, collection address,
+ * index) that names them (superblock 0: 8-byte addresses and lengths).
+ */
+static int patch_vlen_length(const char *path, long long at, uint32_t len) {
+    FILE *fp = fopen(path, "r+b");
+    unsigned char *buf = NULL;
+    long size = -1;
+    int rc = -1;
+    if (fp == NULL || fseek(fp, 0, SEEK_END) != 0 || (size = ftell(fp)) < 0 ||
+        fseek(fp, 0, SEEK_SET) != 0)
+        goto out;
+    buf = malloc((size_t)size + 1);
+    if (buf == NULL || fread(buf, 1, (size_t)size, fp) != (size_t)size)
+        goto out;
+    if (at < 0) {
+        const size_t sl = strlen(HOSTILE_META);
+        long obj = -1, col = -1;
+        for (long i = 16; i + (long)sl <= size && obj < 0; i++)
+            if (memcmp(buf + i, HOSTILE_META, sl) == 0 && le_get(buf + i - 8, 8) == sl)
+                obj = i - 16;
+        for (long i = obj; i >= 0 && col < 0; i--)
+            if (memcmp(buf + i, "GCOL", 4) == 0)
+                col = i;
+        if (obj < 0 || col < 0)
+            goto out;
+        unsigned char pat[16];
+        memcpy(pat, buf + obj + 8, 4); /* the size's low 4 bytes: the length */
+        for (int b = 0; b < 8; b++)
+            pat[4 + b] = (unsigned char)((uint64_t)col >> (8 * b));
+        pat[12] = buf[obj];
+        pat[13] = buf[obj + 1];
+        pat[14] = pat[15] = 0;
+        int found = 0;
+        for (long i = 0; i + 16 <= size; i++)
+            if (memcmp(buf + i, pat, 16) == 0) {
+                at = i;
+                found++;
+            }
+        if (found != 1)
+            goto out;
+    }
+    const unsigned char le[4] = {(unsigned char)len, (unsigned char)(len >> 8),
+                                 (unsigned char)(len >> 16), (unsigned char)(len >> 24)};
+    if (fseek(fp, at, SEEK_SET) != 0 || fwrite(le, 1, 4, fp) != 4)
+        goto out;
+    rc = 0;
+out:
+    if (fp != NULL && fclose(fp) != 0)
+        rc = -1;
+    free(buf);
+    if (rc != 0)
+        fprintf(stderr, "scope-export-damage: %s: cannot find the string to damage\n",
+                path);
+    return rc;
+}
+
+/* external-storage: event_counts' bytes in a file of their own beside OUT. */
+static int damage_external_storage(hid_t f) {
+    int rc = -1;
+    void *v = NULL;
+    int64_t n = 0;
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5TRY(dcpl, "create a property list");
+    if (io_column(f, "rank_region_index/event_counts", H5T_NATIVE_UINT64, 8, &v, &n,
+                  false) != 0)
+        goto out;
+    FILE *ext = fopen(side_path(".ext"), "wb");
+    if (ext == NULL)
+        goto out;
+    fclose(ext);
+    H5TRY(H5Pset_external(dcpl, side_path(".ext"), 0, (hsize_t)n * 8),
+          "set external storage");
+    rc = replace_dataset(f, "rank_region_index/event_counts", H5T_NATIVE_UINT64,
+                         (hsize_t)n, dcpl, H5T_NATIVE_UINT64, v);
+out:
+    free(v);
+    h5_close_id(dcpl);
+    return rc;
+}
+
+/* external-link: region_table lives in a copy of BASE beside OUT. */
+static int damage_external_link(hid_t f, const char *base) {
+    int rc = -1;
+    if (copy_file(base, side_path(".link.h5")) != 0)
+        goto out;
+    H5TRY(H5Ldelete(f, "region_table", H5P_DEFAULT), "unlink region_table");
+    H5TRY(H5Lcreate_external(side_path(".link.h5"), "/region_table", f, "region_table",
+                             H5P_DEFAULT, H5P_DEFAULT),
+          "create an external link");
+    rc = 0;
+out:
+    return rc;
+}
+
+/* virtual: events/durations maps the same dataset of a copy of BASE beside OUT. */
+static int damage_virtual(hid_t f, const char *base) {
+    int rc = -1;
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE), sp = -1;
+    H5TRY(dcpl, "create a property list");
+    int64_t n = dset_len(f, "events/durations");
+    if (n < 1 || copy_file(base, side_path(".vds.h5")) != 0)
+        goto out;
+    hsize_t dim = (hsize_t)n;
+    sp = H5Screate_simple(1, &dim, NULL);
+    H5TRY(sp, "create a dataspace");
+    H5TRY(H5Pset_virtual(dcpl, sp, side_path(".vds.h5"), "/events/durations", sp),
+          "map a virtual dataset");
+    hid_t ft = -1;
+    hid_t d = H5Dopen2(f, "events/durations", H5P_DEFAULT);
+    if (d >= 0) {
+        ft = H5Dget_type(d);
+        H5Dclose(d);
+    }
+    H5TRY(ft, "read the type of events/durations");
+    rc = replace_dataset(f, "events/durations", ft, dim, dcpl, ft, NULL);
+    H5Tclose(ft);
+out:
+    h5_close_id(sp);
+    h5_close_id(dcpl);
+    return rc;
+}
+
+static int damage_rank_huge(hid_t f) {
+    int rc = -1;
+    void *v = NULL;
+    int64_t n = 0;
+    if (io_column(f, "rank_region_index/ranks", H5T_NATIVE_INT64, 8, &v, &n, false) !=
+            0 ||
+        n < 1)
+        goto out;
+    ((int64_t *)v)[0] = 4294967295LL;
+    rc = io_column(f, "rank_region_index/ranks", H5T_NATIVE_INT64, 8, &v, &n, true);
+out:
+    free(v);
+    return rc;
+}
+
+static int damage_count_negative(hid_t f) {
+    int rc = -1;
+    void *v = NULL;
+    int64_t n = 0;
+    if (io_column(f, "rank_region_index/event_counts", H5T_NATIVE_INT64, 8, &v, &n,
+                  false) != 0 ||
+        n < 1)
+        goto out;
+    ((int64_t *)v)[0] = -1;
+    rc = replace_dataset(f, "rank_region_index/event_counts", H5T_STD_I64LE, (hsize_t)n,
+                         H5P_DEFAULT, H5T_NATIVE_INT64, v);
+out:
+    free(v);
+    return rc;
+}
+
+static int damage_bad_tags(hid_t f) {
+    int rc = -1;
+    hid_t t = utf8_vlen(), d = -1, fs = -1, ms = -1;
+    hsize_t one = 1, zero = 0;
+    const char *v[1] = {"[\"unclosed"};
+    H5TRY(t, "make a string type");
+    d = H5Dopen2(f, "rank_region_index/tags", H5P_DEFAULT);
+    H5TRY(d, "open rank_region_index/tags");
+    fs = H5Dget_space(d);
+    ms = H5Screate_simple(1, &one, NULL);
+    H5TRY(fs, "get a dataspace");
+    H5TRY(ms, "create a dataspace");
+    H5TRY(H5Sselect_hyperslab(fs, H5S_SELECT_SET, &zero, NULL, &one, NULL),
+          "select row 0");
+    H5TRY(H5Dwrite(d, t, ms, fs, H5P_DEFAULT, v), "write rank_region_index/tags");
+    rc = 0;
+out:
+    h5_close_id(ms);
+    h5_close_id(fs);
+    h5_close_id(d);
+    h5_close_id(t);
+    return rc;
+}
+
 /* An HDF5 file of some other program: a group, a dataset, an attribute. */
 static int write_not_profile(const char *path) {
     int rc = -1;
@@ -505,7 +752,10 @@ out:
 static const char *const modes[] = {"offsets-beyond", "overlap",      "index-lengths",
                                     "region-id",      "huge-claim",   "wrong-dtype",
                                     "string-ints",    "bad-utf8",     "unknown-filter",
-                                    "schema-4",       "schema-float", "not-profile"};
+                                    "schema-4",       "schema-float", "not-profile",
+                                    "vlen-name",      "vlen-meta",    "external-storage",
+                                    "external-link",  "virtual",      "rank-huge",
+                                    "count-negative", "bad-tags",     "vlen-overrun"};
 
 int main(int argc, char **argv) {
     int rc = 1;
@@ -560,11 +810,33 @@ int main(int argc, char **argv) {
         r = damage_schema(f, false);
     else if (!strcmp(mode, "schema-float"))
         r = damage_schema(f, true);
+    else if (!strcmp(mode, "vlen-name") || !strcmp(mode, "vlen-overrun"))
+        r = find_names(f);
+    else if (!strcmp(mode, "vlen-meta"))
+        r = add_hostile_meta(f);
+    else if (!strcmp(mode, "external-storage"))
+        r = damage_external_storage(f);
+    else if (!strcmp(mode, "external-link"))
+        r = damage_external_link(f, argv[2]);
+    else if (!strcmp(mode, "virtual"))
+        r = damage_virtual(f, argv[2]);
+    else if (!strcmp(mode, "rank-huge"))
+        r = damage_rank_huge(f);
+    else if (!strcmp(mode, "count-negative"))
+        r = damage_count_negative(f);
+    else if (!strcmp(mode, "bad-tags"))
+        r = damage_bad_tags(f);
     if (r != 0)
         goto out;
     H5TRY(H5Fclose(f), "close the copy");
     f = -1;
     if (!strcmp(mode, "unknown-filter") && patch_filter_id(out_path) != 0)
+        goto out;
+    if ((!strcmp(mode, "vlen-name") || !strcmp(mode, "vlen-meta")) &&
+        patch_vlen_length(out_path, names_offset, 0xffffffffu) != 0)
+        goto out;
+    if (!strcmp(mode, "vlen-overrun") &&
+        patch_vlen_length(out_path, names_offset, 1000) != 0)
         goto out;
     rc = 0;
 out:

@@ -64,7 +64,7 @@ static void fuzz_snippets(const char *text, size_t n, uint64_t h) {
     sx_buf_free(&slow);
 
     sx_error_clear(&err);
-    if (sx_json_parse_tags(text, n, &tags, &ntags, &err) == SX_OK) {
+    if (sx_json_parse_tags(text, n, "tags", &tags, &ntags, &err) == SX_OK) {
         for (size_t i = 0; i < ntags; i++)
             free(tags[i]);
         free(tags);

@@ -115,6 +115,21 @@ static void test_canon_meta(void) {
                 "[{\"a\": 99999999999999999999, \"b\": [-9223372036854775809, "
                 "18446744073709551616, 9223372036854775807]}]",
                 true, 1);
+    /* Any valid string is a string, whatever it reads like: the big integers'
+     * marker must not take one, with or without big integers beside it. */
+    check_canon("[{\"a\": \"\\u0000sxbig:12\"}]", "[{\"a\": \"\\u0000sxbig:12\"}]", true,
+                1);
+    check_canon("[{\"a\": \"\\u0000sxbig:\"}]", "[{\"a\": \"\\u0000sxbig:\"}]", true, 1);
+    check_canon("[{\"a\": \"\\u0000sx\\u0062ig0:5\", \"b\": 99999999999999999999, \"c\": "
+                "\"\\u0000sxbig1:\"}]",
+                "[{\"a\": \"\\u0000sxbig0:5\", \"b\": 99999999999999999999, \"c\": "
+                "\"\\u0000sxbig1:\"}]",
+                true, 1);
+    check_canon("[{\"a\": \"\\u0000sxbig0:1\", \"b\": \"\\u0000sxbig1:2\", \"c\": "
+                "-99999999999999999999}]",
+                "[{\"a\": \"\\u0000sxbig0:1\", \"b\": \"\\u0000sxbig1:2\", \"c\": "
+                "-99999999999999999999}]",
+                true, 1);
 }
 
 static void test_tags(void) {
@@ -123,7 +138,8 @@ static void test_tags(void) {
     struct sx_error err;
 
     sx_error_clear(&err);
-    CHECK(sx_json_parse_tags("[\"golden\", \"hot\"]", 17, &tags, &n, &err) == SX_OK);
+    CHECK(sx_json_parse_tags("[\"golden\", \"hot\"]", 17, "tags", &tags, &n, &err) ==
+          SX_OK);
     CHECK(n == 2);
     if (n == 2) {
         CHECK_STR(tags[0], "golden");
@@ -133,24 +149,24 @@ static void test_tags(void) {
         free(tags[i]);
     free(tags);
 
-    CHECK(sx_json_parse_tags("", 0, &tags, &n, &err) == SX_OK);
+    CHECK(sx_json_parse_tags("", 0, "tags", &tags, &n, &err) == SX_OK);
     CHECK(n == 0);
     free(tags);
-    CHECK(sx_json_parse_tags("[]", 2, &tags, &n, &err) == SX_OK);
+    CHECK(sx_json_parse_tags("[]", 2, "tags", &tags, &n, &err) == SX_OK);
     CHECK(n == 0);
     free(tags);
-    CHECK(sx_json_parse_tags("[\"\\u00e9\"]", 10, &tags, &n, &err) == SX_OK);
+    CHECK(sx_json_parse_tags("[\"\\u00e9\"]", 10, "tags", &tags, &n, &err) == SX_OK);
     CHECK(n == 1 && strcmp(tags[0], "\xc3\xa9") == 0);
     free(tags[0]);
     free(tags);
 
-    CHECK(sx_json_parse_tags("[\"a\", 1]", 8, &tags, &n, &err) == SX_ERR_FORMAT);
+    CHECK(sx_json_parse_tags("[\"a\", 1]", 8, "tags", &tags, &n, &err) == SX_ERR_FORMAT);
     CHECK(tags == NULL && n == 0);
     sx_error_clear(&err);
-    CHECK(sx_json_parse_tags("\"abc\"", 5, &tags, &n, &err) == SX_ERR_FORMAT);
+    CHECK(sx_json_parse_tags("\"abc\"", 5, "tags", &tags, &n, &err) == SX_ERR_FORMAT);
     CHECK(strstr(err.text, "list of strings") != NULL);
     sx_error_clear(&err);
-    CHECK(sx_json_parse_tags("[\"a\"", 4, &tags, &n, &err) == SX_ERR_FORMAT);
+    CHECK(sx_json_parse_tags("[\"a\"", 4, "tags", &tags, &n, &err) == SX_ERR_FORMAT);
 }
 
 /* ------------------------------------------------------------------ */

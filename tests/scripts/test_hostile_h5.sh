@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# test_hostile_h5.sh - runs crafted to attack the reader: a string length of 4 GiB, data
+# in other files (external storage, an external link, a virtual dataset), a rank of
+# 2^32 - 1, a negative count, tags that are not JSON. Each is refused quickly with one
+# line naming the file and the object (exit 1 on every rank), in little memory, and
+# nothing outside the file is read; the huge rank is valid and must not cost minutes.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/mpi_lib.sh"
+
+SYNTH="$BIN/scope-export-synth"
+DAMAGE="$BIN/scope-export-damage"
+for t in "$SYNTH" "$DAMAGE" "$X"; do
+    [ -x "$t" ] || { echo "FAIL: $t is not built" >&2; exit 1; }
+done
+base="$TMP/base.h5"
+"$SYNTH" --ranks 2 --regions 4 --events 300 "$base" >/dev/null ||
+    { echo "FAIL: scope-export-synth failed" >&2; exit 1; }
+
+# Memory: a sanitizer reserves terabytes of address space, so the limit is for the
+# plain build only (2 GiB: HDF5 would take 4 GiB, twice, for the damaged length).
+memlimit() {
+    if [ -z "$SX_SAN_FLAGS" ]; then ulimit -v 2097152; fi
+    "$@"
+}
+
+# refused NAME NP 'NEEDLE|...' ARGS...: 'export ARGS -o OUT' exits 1 on every rank within
+# LIMIT seconds, prints one line holding every needle, and writes no output.
+refused() {
+    local name=$1 np=$2 needles=$3 rc=0 why="" n
+    shift 3
+    local out="$TMP/out.json"
+    rm -f "$out"
+    (memlimit mpi "$np" "$X" export "$@" -o "$out" -q) >/dev/null 2>"$TMP/err" || rc=$?
+    case $rc in
+    1) ;;
+    0) why="; exit status 0" ;;
+    124 | 137) why="; no result within ${LIMIT:-60} s" ;;
+    99) why="; ranks disagree" ;;
+    *) why="; exit status $rc" ;;
+    esac
+    n=$(grep -c '' "$TMP/err")
+    [ "$n" = 1 ] || why="$why; $n lines on stderr"
+    local -a list
+    IFS='|' read -ra list <<<"$needles"
+    for needle in "${list[@]}"; do
+        grep -qF -- "$needle" "$TMP/err" || why="$why; the error does not say '$needle'"
+    done
+    [ ! -e "$out" ] || why="$why; an output was written"
+    if [ -z "$why" ]; then ok; else bad "$name -n $np:${why#;} -- $(head -c 400 "$TMP/err")"; fi
+}
+
+# mode|needles besides the file's name
+while IFS='|' read -r mode needles; do
+    f="$TMP/$mode.h5"
+    "$DAMAGE" "$mode" "$base" "$f" || { bad "scope-export-damage $mode failed"; continue; }
+    for np in 0 2; do
+        LIMIT=30 refused "$mode" "$np" "$f|$needles" "$f"
+    done
+done <<'EOF'
+vlen-name|region_table/names[0]|claims a value of 4294967295 bytes
+vlen-meta|/metadata@sx_hostile|claims a value of 4294967295 bytes
+vlen-overrun|region_table/names[0]|a string of 1000 bytes in object
+external-storage|/rank_region_index/event_counts|external storage
+external-link|/region_table|external link
+virtual|/events/durations|virtual dataset
+count-negative|rank_region_index/event_counts row 0|negative
+bad-tags|rank_region_index/tags row 0|not valid JSON
+EOF
+
+# The same refusals from the trace formats and validate, which read the same way.
+f="$TMP/external-storage.h5"
+LIMIT=30 refused "external-storage, chrome trace" 0 "$f|external storage" "$f" \
+    --format chrome-trace
+rc=0
+"$X" validate "$TMP/vlen-meta.h5" >"$TMP/vout" 2>&1 || rc=$?
+[ "$rc" = 1 ] && grep -qF 'claims a value of 4294967295 bytes' "$TMP/vout" && ok ||
+    bad "validate of vlen-meta: status $rc: $(head -c 300 "$TMP/vout")"
+
+# rank 4294967295 in one index row: valid (the run claims that many ranks); the Chrome
+# trace of rank 0 takes no time over the ranks that are not there.
+f="$TMP/rank-huge.h5"
+if "$DAMAGE" rank-huge "$base" "$f"; then
+    rc=0
+    (memlimit timeout 20 "$X" export "$f" --format chrome-trace -o "$TMP/huge.json" -q) \
+        2>"$TMP/err" || rc=$?
+    [ "$rc" = 0 ] && ok || bad "rank-huge: status $rc: $(head -c 300 "$TMP/err")"
+    rc=0
+    (memlimit timeout 20 "$X" export "$f" --format chrome-trace --ranks 4294967295 \
+        -o "$TMP/huge2.json" -q) 2>"$TMP/err" || rc=$?
+    [ "$rc" = 0 ] && ok || bad "rank-huge --ranks 4294967295: status $rc: $(head -c 300 "$TMP/err")"
+else
+    bad "scope-export-damage rank-huge failed"
+fi
+# num_ranks of 10^15 in a JSON profile: valid, and its trace takes no memory by it
+if (memlimit "$X" export "$base" -o "$TMP/base.json" -q); then
+    sed 's/"num_ranks": 2,/"num_ranks": 1000000000000000,/' "$TMP/base.json" >"$TMP/nr.json"
+    grep -q '"num_ranks": 1000000000000000,' "$TMP/nr.json" || bad "no num_ranks to change"
+    rc=0
+    (memlimit timeout 20 "$X" export "$TMP/nr.json" --format chrome-trace -o "$TMP/nr.trace" \
+        -q) 2>"$TMP/err" || rc=$?
+    [ "$rc" = 0 ] && ok || bad "num_ranks 10^15: status $rc: $(head -c 300 "$TMP/err")"
+else
+    bad "the export of the base run failed"
+fi
+finish
