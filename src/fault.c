@@ -6,8 +6,15 @@
 /* NULL: nothing fails. Only the test programs set it (tests/support/sx_fault.c). */
 bool (*sx_fault_hook)(enum sx_fault_kind kind, int stage);
 
-static const char *fault_path; /* the input of the export under way, for the message */
-static unsigned fault_seen;    /* stages this rank has passed in this export */
+/*
+ * The export under way on this thread: its input (for the message) and the stages it
+ * has passed. Not per call: the stages sit deep in stream.c, and the hook that reads
+ * them is NULL but in tests. Per thread, because an export's stages all run on its
+ * caller's thread (the output's writer thread passes none); every export starts with
+ * sx_fault_begin(), so one export never sees an earlier one's state.
+ */
+static _Thread_local const char *fault_path;
+static _Thread_local unsigned fault_seen;
 
 void sx_fault_begin(const char *input) {
     fault_path = input;

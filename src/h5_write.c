@@ -854,6 +854,47 @@ out:
     return st;
 }
 
+/*
+ * Rank 0 alone, in the MPI-IO phase (the caller agrees on the result). Parallel HDF5
+ * allocates every dataset's space when it is created, so once the event columns exist the
+ * end of the last one is known: rank 0 reserves that much disk for the temporary
+ * file before any event is written. A full disk is then one error here, instead of a
+ * failed MPI-IO write (which Open MPI reports on its own) and a file that can no longer
+ * be closed. Where the file system cannot reserve space the writes themselves still
+ * report it.
+ */
+static enum sx_status reserve(struct sx_h5w *w, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    uint64_t end = 0;
+    int fd = -1, e = 0;
+
+    if (w->rank != 0 || w->tmp == NULL)
+        goto out;
+    /* The end of the last event column (chunked columns have no single offset; their
+     * chunks are not reserved). */
+    for (int c = 0; c < SX_NCOLS; c++) {
+        if (w->ev[c] < 0)
+            continue;
+        haddr_t at = H5Dget_offset(w->ev[c]);
+        hsize_t size = H5Dget_storage_size(w->ev[c]);
+        if (at != HADDR_UNDEF && at <= (haddr_t)INT64_MAX && size <= INT64_MAX - at &&
+            at + size > end)
+            end = at + size;
+    }
+    if (end == 0)
+        goto out;
+    fd = open(w->tmp, O_WRONLY | O_CLOEXEC);
+    SX_CHECK(fd >= 0, SX_ERR_IO, err, src(w, NULL), "cannot write %s: %s", w->path,
+             strerror(errno));
+    e = posix_fallocate(fd, 0, (off_t)end);
+    SX_CHECK(e == 0 || e == EINVAL || e == EOPNOTSUPP, SX_ERR_IO, err, src(w, NULL),
+             "cannot write %s: %s", w->path, strerror(e));
+out:
+    if (fd >= 0)
+        close(fd);
+    return st;
+}
+
 static enum sx_status index_aggregate(struct sx_h5w *w, hid_t g,
                                       const struct sx_row *const *rows, size_t n,
                                       int64_t *i64, struct sx_error *err) {
@@ -1048,6 +1089,8 @@ enum sx_status sx_h5w_index(struct sx_h5w *w, const struct sx_row *const *rows, 
         if (st != SX_OK)
             goto out;
     }
+    if (w->collective)
+        st = reserve(w, err); /* rank 0 alone; agreed on below */
 out:
     if (ib.owned != NULL)
         for (size_t r = 0; r < n; r++)

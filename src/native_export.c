@@ -3,6 +3,7 @@
 #define _GNU_SOURCE /* qsort_r: the sort context per call, not in a global */
 #include "doc.h"
 #include "doc_plan.h"
+#include "fault.h"
 #include "h5_write.h"
 #include "json_write.h"
 #include "mpi_util.h"
@@ -378,6 +379,7 @@ enum sx_status sx_export_native(MPI_Comm comm, const char *const *inputs, size_t
         MPI_Comm_size(c, &size);
     }
     const bool gz = output != NULL && ends_with_gz(output);
+    sx_fault_begin(n_inputs > 0 && inputs != NULL && inputs[0] != NULL ? inputs[0] : "");
 
     /* Stage: options; every rank checks the same things. */
     if (output == NULL || (n_inputs > 0 && inputs == NULL))

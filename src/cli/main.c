@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <glob.h>
+#include <hdf5.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -769,6 +770,16 @@ static bool asks_help(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    /* Before any HDF5 call: HDF5 runs no clean-up of its own from atexit (under MPI it
+     * still does in MPI_Finalize). Every file we write is closed explicitly; what can be
+     * left at exit is a file whose close failed or ids of a damaged input, and HDF5's
+     * exit handler crashed on the first and printed "infinite loop closing library"
+     * for the second. The command owns its process; the library never does this. */
+    H5dont_atexit();
+    /* HDF5 also tidies up inside MPI_Finalize, and prints its "infinite loop closing
+     * library" there only while its automatic error printing is on: the library reads
+     * with it off around each call, the command keeps it off throughout. */
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     /* A size limit (ulimit -f) fails the write with EFBIG, reported and cleaned up
      * like a full disk, instead of killing the process without a word. The command
      * owns its process; the library never changes a disposition. */

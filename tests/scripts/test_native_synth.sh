@@ -69,7 +69,7 @@ grep -q '"hostname": "synth"' "$TMP/h5.json" && ! grep -q hostname "$TMP/spt.lit
 mkdir -p "$TMP/ex"
 "$S" --prefix "$TMP/ex/run" --ranks 2 --events 10000 || bad "synth for the example"
 run_np 2 "$EX" "$TMP/ex/run" "$TMP/L.json.gz" >"$TMP/ex.out" 2>&1 || bad "example: $(cat "$TMP/ex.out")"
-run_np 2 "$X" export --native "$TMP/ex" -o "$TMP/cli.json" --label L.json -q || bad "cli export"
+run_np 2 "$X" export --native "$TMP/ex" -o "$TMP/cli.json" --label L -q || bad "cli export"
 "$CMP" "$TMP/L.json.gz" "$TMP/cli.json" && ok || bad "the example's document differs from the CLI's"
 
 # Damaged headers: refused with one line naming the file, without taking the memory a

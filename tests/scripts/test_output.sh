@@ -119,6 +119,33 @@ else
     echo "SKIP: full disk: mount -t tmpfs is not permitted here"
 fi
 
+# The MPI-IO writer on a full disk: its space is reserved before any event is written,
+# so every rank exits 1 with one line, Open MPI reports no failed write of its own, HDF5
+# does not crash at exit on a half-closed file, nothing is left and an existing output
+# is kept. The import's output (~500 KB) does not fit in 256 KiB.
+fullmpi="$TMP/fullmpi"
+mkdir -p "$fullmpi"
+if mount -t tmpfs -o size=256k tmpfs "$fullmpi" 2>/dev/null; then
+    MOUNTS+=("$fullmpi")
+    for old in none kept; do
+        name="import-native -n 2 to a full disk ($old output)"
+        rm -f "$fullmpi"/*
+        [ $old = none ] || head -c 65536 /dev/urandom >"$fullmpi/x.h5"
+        before=$(state "$fullmpi/x.h5")
+        rc=0
+        mpi 2 "$X" import-native "$TMP/in/native" -o "$fullmpi/x.h5" >"$TMP/stdout" \
+            2>"$TMP/err" || rc=$?
+        [ "$RANKS_AGREE" = yes ] && ok || bad "$name: $RANKS_AGREE"
+        one_line "$name" $rc 1 "$TMP/err" "No space left on device"
+        [ "$(state "$fullmpi/x.h5")" = "$before" ] && ok || bad "$name: the output changed"
+        no_temp "$name" "$fullmpi"
+        [ $old = kept ] || [ -z "$(ls -A "$fullmpi")" ] && ok ||
+            bad "$name: left $(ls -A "$fullmpi")"
+    done
+else
+    echo "SKIP: full disk under MPI: mount -t tmpfs is not permitted here"
+fi
+
 # The library in a host process: a failed import returns an error, and the host lives on
 # to exit 0 (libhdf5 crashed at exit on the half-closed file). Python ignores SIGXFSZ.
 PY=$(command -v python3 || true)

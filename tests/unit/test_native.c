@@ -5,6 +5,7 @@
 #include "native.h"
 #include "run.h"
 #include "run_compare.h"
+#include "sx_fault.h"
 #include "sx_test.h"
 
 #include <dirent.h>
@@ -119,6 +120,28 @@ static void test_alloc_failures(void) {
     CHECK(sx_h5_open_ids() == 0);
 }
 
+/* A stage failure in a native export names its own input, not the previous export's
+ * (whose name is gone by then). */
+static void test_stage_names_input(void) {
+    char out[256];
+    struct sx_error err;
+    snprintf(out, sizeof out, "%s/sx_native_%ld.json", "/tmp", (long)getpid());
+    const char *in[] = {GN "/mixed_3ranks/ranks"};
+    char *prev = strdup("/nonexistent/previous-export.h5");
+    ASSERT(prev != NULL);
+    sx_error_clear(&err);
+    CHECK(sx_export(MPI_COMM_NULL, prev, out, NULL, &err) != SX_OK);
+    free(prev);
+    sx_error_clear(&err);
+    sx_fault_arm_stage(SX_FAIL_READ);
+    enum sx_status st = sx_export_native(MPI_COMM_NULL, in, 1, out, "merged", NULL, &err);
+    sx_fault_off();
+    CHECK(st == SX_ERR_INTERNAL);
+    CHECK(strstr(err.text, "failure injected") != NULL);
+    CHECK(strstr(err.text, in[0]) != NULL);
+    CHECK(access(out, F_OK) != 0);
+}
+
 /* Open file descriptors of this process. */
 static int open_fds(void) {
     int n = 0;
@@ -140,6 +163,7 @@ int main(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         test_model(cases[i]);
     test_alloc_failures();
+    test_stage_names_input();
     CHECK(open_fds() == fds); /* every file read is closed again, on every path */
     TEST_DONE();
 }
