@@ -393,6 +393,47 @@ for run in "${live[@]}"; do
         RSS[$run:$c]=$(maxof ${RSSS[$run:$c]})   # KiB, the largest over the repetitions
     done
 done
+# ---------------------------------------------------------------- pstats and statistics
+# scope-profiler's prof and plot-data exports of the large run: rank 0's pstats file (the
+# reference's default), every rank's, and region_statistics.json; at 1 and 2 ranks, the
+# same bytes at both. Rank 0 under /usr/bin/time as above.
+declare -A PSWALL PSRSS
+ps_cases=("prof0|--format prof" "profall|--format prof --ranks 0-7"
+          "stats|--format region-statistics")
+if [[ " ${live[*]} " == *" large "* ]]; then
+    for ((rep = 1; rep <= reps; rep++)); do
+        for spec in "${ps_cases[@]}"; do
+            c=${spec%%|*}
+            read -r -a popts <<<"${spec#*|}"
+            for n in 1 2; do
+                echo "bench: rep $rep/$reps ${RUN_LABEL[large]} $c.$n" >&2
+                rm -rf "$W/ps.$n" "$W"/time.r0.*
+                mkdir -p "$W/ps.$n"
+                t0=$(now_us)
+                if ! timeout "$TO" "$MPIEXEC" --oversubscribe -n "$n" "$W/r0" "$W/time.r0" "$X" \
+                    export "$W/run.large.h5" -o "$W/ps.$n/out.$c" --quiet "${popts[@]}" \
+                    2>"$W/err"; then
+                    echo "bench: $c.$n failed: $(head -2 "$W/err" | tr '\n' ' ')" >&2
+                    broke=1
+                    continue
+                fi
+                t1=$(now_us)
+                PSWALL[$c:$n]+=" $(calc 3 "($t1 - $t0) / 1e6")"
+                PSRSS[$c:$n]+=" $(lastline "$W/time.r0.0" | cut -d' ' -f2)"
+            done
+            if [ "$rep" = 1 ] && [ -d "$W/ps.1" ] && [ -d "$W/ps.2" ]; then
+                if diff -r "$W/ps.1" "$W/ps.2" >/dev/null && [ -n "$(ls "$W/ps.1")" ]; then
+                    verified=$((verified + 1))
+                else
+                    verify_fail=$((verify_fail + 1))
+                    vnote+=("$c: the files at -n 2 differ from -n 1")
+                fi
+            fi
+        done
+    done
+fi
+rm -rf "$W"/ps.*
+
 rm -f "$W"/*.json "$W"/*.gz "$W"/run.*.h5
 
 # ---------------------------------------------------------------- native runs
@@ -487,6 +528,36 @@ native_report() {
         b=$(median ${NEXP[256:2]})
         echo "INFO  native 256 files -n 2: $b s against Python's 117 s for the .json.gz export alone (without import-native): >= $(ratio_of 117 "$b")x faster"
     fi
+}
+ps_report() {
+    local c n what w m pt pm spec
+    [ -n "${PSWALL[prof0:1]:-}" ] || { echo; echo "== pstats and region statistics: not run"; return; }
+    echo
+    echo "== pstats and region statistics: ${RUN_LABEL[large]} events, 8 ranks x 20 regions"
+    printf '%-10s %-74s %7s %7s\n' case command "wall s" "r0 MiB"
+    for spec in "${ps_cases[@]}"; do
+        c=${spec%%|*}
+        for n in 1 2; do
+            [ -n "${PSWALL[$c:$n]:-}" ] || continue
+            # shellcheck disable=SC2086
+            printf '%-10s %-74s %7s %7s\n' "$c.$n" \
+                "mpiexec -n $n scope-export export run.h5 -o out ${spec#*|}" \
+                "$(median ${PSWALL[$c:$n]})" "$(calc 1 "$(maxof ${PSRSS[$c:$n]}) / 1024")"
+        done
+    done
+    # scope-profiler's figures (prof-stats-spec.md, one process, 1M events of this shape):
+    # read_h5 + export_prof of rank 0 0.7-1.2 s and 181 MB, of all 8 ranks 2.0 s and 230 MB,
+    # read_h5 + write_region_statistics_json 0.7-1.9 s and 179 MB; both grow with the run.
+    for spec in "prof0|0.7|181|export_prof rank 0" "profall|2.0|230|export_prof all ranks" \
+        "stats|0.7|179|write_region_statistics_json"; do
+        IFS='|' read -r c pt pm what <<<"$spec"
+        for n in 1 2; do
+            [ -n "${PSWALL[$c:$n]:-}" ] || continue
+            # shellcheck disable=SC2086
+            w=$(median ${PSWALL[$c:$n]}) m=$(calc 1 "$(maxof ${PSRSS[$c:$n]}) / 1024")
+            echo "INFO  $c -n $n: ${RUN_LABEL[large]} events in $w s (whole command), rank 0 $m MiB; Python's $what: $pt s and $pm MB for 1M events; $(calc 1 "$pt * ${EVENTS[large]} / 1000000 / $w")x its rate of events"
+        done
+    done
 }
 end_load=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -772,6 +843,6 @@ targets() {
     [ "$broke" = 0 ] || echo "ERRORS: some commands failed (see above and stderr)"
 }
 
-{ report; native_report; targets; } | tee "$outdir/bench.txt"
+{ report; native_report; ps_report; targets; } | tee "$outdir/bench.txt"
 echo "bench: table in $outdir/bench.txt, every repetition in $raw" >&2
 [ "$broke" = 0 ] && [ "$verify_fail" = 0 ]

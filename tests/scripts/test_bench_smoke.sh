@@ -24,8 +24,10 @@ BUILD_DIR=$BIN bash "$bench" --no-such-option --no-build >/dev/null 2>&1
 
 # 2. One repetition of everything on tiny runs, in $TMP, with the binaries under test.
 t0=$SECONDS
+limit=240
+[ -n "$SX_SAN_FLAGS" ] && limit=900 # the sanitizer build is several times slower
 TMPDIR=$TMP BUILD_DIR=$BIN SX_MPIEXEC=$MPIEXEC SX_BENCH_TIMEOUT=60 \
-    timeout 240 bash "$bench" --quick --tiny --reps 1 --no-build --out "$TMP/out" \
+    timeout "$limit" bash "$bench" --quick --tiny --reps 1 --no-build --out "$TMP/out" \
     >"$TMP/stdout" 2>"$TMP/stderr"
 rc=$?
 elapsed=$((SECONDS - t0))
