@@ -85,6 +85,12 @@ grep -Eq '^(PASS|FAIL)  ' "$out" && ok || bad "no PASS/FAIL lines"
 grep -Eq '^targets: [0-9]+ passed, [0-9]+ missed, [0-9]+ skipped' "$out" && ok ||
     bad "no targets summary"
 
+# The pstats and region statistics rows, at 1 and 2 ranks.
+for c in prof0.1 prof0.2 profall.1 profall.2 stats.1 stats.2; do
+    grep -Eq "^$c +mpiexec .* [0-9]+\.[0-9]{3} +[0-9.]+$" "$out" && ok ||
+        bad "no pstats or statistics row with timings for $c"
+done
+
 # The native rows: export --native of 256 and 64 per-process files at 1 and 2 ranks.
 for c in n256.gz.1 n256.gz.2 n64.gz.1 n64.gz.2; do
     grep -Eq "^$c +mpiexec .* [0-9]+\.[0-9]{3} +[0-9.]+ +[0-9.]+$" "$out" && ok ||
@@ -93,8 +99,9 @@ done
 # Every output verified: on the three few-row runs and the many-row run json bare and 2
 # ranks, gz 1 and 2 ranks, isal 1 and 2 ranks; on the other three (the compressed and the
 # larger many-row runs, which time fewer cases) json 2 ranks; on the three few-row runs the
-# Chrome trace at 2 ranks and its .gz at 1 and 2; the native runs at 2 ranks.
-want=$((4 * (isal ? 6 : 4) + 3 + 3 * 3 + 2))
+# Chrome trace at 2 ranks and its .gz at 1 and 2; the native runs at 2 ranks; the pstats
+# files (rank 0, every rank) and the region statistics at 2 ranks.
+want=$((4 * (isal ? 6 : 4) + 3 + 3 * 3 + 2 + 3))
 grep -q "^outputs verified: $want OK" "$out" && ok ||
     bad "outputs not verified: $(grep -i 'outputs' "$out" || echo 'no verification line')"
 grep -q '^ERRORS' "$out" && bad "bench reports errors"

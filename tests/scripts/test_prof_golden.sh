@@ -66,8 +66,9 @@ bare "$X" export "$d/run.h5" -o "$TMP/one/p" -q --format prof --ranks 0-3 &&
     for r in 0 1 2 3; do cmp -s "$TMP/one/p_rank$r.prof" "$TMP/three/p_rank$r.prof" || exit 1; done &&
     ok || bad "every rank at 3 ranks: $(ls "$TMP/three" 2>&1)"
 # The command names the files it wrote (one a rank with calls), not the -o name.
-out=$(run_np 3 "$X" export "$d/run.h5" -o "$TMP/three/p.prof" --format prof --ranks 0,2 2>&1)
-[ "$out" = "$(printf 'Wrote %s\nWrote %s' "$TMP/three/p_rank0.prof" "$TMP/three/p_rank2.prof")" ] &&
+mkdir -p "$TMP/wrote"
+out=$(run_np 3 "$X" export "$d/run.h5" -o "$TMP/wrote/p.prof" --format prof --ranks 0,2 2>&1)
+[ "$out" = "$(printf 'Wrote %s\nWrote %s' "$TMP/wrote/p_rank0.prof" "$TMP/wrote/p_rank2.prof")" ] &&
     ok || bad "the Wrote lines of a pstats export: $out"
 # pstats reads them.
 python3 -c 'import pstats, sys; s = pstats.Stats(sys.argv[1]); assert s.total_calls > 0' \

@@ -15,7 +15,13 @@ if [ "${SX_SWEEP_STRIDE:-1}" -gt 1 ]; then K_ALLOC=4 K_IO=2; else K_ALLOC=8 K_IO
 ins=("$SHARED/golden/basic_nested/run.h5" "$SHARED/golden/threads/run.h5"
     "$SHARED/golden/gen_likwid_lineprof/run.h5")
 for f in "${ins[@]}"; do [ -f "$f" ] || { echo "SKIP: no $f"; exit 77; }; done
-runs=0 hangs=0
+runs=0 hangs=0 absorbed=0
+# same_dir A B: the same files in both, byte for byte
+same_dir() {
+    [ "$(ls -A "$1")" = "$(ls -A "$2")" ] || return 1
+    local f
+    for f in "$2"/*; do cmp -s "$f" "$1/$(basename "$f")" || return 1; done
+}
 
 # sweep NP EXT: reference outputs and counts from a normal run, then the faults.
 sweep() {
@@ -44,6 +50,13 @@ sweep() {
                 SX_FAULT="$kind:$n:$r" mpi "$np" "$XF" export "${ins[@]}" -o "$out/p.$ext" -q \
                     >/dev/null 2>"$TMP/err.txt" || rc=$?
                 runs=$((runs + 1))
+                # A fault that a fall-back absorbs (a mapping that cannot be made is read
+                # with pread) is fine when every output is the normal run's, byte for byte.
+                if [ "$rc" = 0 ] && [ ! -s "$TMP/err.txt" ] && same_dir "$out" "$ref"; then
+                    absorbed=$((absorbed + 1))
+                    ok
+                    continue
+                fi
                 why=""
                 case $rc in
                 1) ;;
@@ -76,5 +89,5 @@ for np in 2 3; do
         sweep "$np" "$ext"
     done
 done
-echo "test_sweep_cli: $runs runs, hangs: $hangs"
+echo "test_sweep_cli: $runs runs, hangs: $hangs, absorbed by a fall-back: $absorbed"
 finish
