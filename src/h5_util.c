@@ -698,14 +698,18 @@ static bool nest(struct sx_value *out, struct sx_value *flat, const hsize_t *dim
         struct sx_value item;
         if (nd > 1) {
             if (!nest(&item, flat, dims + 1, nd - 1, pos))
-                return false;
+                goto fail;
         } else {
             item = flat[(*pos)++];
         }
-        if (!sx_value_push(out, item))
-            return false;
+        if (!sx_value_push(out, item)) /* frees item */
+            goto fail;
     }
     return true;
+fail:
+    /* what was taken from flat is freed here; flat[*pos..] stays with the caller */
+    sx_value_free(out);
+    return false;
 }
 
 /* An attribute as a metadata value (h5reader._decode_attribute + _metadata_value). */
@@ -737,6 +741,8 @@ enum sx_status h5_read_attr_value(hid_t a, struct sx_value *out, const char *src
     } else {
         uint64_t pos = 0;
         bool ok = nest(out, flat, dims, nd, &pos);
+        for (uint64_t i = pos; i < n; i++)
+            sx_value_free(&flat[i]);
         free(flat);
         flat = NULL;
         SX_CHECK(ok, SX_ERR_NOMEM, err, src, "out of memory");
