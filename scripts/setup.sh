@@ -5,7 +5,8 @@ pkgs=(build-essential cmake pkg-config git
       libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools
       libjansson-dev libpcre2-dev zlib1g-dev libisal-dev
       gfortran python3-mpi4py man-db
-      pigz gzip time valgrind clang clang-format)
+      pigz gzip time valgrind clang clang-format
+      chromium) # chromium: the flame graph test looks at the SVG as a browser draws it
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
