@@ -394,13 +394,22 @@ for run in "${live[@]}"; do
     done
 done
 # ---------------------------------------------------------------- pstats and statistics
-# scope-profiler's prof and plot-data exports of the large run: rank 0's pstats file (the
-# reference's default), every rank's, and region_statistics.json; at 1 and 2 ranks, the
-# same bytes at both. Rank 0 under /usr/bin/time as above.
+# scope-profiler's prof and plot-data exports of a run of the large run's size and shape
+# whose calls nest as a program's do (synth --nest: a call tree of the 20 regions, a few
+# call paths per region, as in the runs the reference's figures come from; the large run's
+# calls overlap at random and make one call path of nearly every call): rank 0's pstats
+# file (the reference's default), every rank's, and region_statistics.json; at 1 and 2
+# ranks, the same bytes at both. Rank 0 under /usr/bin/time as above.
 declare -A PSWALL PSRSS
 ps_cases=("prof0|--format prof" "profall|--format prof --ranks 0-7"
           "stats|--format region-statistics")
-if [[ " ${live[*]} " == *" large "* ]]; then
+if [[ " ${live[*]} " == *" large "* ]] &&
+    ! "$SYNTH" --ranks 8 --regions 20 --nest --events "$large" "$W/run.nest.h5" >/dev/null \
+    2>"$W/err"; then
+    echo "bench: the nested run: $(head -2 "$W/err" | tr '\n' ' ')" >&2
+    broke=1
+fi
+if [ -f "$W/run.nest.h5" ]; then
     for ((rep = 1; rep <= reps; rep++)); do
         for spec in "${ps_cases[@]}"; do
             c=${spec%%|*}
@@ -411,7 +420,7 @@ if [[ " ${live[*]} " == *" large "* ]]; then
                 mkdir -p "$W/ps.$n"
                 t0=$(now_us)
                 if ! timeout "$TO" "$MPIEXEC" --oversubscribe -n "$n" "$W/r0" "$W/time.r0" "$X" \
-                    export "$W/run.large.h5" -o "$W/ps.$n/out.$c" --quiet "${popts[@]}" \
+                    export "$W/run.nest.h5" -o "$W/ps.$n/out.$c" --quiet "${popts[@]}" \
                     2>"$W/err"; then
                     echo "bench: $c.$n failed: $(head -2 "$W/err" | tr '\n' ' ')" >&2
                     broke=1
@@ -432,7 +441,7 @@ if [[ " ${live[*]} " == *" large "* ]]; then
         done
     done
 fi
-rm -rf "$W"/ps.*
+rm -rf "$W"/ps.* "$W/run.nest.h5"
 
 rm -f "$W"/*.json "$W"/*.gz "$W"/run.*.h5
 
@@ -533,7 +542,7 @@ ps_report() {
     local c n what w m pt pm spec
     [ -n "${PSWALL[prof0:1]:-}" ] || { echo; echo "== pstats and region statistics: not run"; return; }
     echo
-    echo "== pstats and region statistics: ${RUN_LABEL[large]} events, 8 ranks x 20 regions"
+    echo "== pstats and region statistics: ${RUN_LABEL[large]} events, 8 ranks x 20 regions, nested calls"
     printf '%-10s %-74s %7s %7s\n' case command "wall s" "r0 MiB"
     for spec in "${ps_cases[@]}"; do
         c=${spec%%|*}

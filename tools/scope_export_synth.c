@@ -61,6 +61,12 @@ static const char usage_text[] =
     "                     region names 0 and 1 (j) count cycles = 1000000 (i+1) + j,\n"
     "                     instructions = 2000000 (i+1) + j in calls = 10 i + j + 1\n"
     "  --aggregate        storage_layout \"aggregate\" (no events)\n"
+    "  --nest             calls nest as a program's do: a rank's rows form a binary "
+    "call\n"
+    "                     tree (row m inside row (m-1)/2, siblings side by side), the\n"
+    "                     Nth call of each row inside the Nth call of its parent row, "
+    "so\n"
+    "                     the run has a few call paths per row, not one per call\n"
     "  --chunk N          chunked (resizable) event columns of N events\n"
     "  --deflate L        shuffle + deflate level L (1..9) on event columns\n"
     "  --unicode          non-ASCII region names, tags, metadata and lane names\n"
@@ -77,7 +83,7 @@ struct opts {
     bool fixed;
     unsigned cols;
     bool meta;
-    bool lanes, likwid, lineprof, aggregate, unicode, verbose, perf;
+    bool lanes, likwid, lineprof, aggregate, unicode, verbose, perf, nest;
     uint64_t chunk;
     int deflate;
     const char *out;
@@ -235,6 +241,8 @@ static int parse_args(int argc, char **argv, bool talk, struct opts *o) {
                 o->perf = true;
             else if (!strcmp(a, "--aggregate"))
                 o->aggregate = true;
+            else if (!strcmp(a, "--nest"))
+                o->nest = true;
             else if (!strcmp(a, "--unicode"))
                 o->unicode = true;
             else if (!strcmp(a, "-v") || !strcmp(a, "--verbose"))
@@ -476,11 +484,16 @@ static int64_t duration(uint64_t *s) {
     return (int64_t)(100.0 * exp(uniform(s) * 9.210340371976184));
 }
 
+/* --nest: call n of a row spans its slice of slot n (NEST_SLOT ns); a row at depth d of
+ * the tree has 1/2^d of the slot, inset from its parent's slice at both ends. */
+#define NEST_SLOT (1LL << 22)
+
 struct row_gen {
     uint64_t rng;
-    int64_t t;        /* next start */
-    uint64_t call;    /* next call id */
-    uint64_t parents; /* calls of the rank's first row: parent id candidates */
+    int64_t t;           /* next start */
+    int64_t left, width; /* --nest: the row's slice of a slot */
+    uint64_t call;       /* next call id */
+    uint64_t parents;    /* calls of the rank's first row: parent id candidates */
     bool gpu, lanes_cols;
     int64_t nthreads, ntasks;
     uint64_t total;
@@ -497,6 +510,22 @@ static void row_gen_init(const struct opts *o, const struct plan *p, size_t i,
     /* Rows of one rank overlap in time, as nested regions do; ranks start apart. */
     g->t = T0 + (int64_t)below(&g->rng, 1000000) + row->rank * 1000003 +
            (int64_t)(i - k) * 137;
+    if (o->nest) {
+        /* the path from the root row to row m: each level halves the parent's slice
+         * (less an inset), the second child taking the right half */
+        size_t m = i - k, path[64], depth = 0;
+        for (size_t q = m; q > 0 && depth < 64; q = (q - 1) / 2)
+            path[depth++] = q;
+        g->t = T0 + row->rank * 1000003;
+        g->left = 0;
+        g->width = NEST_SLOT;
+        while (depth > 0) {
+            size_t q = path[--depth];
+            int64_t inset = g->width / 64 + 1, half = g->width / 2 - 2 * inset;
+            g->left += inset + (q % 2 == 0 ? g->width / 2 : 0);
+            g->width = half > 2 ? half : 2;
+        }
+    }
     g->call = p->first_call[i];
     g->parents = k == i ? 0 : p->rows[k].count;
     g->gpu = (p->base[i] % 2) == 0;
@@ -509,10 +538,20 @@ static void row_gen_init(const struct opts *o, const struct plan *p, size_t i,
 static void gen_piece(const struct opts *o, struct row_gen *g, uint64_t n,
                       int64_t *const c[SX_NCOLS]) {
     for (uint64_t i = 0; i < n; i++) {
-        int64_t d = duration(&g->rng);
-        c[SX_COL_START][i] = g->t;
-        c[SX_COL_END][i] = g->t + d;
-        g->t += d + (int64_t)below(&g->rng, 2000);
+        int64_t d;
+        if (o->nest) {
+            /* in the row's slice of the next slot; the end some way short of the slice's
+             */
+            d = g->width - (int64_t)below(&g->rng, (uint64_t)g->width / 4 + 1);
+            c[SX_COL_START][i] = g->t + g->left;
+            c[SX_COL_END][i] = g->t + g->left + d;
+            g->t += NEST_SLOT;
+        } else {
+            d = duration(&g->rng);
+            c[SX_COL_START][i] = g->t;
+            c[SX_COL_END][i] = g->t + d;
+            g->t += d + (int64_t)below(&g->rng, 2000);
+        }
         g->total += (uint64_t)d;
         if (c[SX_COL_GPU])
             c[SX_COL_GPU][i] =
@@ -534,7 +573,6 @@ static void gen_piece(const struct opts *o, struct row_gen *g, uint64_t n,
                 below(&g->rng, 10) < 7 ? 0 : (int64_t)below(&g->rng, (uint64_t)d / 2 + 1);
     }
     g->call += n;
-    (void)o;
 }
 
 /* Which processes generate what: file rank k belongs to process k mod np. */
