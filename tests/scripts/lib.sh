@@ -77,8 +77,35 @@ sx_python() {
 # "${SX_SAN_ENV[@]}", which preloads the runtime and leaves the interpreter's own leaks.
 SX_SAN_FLAGS=""
 SX_SAN_ENV=()
+SX_SAN=0
 if grep -q '^SX_SANITIZE:BOOL=ON' "$BIN/CMakeCache.txt" 2>/dev/null; then
+    SX_SAN=1
     SX_SAN_FLAGS="-fsanitize=address,undefined"
     SX_SAN_ENV=(env "LD_PRELOAD=$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
         "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
 fi
+
+# sx_sample N: true for every case of a long grid in a normal build; under the sanitizers
+# (several times slower, and there to find memory errors, not wrong text) for one call in N,
+# counted through the script: of each N calls in a row (calls 0..N-1, N..2N-1, ...) one,
+# a different one from window to window, so a loop of N cases (1 and 3 ranks, say) runs one
+# of them and the next such loop the next one, and a loop of 2N-1 cases or more runs at
+# least one. Call it in the loop's own shell (not in a pipeline or a subshell), or the
+# count does not move.
+sx_count=0
+sx_sample() {
+    local c=$sx_count
+    sx_count=$((sx_count + 1))
+    [ "$SX_SAN" = 0 ] || [ $(((c + c / $1) % $1)) -eq 0 ]
+}
+
+# sx_no_leak_check: the long grids of golden comparisons check, under the sanitizers,
+# memory errors and undefined behaviour but not leaks: LeakSanitizer records a whole stack
+# for each of Open MPI's start-up allocations (tests/lsan.supp), which makes each run about
+# 4 s instead of 1. Leaks stay checked by the unit, MPI and library sweep tests (every
+# error path), by the other script tests, and by valgrind in the normal build.
+sx_no_leak_check() {
+    if [ "$SX_SAN" = 1 ]; then
+        export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+    fi
+}

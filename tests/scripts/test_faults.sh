@@ -58,7 +58,8 @@ fails() {
 }
 
 # ---------------------------------------------------------------------------------------
-# Inputs: a valid run, its damaged copies, truncations
+# Inputs: a valid run, its damaged copies, truncations (each at 1 and 3 ranks; under the
+# sanitizers at one of them, in turn: sx_sample)
 mkdir -p "$TMP/in" "$TMP/out"
 base="$TMP/in/base.h5"
 "$SYNTH" --ranks 3 --regions 6 --events 2000 "$base" >/dev/null ||
@@ -73,11 +74,13 @@ fails "missing file" 3 "$TMP/out/missing.json" "$TMP/in/nope.h5|HDF5 file not fo
     "$TMP/in/nope.h5"
 printf 'time,region\n1,solve\n' >"$TMP/in/text.h5"
 for np in 1 3; do
+    sx_sample 2 || continue
     fails "not HDF5 (a text file)" "$np" "$TMP/out/text.json" "$TMP/in/text.h5|$NOT_READABLE" \
         -- "$TMP/in/text.h5"
 done
 : >"$TMP/in/empty.h5"
 for np in 1 3; do
+    sx_sample 2 || continue
     fails "not HDF5 (an empty file)" "$np" "$TMP/out/empty.json" \
         "$TMP/in/empty.h5|$NOT_READABLE" -- "$TMP/in/empty.h5"
 done
@@ -86,6 +89,7 @@ for cut in $((size / 4)):25% $((size / 2)):50% $((size * 9 / 10)):90% $((size - 
     f="$TMP/in/cut${cut#*:}.h5"
     head -c "${cut%%:*}" "$base" >"$f"
     for np in 1 3; do
+        sx_sample 2 || continue
         fails "truncated to ${cut#*:}" "$np" "$TMP/out/cut.json.gz" "$f|$NOT_READABLE" -- "$f"
     done
 done
@@ -100,6 +104,7 @@ while IFS='|' read -r mode needles; do
         "$DAMAGE" "$mode" "$base" "$f" || { bad "scope-export-damage $mode failed"; continue; }
     fi
     for np in 1 3; do
+        sx_sample 2 || continue
         fails "damaged: $mode" "$np" "$TMP/out/$mode.json" "$f${needles:+|$needles}" -- "$f"
     done
 done <<'EOF'
@@ -302,6 +307,7 @@ done
 for np in 2 4; do
     for r in 0 $((np - 1)); do
         for stage in open read format compress send write; do
+            sx_sample 3 || continue
             rm -f "$TMP/out/inj.json.gz"
             SX_FAULT="stage:$stage:$r" X="$XF" LIMIT=30 fails \
                 "injected $stage fault on rank $r" "$np" "$TMP/out/inj.json.gz" \

@@ -10,7 +10,7 @@ XF="$BIN/tests/scope-export-faults" # the command with the test-only fault hooks
 [ -x "$XF" ] || { echo "FAIL: $XF is not built" >&2; exit 1; }
 
 # Runs per (ranks, failing rank, output kind): fewer under the sanitizers' slowness.
-if [ "${SX_SWEEP_STRIDE:-1}" -gt 1 ]; then K_ALLOC=4 K_IO=2; else K_ALLOC=8 K_IO=4; fi
+if [ "$SX_SAN" = 1 ]; then K_ALLOC=3 K_IO=1; else K_ALLOC=8 K_IO=4; fi
 
 ins=("$SHARED/golden/basic_nested/run.h5" "$SHARED/golden/threads/run.h5"
     "$SHARED/golden/gen_likwid_lineprof/run.h5")
@@ -84,10 +84,11 @@ sweep() {
     done
 }
 
-for np in 2 3; do
-    for ext in json json.gz; do
-        sweep "$np" "$ext"
-    done
+# (under the sanitizers, -n 2 to .json and -n 3 to .json.gz only)
+for combo in 2:json 2:json.gz 3:json 3:json.gz; do
+    IFS=: read -r np ext <<<"$combo"
+    sx_sample 3 || continue
+    sweep "$np" "$ext"
 done
 echo "test_sweep_cli: $runs runs, hangs: $hangs, absorbed by a fall-back: $absorbed"
 finish
