@@ -3,6 +3,7 @@
 # faults, signals and injected MPI faults each give a non-zero exit, one error line that
 # names the file, and no output (an existing output stays as it was, byte for byte)
 . "$(dirname "$0")/lib.sh"
+sx_leak_check
 
 SYNTH="$BIN/scope-export-synth"
 DAMAGE="$BIN/scope-export-damage"
@@ -152,9 +153,9 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------
-# Output faults. As root, chmod 555 does not stop writes: an unwritable directory is a
-# read-only bind mount (when mount works here), a path under /proc, and a path whose parent
-# is a regular file.
+# Output faults, at 1 and 2 ranks (under the sanitizers at one of them, in turn). As root,
+# chmod 555 does not stop writes: an unwritable directory is a read-only bind mount (when
+# mount works here), a path under /proc, and a path whose parent is a regular file.
 ro="$TMP/ro"
 mkdir -p "$ro"
 echo precious >"$ro/out.json"
@@ -165,6 +166,7 @@ if mount --bind -o ro "$ro" "$ro" 2>/dev/null; then
         rm -f "$ro/probe"
     else
         for np in 1 2; do
+            sx_sample 2 || continue
             fails "unwritable directory (read-only mount)" "$np" "$ro/out.json" \
                 "$ro/out.json" -- "$base"
             fails "unwritable directory (read-only mount, new file)" "$np" "$ro/new.json.gz" \
@@ -175,11 +177,13 @@ else
     echo "SKIP: unwritable directory (read-only mount): mount --bind -o ro is not permitted"
 fi
 for np in 1 2; do
+    sx_sample 2 || continue
     fails "unwritable directory (/proc)" "$np" /proc/sx-fault-test/out.json \
         /proc/sx-fault-test -- "$base"
 done
 echo "a file, not a directory" >"$TMP/out/plainfile"
 for np in 1 2; do
+    sx_sample 2 || continue
     fails "output parent is a regular file" "$np" "$TMP/out/plainfile/out.json" \
         "$TMP/out/plainfile" -- "$base"
 done
@@ -193,6 +197,7 @@ if mount -t tmpfs -o size=64k tmpfs "$full" 2>/dev/null; then
     echo precious >"$full/out.json"
     echo precious >"$full/out.json.gz"
     for np in 1 2; do
+        sx_sample 2 || continue
         fails "disk full (.json)" "$np" "$full/out.json" "$full/out.json" -- "$TMP/in/mid.h5"
         fails "disk full (.json.gz)" "$np" "$full/out.json.gz" "$full/out.json.gz" -- \
             "$TMP/in/mid.h5"
@@ -207,6 +212,7 @@ fi
 # renaming a regular file over it would destroy the node (think -o /dev/null as root).
 if mknod "$TMP/out/dev.json" c 1 7 2>/dev/null; then
     for np in 1 2; do
+        sx_sample 2 || continue
         mpi "$np" "$X" export "$base" -o "$TMP/out/dev.json" -q 2>"$TMP/err.txt"
         rc=$?
         [ -c "$TMP/out/dev.json" ] && ok ||
@@ -224,6 +230,7 @@ fi
 
 mkdir -p "$TMP/out/dir.json"
 for np in 1 2; do
+    sx_sample 2 || continue
     fails "output is a directory" "$np" "$TMP/out/dir.json" "$TMP/out/dir.json" -- "$base"
 done
 [ -d "$TMP/out/dir.json" ] && [ -z "$(ls -A "$TMP/out/dir.json")" ] && ok ||
@@ -232,6 +239,7 @@ done
 # Refusing to overwrite the input is a usage error: exit status 2.
 cp "$base" "$TMP/in/same.h5"
 for np in 1 2; do
+    sx_sample 2 || continue
     STATUS=2 fails "input and output the same file" "$np" "$TMP/in/same.h5" "$TMP/in/same.h5" -- \
         "$TMP/in/same.h5"
     STATUS=2 fails "input and output the same file (another spelling)" "$np" \

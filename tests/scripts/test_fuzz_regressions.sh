@@ -4,6 +4,7 @@
 # And no data lost: a run that validates exports (a JSON profile through import first) to
 # a document that validates too, and so does its summary-only document.
 . "$(dirname "$0")/lib.sh"
+sx_leak_check
 
 dir=$(cd "$(dirname "$0")/../fuzz" 2>/dev/null && pwd)/regressions
 [ -d "$dir" ] || { echo "skip: no fuzz regressions at $dir"; exit 77; }

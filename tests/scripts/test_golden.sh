@@ -2,7 +2,6 @@
 # test_golden.sh - every golden run and compat fixture exports to scope-profiler's text,
 # at 1, 2, 3 and 4 ranks, as .json and .json.gz, in one block and in many small ones
 . "$(dirname "$0")/lib.sh"
-sx_no_leak_check
 
 [ -d "$SHARED/golden" ] || { echo "skip: no golden runs at $SHARED/golden"; exit 77; }
 for dir in "$SHARED"/golden/*/; do

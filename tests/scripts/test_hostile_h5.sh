@@ -5,6 +5,7 @@
 # line naming the file and the object (exit 1 on every rank), in little memory, and
 # nothing outside the file is read; the huge rank is valid and must not cost minutes.
 . "$(dirname "$0")/lib.sh"
+sx_leak_check
 . "$(dirname "$0")/mpi_lib.sh"
 
 SYNTH="$BIN/scope-export-synth"

@@ -6,6 +6,7 @@
 # module on PYTHONPATH; each export under mpirun -n 2 equal to scope-profiler's text;
 # and the manual page rendered by man -l
 . "$(dirname "$0")/lib.sh"
+sx_normal_build_only "the installed layout and its consumers"
 
 P="$TMP/prefix"
 G="$SHARED/golden"

@@ -2,7 +2,6 @@
 # test_many_rows.sh - runs of thousands of rows (empty ranks, rows without calls) export to
 # the same text at 1, 2 and 3 ranks, and that text holds the rows the generator wrote
 . "$(dirname "$0")/lib.sh"
-sx_no_leak_check
 SYNTH="$BIN/scope-export-synth"
 
 # The event counts of the index, one a line, as the generator wrote them.

@@ -5,7 +5,6 @@
 # then export gives the same text; every crafted error case fails with the reference's
 # message, one line, status 1 on every rank and no output
 . "$(dirname "$0")/lib.sh"
-sx_no_leak_check
 
 G="$SHARED/golden-native"
 [ -d "$G" ] || { echo "skip: no golden native runs at $G"; exit 77; }

@@ -4,6 +4,7 @@
 # examples/native_finalize.c (each rank passes its own file) gives the CLI's document; damaged
 # trace headers fail cleanly, before memory is taken for them
 . "$(dirname "$0")/lib.sh"
+sx_leak_check
 
 S="$BIN/scope-export-native-synth"
 EX="$BIN/example_native_finalize"
@@ -32,6 +33,7 @@ mkdir -p "$TMP/mix"
 bare "$X" export --native "$TMP/mix" -o "$TMP/ref.json" --label L -q || bad "bare export"
 grep -q '"num_ranks": 4,' "$TMP/ref.json" && ok || bad "an empty highest rank is not dropped"
 for np in 1 2 3 6; do
+    sx_sample 2 || continue
     run_np "$np" "$X" export --native "$TMP/mix" -o "$TMP/m.$np.json.gz" --label L -q \
         --block-size 4096 && "$CMP" "$TMP/m.$np.json.gz" "$TMP/ref.json" && ok ||
         bad "mixed run at -n $np differs"
@@ -124,6 +126,7 @@ cp "$TMP/prec1/a_rank00009.spt" "$TMP/prec3/b_rank00009.spt"
 printf 'not a trace at all, no' >"$TMP/prec3/c_rank00003.spt"
 for np in 0 1 2 3; do
     for k in 1 2 3; do
+        sx_sample 3 || continue
         case $k in
             1) want="prec1/a_rank00009.spt: truncated trace file" ;;
             2) want="prec2/run_rank00000.spt and prec2/b_rank00000.spt both claim rank 0" ;;

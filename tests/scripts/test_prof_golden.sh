@@ -3,7 +3,6 @@
 # value as scope-profiler's export_prof wrote (keys and callers in order, ints, floats
 # exactly), with and without call paths, at 1 and 3 ranks; its errors the same, no file
 . "$(dirname "$0")/lib.sh"
-sx_no_leak_check
 
 [ -d "$SHARED/golden" ] || { echo "skip: no golden runs at $SHARED/golden"; exit 77; }
 command -v python3 >/dev/null || { echo "skip: no python3 to load the files"; exit 77; }

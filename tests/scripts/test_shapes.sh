@@ -3,7 +3,6 @@
 # (one huge row split over blocks and ranks, many tiny rows, more or fewer file ranks than
 # exporter ranks, empty ranks, every optional column, fixed-length strings, aggregate layout)
 . "$(dirname "$0")/lib.sh"
-sx_no_leak_check
 SYNTH="$BIN/scope-export-synth"
 
 shape() { # name block-size synth-options...

@@ -5,6 +5,7 @@
 # And a script test that runs into ctest's time limit (which kills it with SIGKILL) says
 # beforehand what it was doing.
 . "$(dirname "$0")/lib.sh"
+sx_normal_build_only "the launcher check of test.sh"
 top=$(cd "$(dirname "$0")/../.." && pwd)
 
 # Stand-ins: a launcher that takes 2 s, or none; the host name; dpkg-query (every package

@@ -3,7 +3,6 @@
 # write_region_statistics_json byte for byte (file_path is the input's absolute path; the
 # golden files hold "run.h5" there), every rank and --ranks 0, at 1 and 3 ranks
 . "$(dirname "$0")/lib.sh"
-sx_no_leak_check
 
 [ -d "$SHARED/golden" ] || { echo "skip: no golden runs at $SHARED/golden"; exit 77; }
 command -v python3 >/dev/null || { echo "skip: no python3 to mask file_path"; exit 77; }

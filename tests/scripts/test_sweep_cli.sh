@@ -4,6 +4,7 @@
 # the failing rank (out of memory called out of memory), and no partial or temporary file
 # is left; what was written before the failure is complete
 . "$(dirname "$0")/lib.sh"
+sx_leak_check
 . "$(dirname "$0")/mpi_lib.sh"
 
 XF="$BIN/tests/scope-export-faults" # the command with the test-only fault hooks (SX_FAULT)

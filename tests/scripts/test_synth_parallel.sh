@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_synth_parallel.sh - scope-export-synth under mpirun writes the same run as serially
 . "$(dirname "$0")/lib.sh"
+sx_normal_build_only "the test generator"
 SYNTH="$BIN/scope-export-synth"
 
 [ -x "$SYNTH" ] || { echo "FAIL: $SYNTH is not built" >&2; exit 1; }
