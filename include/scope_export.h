@@ -83,7 +83,7 @@ enum sx_deflate {
 /* Which document an export writes. */
 enum sx_format {
     SX_FORMAT_JSON = 0,         /* scope-profiler's JSON profile (json_export) */
-    SX_FORMAT_CHROME_TRACE = 1, /* Chrome Trace Event (Perfetto, chrome://tracing) */
+    SX_FORMAT_CHROME_TRACE = 1, /* Chrome Trace Event (Perfetto UI, DevTools) */
     SX_FORMAT_SPEEDSCOPE = 2,   /* speedscope's evented profiles */
     /* region_statistics.json of scope-profiler's plot-data export: every rank
      * unless 'ranks' is given */

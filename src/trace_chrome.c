@@ -1,4 +1,4 @@
-/* trace_chrome.c - the Chrome Trace Event document (Perfetto, chrome://tracing) */
+/* trace_chrome.c - the Chrome Trace Event document (Perfetto UI, Chromium DevTools) */
 #include "json_write.h"
 #include "run.h"
 #include "trace.h"

@@ -50,7 +50,7 @@ static const char usage_text[] =
     "  --exclude REGEX       drop regions whose name matches; repeatable\n"
     "  --gzip-level N        deflate level 0..9 for .gz output (default 6)\n"
     "  --deflate ENGINE      zlib (default) or isal, where built with ISA-L\n"
-    "  --format FORMAT       json (default), chrome-trace (Perfetto, chrome://tracing)\n"
+    "  --format FORMAT       json (default), chrome-trace (Perfetto UI, DevTools)\n"
     "                        or speedscope; the last two keep rank 0 unless --ranks;\n"
     "                        region-statistics: region_statistics.json of plot-data\n"
     "                        prof: pstats files OUT_rank<N>.prof (rank 0 unless "

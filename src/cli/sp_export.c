@@ -398,6 +398,8 @@ int sx_cli_sp_export(MPI_Comm world, int rank, int argc, char **argv, int first)
             printf("\nOpen %s in a browser, or inline it in a page to keep its per-frame "
                    "tooltips\n",
                    saved[0]);
+        /* scope-profiler's own line, word for word (chrome://tracing is a disabled page
+         * in current Chromium; our --help and man page name the viewers that work) */
         if (nsaved > 0 && o.format == SX_FORMAT_CHROME_TRACE)
             printf("\nOpen %s with https://ui.perfetto.dev or chrome://tracing\n",
                    saved[0]);
