@@ -162,6 +162,8 @@ if mount -t tmpfs -o size=64k tmpfs "$band" 2>/dev/null && umount "$band"; then
         rm -f "$TMP/out/fits.h5"
         for np in 0 2; do
             [ $cmd = import ] && [ $np = 2 ] && continue # import is one process's work
+            # (under the sanitizers the MPI writer only, where the crash was)
+            [ "$SX_SAN" = 1 ] && [ $cmd = import-native ] && [ $np = 0 ] && continue
             wrote=0 failed=0
             for ((size = kb - 28; size <= kb + 8; size += 4)); do
                 name="$cmd -n $np to a disk of $size KiB (the file: $kb KiB)"
