@@ -15,10 +15,7 @@ if [ ! -x /usr/bin/time ]; then
     exit 77
 fi
 [ -x "$X" ] && [ -x "$BIN/scope-export-synth" ] || { echo "FAIL: $BIN is not built" >&2; exit 1; }
-if [ "$SX_SAN" = 1 ]; then # the script is tested in the normal build; its paths elsewhere
-    echo "skip: a sanitizer build (bench.sh times the normal build)"
-    exit 77
-fi
+sx_normal_build_only "bench.sh times the normal build; its paths are tested elsewhere"
 
 # 1. Usage errors exit 2 and run nothing.
 BUILD_DIR=$BIN bash "$bench" --reps 0 --no-build >/dev/null 2>&1
