@@ -39,7 +39,9 @@ enum sx_status sx_vlen_open(hid_t dset, int fd, struct sx_file_map *map, const c
  * off[k + 1]) ('off' has n + 1 entries), a NULL string is empty, and a
  * string ends at its first NUL byte. 'text' is reset first. A row out of
  * range or a damaged heap is SX_ERR_FORMAT naming 'src', the row and the
- * heap object; a failed read is SX_ERR_IO.
+ * heap object; a failed read is SX_ERR_IO. A heap collection of a version
+ * other than 1 is SX_ERR_UNSUPPORTED with 'err' left as it was: not damage,
+ * only not this reader's to read (HDF5 reads it; h5_direct.h falls back).
  */
 enum sx_status sx_vlen_read(struct sx_vlen *v, const hsize_t *rows, size_t n,
                             struct sx_buf *text, size_t *off, const char *src,
@@ -51,7 +53,9 @@ enum sx_status sx_vlen_read(struct sx_vlen *v, const hsize_t *rows, size_t n,
  * a file read on 'fd' (borrowed; 'file_size' bytes, heap addresses relative
  * to 'base', lengths of 'sl' bytes): each must name an object of its heap
  * that holds its length times 'unit' bytes, or it is SX_ERR_FORMAT naming
- * 'src' and the element's row ('rows[k]', or k when 'rows' is NULL).
+ * 'src' and the element's row ('rows[k]', or k when 'rows' is NULL). The
+ * check stops, passed, at a collection of a version other than 1: HDF5,
+ * which reads the values, judges those.
  */
 enum sx_status sx_vlen_check_heap(int fd, uint64_t file_size, uint64_t base, unsigned sa,
                                   unsigned sl, const unsigned char *elems, size_t n,

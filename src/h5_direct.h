@@ -1,0 +1,136 @@
+/* h5_direct.h - reads of a run's file that go around libhdf5, and their fall-back to it
+ */
+#ifndef SX_H5_DIRECT_H
+#define SX_H5_DIRECT_H
+
+#include "h5_vlen.h"
+#include "internal.h"
+#include "json_write.h"
+
+#include <hdf5.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/*
+ * Why around libhdf5 at all: HDF5 1.10 reads a many-range selection of an
+ * event column through a 64 KiB sieve per range (0.5 s where a read per
+ * row costs 0.05 s on a many-row run), and reads a whole global heap
+ * collection for every variable-length string it is asked for. So the
+ * integer columns of contiguous unfiltered datasets are read at their file
+ * address, and the per-block event metadata from the global heap
+ * (h5_vlen.c); everything else, strings read once at open included, goes
+ * through HDF5.
+ *
+ * Every read here falls back to HDF5 rather than give a wrong value or a
+ * false "damaged": a dataset that is not eligible (layout, filters, byte
+ * order, size), a raw view that is not the file HDF5 opened, a heap
+ * collection of a version this reader does not know. The environment
+ * variable SCOPE_EXPORT_DIRECT_READS=0, read at each open, sends every read
+ * of that open through HDF5.
+ */
+struct sx_direct;
+
+/* An integer dataset as read at its file address; ok false: HDF5 reads it. */
+struct sx_direct_col {
+    bool ok;
+    bool is_signed;
+    bool big_endian; /* the file's byte order */
+    size_t size;     /* 1, 2, 4 or 8 bytes */
+    uint64_t addr;
+    uint64_t nelem;
+};
+
+/* Elements [start, start + n) of a column, to 'dst' (n int64). */
+struct sx_direct_span {
+    uint64_t start, n;
+    int64_t *dst;
+};
+
+/*
+ * The raw views of 'file' (borrowed: an open HDF5 file, read by HDF5's POSIX
+ * driver) opened by 'path': a descriptor and two mappings, one for the index
+ * and its strings, one for the event columns. '*out' is NULL, and every read
+ * goes through HDF5, when SCOPE_EXPORT_DIRECT_READS is "0", when 'path' now
+ * names another file than the one HDF5 opened (device and inode differ), or
+ * when any of it cannot be had. Never fails: a read through HDF5 is the
+ * fall-back, not an error.
+ */
+void sx_direct_open(hid_t file, const char *path, struct sx_direct **out);
+/* Accepts NULL. */
+void sx_direct_close(struct sx_direct *dr);
+
+/* Whether the environment leaves the direct reads on (SCOPE_EXPORT_DIRECT_READS). */
+bool sx_direct_enabled(void);
+
+/* Whether descriptors 'a' and 'b' are open on the same file (device and inode). */
+bool sx_direct_same_file(int a, int b);
+
+/*
+ * The descriptor HDF5's POSIX driver reads 'file' with (borrowed: not to be
+ * closed), or -1 under another driver.
+ */
+int sx_direct_hdf5_fd(hid_t file);
+
+/*
+ * Whether integer dataset 'd' (of file type 't') can be read at its file
+ * address: contiguous, unfiltered, allocated, 1-D, of 1, 2, 4 or 8 bytes in
+ * either byte order, and not uint64 (which reads as int64 clip in HDF5's
+ * conversion). 'dr' NULL: never.
+ */
+void sx_direct_int_col(const struct sx_direct *dr, hid_t d, hid_t t,
+                       struct sx_direct_col *c);
+
+/*
+ * The spans 'sp[0..n)' of column 'c' (sorted by start), spans less than a
+ * page apart read at once. A read past the end of the file is SX_ERR_IO
+ * naming 'src'.
+ */
+enum sx_status sx_direct_read_spans(struct sx_direct *dr, const struct sx_direct_col *c,
+                                    const struct sx_direct_span *sp, size_t n,
+                                    const char *src, struct sx_error *err);
+
+/*
+ * The elements of column 'c' at rows 'pts[0..n)' (any order) to 'out',
+ * through kept windows: a block's rows of one region lie thinly over the
+ * index.
+ */
+enum sx_status sx_direct_read_points(struct sx_direct *dr, const struct sx_direct_col *c,
+                                     const hsize_t *pts, size_t n, int64_t *out,
+                                     const char *src, struct sx_error *err);
+
+/*
+ * A heap reader of string dataset 'd' (borrowed, open while the reader
+ * lives), or NULL (SX_OK) when HDF5 is to read it: 'dr' NULL, or the dataset
+ * is not eligible (sx_vlen_open). Errors are allocation failures.
+ */
+enum sx_status sx_direct_strings_open(struct sx_direct *dr, hid_t d, const char *src,
+                                      struct sx_vlen **out, struct sx_error *err);
+
+/*
+ * The strings of dataset 'd' at rows 'pts[0..n)' as h5_read_point_strings
+ * gives them, through '*v' when there is one. A heap collection of a
+ * version the reader does not know closes '*v' (NULL from then on) and the
+ * rows are read with HDF5.
+ */
+enum sx_status sx_direct_read_strings(struct sx_direct *dr, struct sx_vlen **v, hid_t d,
+                                      const hsize_t *pts, size_t n, struct sx_buf *text,
+                                      size_t *off, const char *src, struct sx_error *err);
+
+/* How many reads of this open went around HDF5 (tests: the switch takes effect). */
+unsigned long sx_direct_reads(const struct sx_direct *dr);
+
+/* Whether this host stores integers big-endian. */
+bool sx_direct_host_big_endian(void);
+
+/*
+ * 'n' integers of 'size' bytes at 'p', stored in the file's byte order
+ * ('file_be'), to int64 values in the byte order of a host that is big-endian
+ * when 'host_be' (sign-extended when 'is_signed'). The host's order is a
+ * parameter so that a test on a little-endian machine can run a big-endian
+ * host's path; the library passes sx_direct_host_big_endian().
+ */
+void sx_direct_decode(const unsigned char *p, size_t size, bool is_signed, bool file_be,
+                      bool host_be, uint64_t n, int64_t *out);
+
+#endif /* SX_H5_DIRECT_H */
