@@ -3,10 +3,7 @@
 #include "h5_direct.h"
 
 #include "fault.h"
-#include "file_map.h"
-#include "file_win.h"
 #include "h5_int.h"
-#include "h5_vlen.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +13,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* What each view may hold mapped at once (file_map.h). */
+/*
+ * What the file's two mappings hold at most (h5_direct_map.c): the index and its
+ * strings, read again and again in no order, and the event columns, whose
+ * frames a read-ahead takes in file order, once each, so that holding more of
+ * them buys little.
+ */
 #define MAP_INDEX ((size_t)16 << 20)
 #define MAP_EVENTS ((size_t)4 << 20)
 /* The index's integer columns are read through NWIN kept windows of WIN bytes. */

@@ -21,13 +21,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/*
- * What the file's two mappings hold at most (file_map.h): the index and its
- * strings, read again and again in no order, and the event columns, whose
- * frames a read-ahead takes in file order, once each, so that holding more of
- * them buys little.
- */
-
 struct meta_ctx {
     struct sx_h5 *h5;
     struct sx_value *obj;

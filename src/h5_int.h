@@ -4,7 +4,6 @@
 
 #include "h5_direct.h"
 #include "h5_read.h"
-#include "h5_vlen.h"
 #include "json_write.h"
 #include "run.h"
 #include "value.h"

@@ -1,9 +1,6 @@
 /* test_h5_vlen.c - sx_vlen_read against H5Dread on variable-length string datasets */
-#include "file_map.h"
-#include "file_win.h"
 #include "h5_direct.h"
 #include "h5_int.h"
-#include "h5_vlen.h"
 #undef H5Dread /* this test reads with HDF5 itself, not through the fault hook */
 #undef H5Aread
 #include "internal.h"

@@ -1,9 +1,7 @@
-/* h5_vlen.c - variable-length string datasets read straight from the file's global heap
+/* h5_direct_heap.c - (h5_direct) variable-length strings read from the global heap
  */
-#include "h5_vlen.h"
 #include "fault.h"
-#include "file_map.h"
-#include "file_win.h"
+#include "h5_direct.h"
 #include "internal.h"
 #include "json_write.h"
 
