@@ -75,9 +75,11 @@ int sx_direct_hdf5_fd(hid_t file);
 
 /*
  * Whether integer dataset 'd' (of file type 't') can be read at its file
- * address: contiguous, unfiltered, allocated, 1-D, of 1, 2, 4 or 8 bytes in
- * either byte order, and not uint64 (which reads as int64 clip in HDF5's
- * conversion). 'dr' NULL: never.
+ * address: contiguous, unfiltered, allocated, 1-D, wholly in the file, of 1,
+ * 2, 4 or 8 bytes and not uint64 (whose int64 reads clip in HDF5's
+ * conversion: HDF5 reads those). Either byte order on either host: the file's
+ * order and the host's are compared at each read, which copies in place only
+ * when they agree and decodes otherwise (sx_direct_decode). 'dr' NULL: never.
  */
 void sx_direct_int_col(const struct sx_direct *dr, hid_t d, hid_t t,
                        struct sx_direct_col *c);
