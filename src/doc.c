@@ -469,7 +469,7 @@ out:
  * room is reused from one read-ahead to the next. Each read-ahead of a
  * many-row run touches most of the event columns' file (a block's rows lie
  * over all of it), so fewer, larger ones fault fewer frames of the mapping
- * in (file_map.h): 12 MiB of values holds three blocks of the 1024 x 64 run.
+ * in (h5_direct.h): 12 MiB of values holds three blocks of the 1024 x 64 run.
  */
 enum { AHEAD_VALUES = 3 << 19, AHEAD_PIECES = 3 << 14, AHEAD_META_CALLS = 3 << 17 };
 /* Events of a block's average piece from which it is read on its own. */

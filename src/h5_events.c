@@ -1,6 +1,6 @@
 /* h5_events.c - event data of rows: slices of the event columns (batched), delta
  * decoding, event_metadata, the GPU column's presence */
-#include "file_map.h"
+#include "h5_direct.h"
 #include "h5_int.h"
 #include "h5_read.h"
 #include "json_parse.h"
@@ -299,9 +299,8 @@ static enum sx_status h5_read_metas_impl(struct sx_h5 *h5, const struct sx_run *
     SX_CHECK(pts != NULL && roff != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     for (size_t k = 0; k < n; k++)
         pts[k] = rows[k]->file_row;
-    st = h5->meta_vlen != NULL
-             ? sx_vlen_read(h5->meta_vlen, pts, n, &raw, roff, src, err)
-             : h5_read_point_strings(h5->meta, pts, 0, n, &raw, roff, src, err);
+    st = sx_direct_read_strings(h5->direct, &h5->meta_vlen, h5->meta, pts, n, &raw, roff,
+                                src, err);
     if (st != SX_OK)
         goto out;
     for (size_t k = 0; k < n; k++) {
@@ -436,73 +435,6 @@ static size_t merge_spans(const struct span *sp, size_t n, size_t i, uint64_t ga
     return j;
 }
 
-/* Make h5->rbuf hold 'bytes' (its contents need not survive); false: no memory. */
-static bool rbuf_reserve(struct sx_h5 *h5, size_t bytes) {
-    if (bytes > h5->rbuf_cap) {
-        free(h5->rbuf);
-        h5->rbuf = sx_malloc(bytes);
-        h5->rbuf_cap = h5->rbuf != NULL ? bytes : 0;
-    }
-    return h5->rbuf != NULL;
-}
-
-/*
- * The direct path of read_col_spans: one pread per run of ranges less than a
- * page apart, converted from the file's little-endian integers.
- */
-static enum sx_status read_col_spans_raw(struct sx_h5 *h5, const struct raw_col *rc,
-                                         const struct span *sp, size_t n,
-                                         struct sx_slice *s, int c, const char *src,
-                                         struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    const uint64_t gap = 4096 / rc->size;
-    size_t i = 0;
-    if (h5->evmap != NULL) {
-        for (size_t k = 0; k < n && st == SX_OK; k++) {
-            int64_t *dst = s[sp[k].slice].col[c];
-            uint64_t at = rc->addr + sp[k].start * rc->size;
-            if (rc->size == 8) {
-                st = sx_file_map_read(h5->evmap, at, sp[k].n * 8, dst, src, err);
-                continue;
-            }
-            size_t bytes = (size_t)sp[k].n * rc->size;
-            SX_CHECK(rbuf_reserve(h5, bytes), SX_ERR_NOMEM, err, src, "out of memory");
-            st = sx_file_map_read(h5->evmap, at, bytes, h5->rbuf, src, err);
-            if (st == SX_OK)
-                h5_widen(h5->rbuf, rc->size, rc->is_signed, sp[k].n, dst);
-        }
-        return st;
-    }
-    while (i < n) {
-        uint64_t lo, hi;
-        size_t j = merge_spans(sp, n, i, gap, &lo, &hi);
-        size_t bytes = (size_t)(hi - lo) * rc->size;
-        SX_CHECK(rbuf_reserve(h5, bytes), SX_ERR_NOMEM, err, src, "out of memory");
-        uint64_t at = rc->addr + lo * rc->size;
-        size_t got = 0;
-        while (got < bytes) {
-            ssize_t k = pread(h5->fd, h5->rbuf + got, bytes - got, (off_t)(at + got));
-            if (k < 0 && errno == EINTR)
-                continue;
-            SX_CHECK(k > 0, SX_ERR_IO, err, src,
-                     "%s cannot be read (events %" PRIu64 "..%" PRIu64
-                     "); the file is truncated or damaged",
-                     src, lo, hi);
-            got += (size_t)k;
-        }
-        for (size_t k = i; k < j; k++) {
-            const unsigned char *p = h5->rbuf + (sp[k].start - lo) * rc->size;
-            if (rc->size == 8)
-                memcpy(s[sp[k].slice].col[c], p, sp[k].n * 8);
-            else
-                h5_widen(p, rc->size, rc->is_signed, sp[k].n, s[sp[k].slice].col[c]);
-        }
-        i = j;
-    }
-out:
-    return st;
-}
-
 /*
  * One column of many slices: merge ranges closer than GAP events into
  * covering reads, select them with one OR-ed hyperslab, read once, and
@@ -516,8 +448,15 @@ static enum sx_status read_col_spans(struct sx_h5 *h5, hid_t d, struct span *sp,
     hid_t fs = -1, ms = -1;
     int64_t *buf = NULL;
     sp = sort_spans(sp, sp + n, n);
-    if (h5->raw[c].ok && h5->ev[c] == d)
-        return read_col_spans_raw(h5, &h5->raw[c], sp, n, s, c, src, err);
+    if (h5->raw[c].ok && h5->ev[c] == d) {
+        struct sx_direct_span *ds = sx_malloc((n + 1) * sizeof *ds);
+        SX_CHECK(ds != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        for (size_t k = 0; k < n; k++)
+            ds[k] = (struct sx_direct_span){sp[k].start, sp[k].n, s[sp[k].slice].col[c]};
+        st = sx_direct_read_spans(h5->direct, &h5->raw[c], ds, n, src, err);
+        free(ds);
+        return st;
+    }
     fs = H5Dget_space(d);
     SX_CHECK(fs >= 0, SX_ERR_IO, err, src, "%s: dataspace error", src);
     H5Sselect_none(fs);

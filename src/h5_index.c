@@ -1,8 +1,7 @@
 /* h5_index.c - open a run and read its index: schema, metadata, region table, the
  * rank-region index (lazy or full), schema-1 groups, summary-only runs */
 #define _GNU_SOURCE /* qsort_r: the sort context per call, not in a global */
-#include "file_map.h"
-#include "file_win.h"
+#include "h5_direct.h"
 #include "h5_int.h"
 #include "h5_read.h"
 #include "json_parse.h"
@@ -21,15 +20,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/*
- * What the file's two mappings hold at most (file_map.h): the index and its
- * strings, read again and again in no order, and the event columns, whose
- * frames a read-ahead takes in file order, once each, so that holding more of
- * them buys little.
- */
-#define MAP_INDEX ((size_t)16 << 20)
-#define MAP_EVENTS ((size_t)4 << 20)
 
 struct meta_ctx {
     struct sx_h5 *h5;
@@ -297,7 +287,7 @@ static enum sx_status open_events(struct sx_h5 *h5, struct sx_run *run, uint64_t
         st = h5_check_claim(h5, h5->ev[c], (uint64_t)n, H5Tget_size(t), src, err);
         if (st != SX_OK)
             goto out;
-        h5_raw_info(h5, h5->ev[c], t, &h5->raw[c]);
+        sx_direct_int_col(h5->direct, h5->ev[c], t, &h5->raw[c]);
         h5_close_id(t);
         t = -1;
         if (c <= SX_COL_END) {
@@ -392,34 +382,21 @@ static void pool_free(struct pool *p) {
  * Read a string column of the index in pieces into a pool: a row's string
  * costs 4 bytes and each h5_distinct string is kept once (a run's rows of one
  * region share their source file, text and tags). Strings are decoded as the
- * full read decodes them.
+ * full read decodes them. Through HDF5: read once at open, they gain nothing from
+ * the heap walker (h5_direct.h).
  */
-static enum sx_status read_pool(struct sx_h5 *h5, hid_t d, uint64_t nrows, struct pool *p,
-                                const char *src, struct sx_error *err) {
+static enum sx_status read_pool(hid_t d, uint64_t nrows, struct pool *p, const char *src,
+                                struct sx_error *err) {
     enum sx_status st = SX_OK;
     enum { PIECE = 1 << 16 };
     struct sx_buf text = {0};
     size_t *off = NULL;
-    hsize_t *rows = NULL;
-    struct sx_vlen *v = NULL;
-    /* the global heap read directly where it can be: H5Dread allocates every string */
-    st = sx_vlen_open(d, h5->fd, h5->map, src, &v, err);
-    if (st != SX_OK)
-        goto out;
     p->id = sx_malloc((nrows + 1) * sizeof *p->id);
     off = sx_malloc((PIECE + 1) * sizeof *off);
-    rows = v != NULL ? sx_malloc(PIECE * sizeof *rows) : NULL;
-    SX_CHECK(p->id != NULL && off != NULL && (v == NULL || rows != NULL), SX_ERR_NOMEM,
-             err, src, "out of memory");
+    SX_CHECK(p->id != NULL && off != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     for (uint64_t at = 0; at < nrows; at += PIECE) {
         size_t n = nrows - at < PIECE ? (size_t)(nrows - at) : PIECE;
-        if (v != NULL) {
-            for (size_t k = 0; k < n; k++)
-                rows[k] = at + k;
-            st = sx_vlen_read(v, rows, n, &text, off, src, err);
-        } else {
-            st = h5_read_point_strings(d, NULL, at, n, &text, off, src, err);
-        }
+        st = h5_read_point_strings(d, NULL, at, n, &text, off, src, err);
         if (st != SX_OK)
             goto out;
         bool ok = true;
@@ -434,8 +411,6 @@ static enum sx_status read_pool(struct sx_h5 *h5, hid_t d, uint64_t nrows, struc
         SX_CHECK(ok, SX_ERR_NOMEM, err, src, "out of memory");
     }
 out:
-    sx_vlen_close(v);
-    free(rows);
     free(off);
     sx_buf_free(&text);
     return st;
@@ -469,11 +444,11 @@ static enum sx_status open_lazy_cols(struct sx_h5 *h5, uint64_t nrows,
         if (st == SX_OK)
             st = h5_req_len(h5, p, (uint64_t)n, nrows, err);
         if (st == SX_OK && strings && !h5->open_only)
-            st = read_pool(h5, h5->rd[k], nrows, &h5->pool[k], src, err);
+            st = read_pool(h5->rd[k], nrows, &h5->pool[k], src, err);
         if (st != SX_OK)
             goto out;
         if (!strings)
-            h5_raw_info(h5, h5->rd[k], t, &h5->rdraw[k]);
+            sx_direct_int_col(h5->direct, h5->rd[k], t, &h5->rdraw[k]);
         h5_close_id(t);
         t = -1;
     }
@@ -501,7 +476,7 @@ static enum sx_status open_meta(struct sx_h5 *h5, struct sx_run *run, uint64_t n
     st = h5_req_len(h5, "/rank_region_index/event_metadata", (uint64_t)(nm < 0 ? 0 : nm),
                     nrows, err);
     if (st == SX_OK)
-        st = sx_vlen_open(h5->meta, h5->fd, h5->map, src, &h5->meta_vlen, err);
+        st = sx_direct_strings_open(h5->direct, h5->meta, src, &h5->meta_vlen, err);
     if (st == SX_OK)
         run->has_meta_col = true;
 out:
@@ -1115,7 +1090,6 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
     if (h5 != NULL) {
         h5->file = -1;
         h5->meta = -1;
-        h5->fd = -1;
         h5->lazy = lazy && !summary;
         for (int k = 0; k < RD_N; k++)
             h5->rd[k] = -1;
@@ -1135,12 +1109,6 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
         goto out;
     opened_mpi = comm != MPI_COMM_NULL;
     h5->file_size = sb.st_size;
-    h5->fd = open(path, O_RDONLY | O_CLOEXEC);
-    /* Two views of the file: the index and its strings, read over and over in
-     * no order, and the event columns, which a read-ahead sweeps in file order
-     * once (file_map.h): a drop of the second costs the first nothing. */
-    h5->map = sx_file_map_open(h5->fd, (uint64_t)sb.st_size, MAP_INDEX);
-    h5->evmap = sx_file_map_open(h5->fd, (uint64_t)sb.st_size, MAP_EVENTS);
 
     /* Every rank opens the run on its own through the POSIX driver: the reads are
      * independent anyway, and MPI-IO (ROMIO) would create and delete lock-test files
@@ -1166,6 +1134,12 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
         "not open it (not HDF5, or truncated)",
         path);
 
+    /* the size and the raw views are those of the file HDF5 opened, whatever the
+     * path names by now */
+    const int hfd = sx_direct_hdf5_fd(h5->file);
+    if (hfd >= 0 && fstat(hfd, &sb) == 0)
+        h5->file_size = sb.st_size;
+    sx_direct_open(h5->file, path, &h5->direct);
     st = h5_refuse_foreign(h5->file, path, err);
     if (st != SX_OK)
         goto out;
@@ -1226,45 +1200,13 @@ static void h5_close_impl(struct sx_h5 *h5) {
         pool_free(&h5->pool[k]);
     h5_close_id(h5->file);
     h5_quiet_end(&q);
-    sx_file_win_free(h5->iwin);
-    sx_file_map_close(h5->map);
-    sx_file_map_close(h5->evmap);
-    if (h5->fd >= 0)
-        close(h5->fd);
-    free(h5->rbuf);
+    sx_direct_close(h5->direct);
     free(h5->scratch);
     free(h5->path);
     free(h5);
 }
 
 long sx_h5_open_ids(void) { return (long)H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL); }
-
-/*
- * Integers of a contiguous dataset at 'n' points, through the kept windows
- * of the index: a block's rows of one region are spread thin over the index,
- * one window holds many of them, and the next blocks' rows too.
- */
-static enum sx_status read_window_ints(struct sx_h5 *h5, const struct raw_col *rc,
-                                       const hsize_t *pts, size_t n, int64_t *out,
-                                       const char *src, struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    enum { WIN = 1 << 16, NWIN = 32 }; /* 2 MiB */
-    if (h5->iwin == NULL)
-        h5->iwin = sx_file_win_new(h5->fd, h5->map, WIN, NWIN);
-    SX_CHECK(h5->iwin != NULL, SX_ERR_NOMEM, err, src, "out of memory");
-    for (size_t k = 0; k < n; k++) {
-        uint64_t r = pts[k];
-        unsigned char b[8];
-        SX_CHECK(r < rc->nelem && rc->size <= sizeof b, SX_ERR_FORMAT, err, src,
-                 "%s: row %" PRIu64 " out of range", src, r);
-        st = sx_file_win_read(h5->iwin, rc->addr + r * rc->size, rc->size, b, src, err);
-        if (st != SX_OK)
-            goto out;
-        h5_widen(b, rc->size, rc->is_signed, 1, &out[k]);
-    }
-out:
-    return st;
-}
 
 static enum sx_status h5_fill_rows_impl(struct sx_h5 *h5, const struct sx_run *run,
                                         const struct sx_index_row *const *ix, size_t n,
@@ -1309,9 +1251,9 @@ static enum sx_status h5_fill_rows_impl(struct sx_h5 *h5, const struct sx_run *r
         snprintf(obj, sizeof obj, "rank_region_index/%s", h5_rd_names[c]);
         h5_src_name(src, sizeof src, h5->path, obj);
         if (c == RD_LINES || c == RD_EXCL) {
-            st = h5->rdraw[c].ok
-                     ? read_window_ints(h5, &h5->rdraw[c], pts, n, iv, src, err)
-                     : h5_read_point_ints(h5->rd[c], pts, n, iv, src, err);
+            st = h5->rdraw[c].ok ? sx_direct_read_points(h5->direct, &h5->rdraw[c], pts,
+                                                         n, iv, src, err)
+                                 : h5_read_point_ints(h5->rd[c], pts, n, iv, src, err);
             if (st != SX_OK)
                 goto out;
             for (size_t k = 0; k < n; k++) {

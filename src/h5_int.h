@@ -2,8 +2,8 @@
 #ifndef SX_H5_INT_H
 #define SX_H5_INT_H
 
+#include "h5_direct.h"
 #include "h5_read.h"
-#include "h5_vlen.h"
 #include "json_write.h"
 #include "run.h"
 #include "value.h"
@@ -44,18 +44,10 @@ struct sx_h5 {
     size_t ck_next;
     int64_t *scratch; /* reused read buffer of batched slice reads */
     size_t scratch_cap;
-    off_t file_size;
-    /* contiguous unfiltered little-endian integer event columns are read with
-     * pread at their file address: HDF5 reads a many-range selection through a
-     * 64 KiB sieve per range, which costs 30x the bytes on a many-row run */
-    int fd;
-    struct raw_col {
-        bool ok;
-        uint64_t addr;
-        size_t size; /* 1, 2, 4 or 8 bytes */
-        bool is_signed;
-        uint64_t nelem;
-    } raw[SX_NCOLS], rdraw[5];
+    off_t file_size; /* of the file HDF5 opened */
+    /* the reads around HDF5 (h5_direct.h), or NULL: HDF5 reads all */
+    struct sx_direct *direct;
+    struct sx_direct_col raw[SX_NCOLS], rdraw[5];
     /* a lazy run's string columns (RD_FILES..RD_TAGS), read once at open: every
      * distinct string once in a pool, and per row its id (0: empty) */
     struct pool {
@@ -69,11 +61,6 @@ struct sx_h5 {
         char ***tags;
         size_t *ntags;
     } pool[3];
-    unsigned char *rbuf;
-    size_t rbuf_cap;
-    struct sx_file_win *iwin;  /* kept windows over the index's integer columns */
-    struct sx_file_map *map;   /* the file mapped, or NULL: read with pread */
-    struct sx_file_map *evmap; /* again, for the event columns */
 };
 
 /* HDF5 prints its error stack by default; we turn failures into sx_error. */
@@ -176,13 +163,6 @@ enum sx_status h5_attr_strings(struct sx_h5 *h5, hid_t loc, const char *obj,
 
 enum sx_status h5_req_len(const struct sx_h5 *h5, const char *name, uint64_t got,
                           uint64_t want, struct sx_error *err);
-
-/* Little-endian integers of 'size' bytes to int64. */
-void h5_widen(const unsigned char *p, size_t size, bool is_signed, uint64_t n,
-              int64_t *out);
-
-/* Whether integer dataset 'd' (of file type 't') can be read at its file address. */
-void h5_raw_info(const struct sx_h5 *h5, hid_t d, hid_t t, struct raw_col *r);
 
 /*
  * The strings of a 1-D string dataset at 'n' points (file rows 'pts', any

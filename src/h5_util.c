@@ -184,20 +184,17 @@ enum sx_status h5_vlen_guard(hid_t obj, hid_t ms, hid_t fs, const char *src,
     }
     /* and each must name a heap object that holds it: HDF5 would copy what
      * lies past a shorter one */
-    char name[4096];
     hsize_t ub = 0;
-    ssize_t nl = H5Fget_name(file, name, sizeof name);
-    if (nl > 0 && (size_t)nl < sizeof name && H5Pget_userblock(fcpl, &ub) >= 0 &&
-        sl >= 2 && sl <= 8)
-        fd = open(name, O_RDONLY | O_CLOEXEC);
+    /* read where HDF5 reads, not by the file's name: the name may meanwhile be
+     * another file's */
+    if (H5Pget_userblock(fcpl, &ub) >= 0 && sl >= 2 && sl <= 8)
+        fd = sx_direct_hdf5_fd(file);
     if (fd >= 0)
         st = sx_vlen_check_heap(fd, (uint64_t)fsize, (uint64_t)ub, (unsigned)sa,
                                 (unsigned)sl, raw, (size_t)n, base, rows, src, err);
 out:
     if (registered)
         H5Tunregister(H5T_PERS_SOFT, vlen_desc_tag, t, op, vlen_desc_conv);
-    if (fd >= 0)
-        close(fd);
     free(rows);
     free(raw);
     h5_close_id(op);
@@ -891,44 +888,6 @@ enum sx_status h5_req_len(const struct sx_h5 *h5, const char *name, uint64_t got
              src, got, want);
 out:
     return st;
-}
-
-/* Little-endian integers of 'size' bytes to int64. */
-void h5_widen(const unsigned char *p, size_t size, bool is_signed, uint64_t n,
-              int64_t *out) {
-    for (uint64_t i = 0; i < n; i++, p += size) {
-        uint64_t u = 0;
-        for (size_t b = 0; b < size; b++)
-            u |= (uint64_t)p[b] << (8 * b);
-        if (is_signed && size < 8 && (u >> (8 * size - 1)) & 1)
-            u |= ~(uint64_t)0 << (8 * size);
-        out[i] = (int64_t)u;
-    }
-}
-
-/* Whether integer dataset 'd' (of file type 't') can be read at its file address. */
-void h5_raw_info(const struct sx_h5 *h5, hid_t d, hid_t t, struct raw_col *r) {
-    memset(r, 0, sizeof *r);
-    hid_t dcpl = H5Dget_create_plist(d);
-    if (dcpl < 0)
-        return;
-    bool contig = H5Pget_layout(dcpl) == H5D_CONTIGUOUS && H5Pget_nfilters(dcpl) == 0 &&
-                  H5Pget_external_count(dcpl) == 0;
-    H5Pclose(dcpl);
-    haddr_t addr = H5Dget_offset(d);
-    int64_t nelem = h5_dset_len(d);
-    size_t size = H5Tget_size(t);
-    H5T_sign_t sign = H5Tget_sign(t);
-    /* int64 reads of a uint64 column clip, as HDF5's conversion does: leave it to HDF5 */
-    if (!contig || addr == HADDR_UNDEF || H5Tget_order(t) != H5T_ORDER_LE ||
-        !(size == 1 || size == 2 || size == 4 || size == 8) ||
-        (size == 8 && sign != H5T_SGN_2) || h5->fd < 0 || nelem < 0)
-        return;
-    r->ok = true;
-    r->nelem = (uint64_t)nelem;
-    r->addr = (uint64_t)addr;
-    r->size = size;
-    r->is_signed = sign == H5T_SGN_2;
 }
 
 /*

@@ -99,6 +99,11 @@ sx_sample() {
     [ "$SX_SAN" = 0 ] || [ $(((c + c / $1) % $1)) -eq 0 ]
 }
 
+# sx_np_wanted N: whether to run a case at N ranks: always, unless SX_TEST_NPS ("2", "1 3")
+# picks some, for a cheap second run of a test under another setting (tests/CMakeLists.txt:
+# the golden and many-rows tests with the direct reads switched off).
+sx_np_wanted() { [ -z "${SX_TEST_NPS:-}" ] || [[ " $SX_TEST_NPS " == *" $1 "* ]]; }
+
 # Leaks, under the sanitizers: LeakSanitizer records a whole stack for each of Open MPI's
 # start-up allocations (tests/lsan.supp needs them whole), which makes each mpiexec run of
 # the command ~4 s instead of ~1. So the script tests check memory errors and undefined

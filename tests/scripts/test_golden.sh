@@ -11,6 +11,7 @@ for dir in "$SHARED"/golden/*/; do
     for combo in 1:4194304:json 1:2048:json.gz 2:4194304:json.gz 2:2048:json \
         3:4194304:json 3:2048:json.gz 4:2048:json 4:4194304:json.gz; do
         IFS=: read -r np bs ext <<<"$combo"
+        sx_np_wanted "$np" || continue
         sx_sample 3 || continue
         out="$TMP/$case.$np.$bs.$ext"
         if ! run_np "$np" "$X" export "$dir/run.h5" -o "$out" -q --block-size "$bs"; then
@@ -21,6 +22,7 @@ for dir in "$SHARED"/golden/*/; do
     done
     if [ -f "$dir/run.indent2.json" ]; then
         for np in 1 3; do
+            sx_np_wanted "$np" || continue
             run_np "$np" "$X" export "$dir/run.h5" -o "$TMP/$case.i2.json" -q --indent 2 \
                 --block-size 2048 &&
                 "$CMP" "$TMP/$case.i2.json" "$dir/run.indent2.json" && ok ||
@@ -29,6 +31,7 @@ for dir in "$SHARED"/golden/*/; do
     fi
     if [ -f "$dir/run.summary.json" ]; then
         for np in 1 2; do
+            sx_np_wanted "$np" || continue
             run_np "$np" "$X" export "$dir/run.h5" -o "$TMP/$case.s.json.gz" -q --summary &&
                 "$CMP" "$TMP/$case.s.json.gz" "$dir/run.summary.json" && ok ||
                 bad "$case --summary -n $np"
@@ -78,6 +81,7 @@ expected='{"format": "scope-profiler-profile", "format_version": 1, "exporter": 
 printf '%s' "$expected" >"$TMP/compat.expected.json"
 for f in "$SHARED"/fixtures/compat/hdf5-schema-*.h5; do
     for np in 1 2; do
+        sx_np_wanted "$np" || continue
         run_np "$np" "$X" export "$f" -o "$TMP/compat.json" -q &&
             "$CMP" "$TMP/compat.json" "$TMP/compat.expected.json" && ok ||
             bad "compat $(basename "$f") -n $np"

@@ -1,9 +1,7 @@
-/* h5_vlen.c - variable-length string datasets read straight from the file's global heap
+/* h5_direct_heap.c - (h5_direct) variable-length strings read from the global heap
  */
-#include "h5_vlen.h"
 #include "fault.h"
-#include "file_map.h"
-#include "file_win.h"
+#include "h5_direct.h"
 #include "internal.h"
 #include "json_write.h"
 
@@ -198,9 +196,12 @@ static enum sx_status load_col(struct sx_vlen *v, uint64_t addr, const struct re
         goto out;
     SX_CHECK(memcmp(*buf, "GCOL", 4) == 0, SX_ERR_FORMAT, err, src,
              "%s has no GCOL signature; the file is truncated or damaged", where);
-    SX_CHECK((*buf)[4] == 1, SX_ERR_FORMAT, err, src,
-             "%s has version %u, not 1; the file is truncated or damaged", where,
-             (unsigned)(*buf)[4]);
+    /* another version is not damage, only not ours to read: HDF5 reads it (err kept
+     * clean, so that the caller can fall back) */
+    if ((*buf)[4] != 1) {
+        st = SX_ERR_UNSUPPORTED;
+        goto out;
+    }
     uint64_t size = get_le(*buf + 8, v->sl);
     SX_CHECK(size >= hdr && size <= v->file_size - at && size <= UINT32_MAX,
              SX_ERR_FORMAT, err, src,
@@ -479,6 +480,10 @@ enum sx_status sx_vlen_check_heap(int fd, uint64_t file_size, uint64_t base, uns
         const struct gcol *c = col_find(&v, r.addr);
         if (c == NULL) {
             st = load_col(&v, r.addr, &r, &buf, &cap, src, err);
+            if (st == SX_ERR_UNSUPPORTED) {
+                st = SX_OK; /* a collection HDF5 knows and we do not: HDF5 checks it */
+                goto out;
+            }
             if (st != SX_OK)
                 goto out;
             c = col_find(&v, r.addr);

@@ -1,6 +1,6 @@
-/* file_win.c - windows of a file kept between reads, for rows picked thinly over a column
+/* h5_direct_win.c - (h5_direct) kept windows of a file, for rows picked thinly over it
  */
-#include "file_win.h"
+#include "h5_direct.h"
 
 #include "fault.h"
 

@@ -1,7 +1,7 @@
-/* file_map.c - a run's file mapped read-only, for reads scattered over all of it
+/* h5_direct_map.c - (h5_direct) the run's file mapped read-only, for scattered reads
  */
 #define _GNU_SOURCE /* MADV_DONTNEED, siginfo_t's codes */
-#include "file_map.h"
+#include "h5_direct.h"
 
 #include "fault.h"
 

@@ -1,0 +1,287 @@
+/* h5_direct.c - reads of a run's file that go around libhdf5, and their fall-back to it
+ */
+#include "h5_direct.h"
+
+#include "fault.h"
+#include "h5_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/*
+ * What the file's two mappings hold at most (h5_direct_map.c): the index and its
+ * strings, read again and again in no order, and the event columns, whose
+ * frames a read-ahead takes in file order, once each, so that holding more of
+ * them buys little.
+ */
+#define MAP_INDEX ((size_t)16 << 20)
+#define MAP_EVENTS ((size_t)4 << 20)
+/* The index's integer columns are read through NWIN kept windows of WIN bytes. */
+enum { WIN = 1 << 16, NWIN = 32 };
+
+struct sx_direct {
+    int fd;
+    uint64_t size;
+    /* Two views of the file: the index and its strings, read over and over in no
+     * order, and the event columns, which a read-ahead sweeps in file order once: a
+     * drop of the second costs the first nothing. */
+    struct sx_file_map *map, *evmap; /* or NULL: pread */
+    struct sx_file_win *iwin;        /* made at the first point read */
+    unsigned char *buf;              /* reused read buffer of span reads */
+    size_t buf_cap;
+    bool host_be;
+    unsigned long reads;
+};
+
+bool sx_direct_enabled(void) {
+    const char *v = getenv("SCOPE_EXPORT_DIRECT_READS");
+    return v == NULL || strcmp(v, "0") != 0;
+}
+
+bool sx_direct_host_big_endian(void) {
+    const uint16_t one = 1;
+    unsigned char b[sizeof one];
+    memcpy(b, &one, sizeof one);
+    return b[0] == 0;
+}
+
+bool sx_direct_same_file(int a, int b) {
+    struct stat sa, sb;
+    return a >= 0 && b >= 0 && fstat(a, &sa) == 0 && fstat(b, &sb) == 0 &&
+           sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int sx_direct_hdf5_fd(hid_t file) {
+    void *handle = NULL;
+    hid_t fapl = H5Fget_access_plist(file);
+    bool sec2 = fapl >= 0 && H5Pget_driver(fapl) == H5FD_SEC2;
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    if (!sec2 || H5Fget_vfd_handle(file, H5P_DEFAULT, &handle) < 0 || handle == NULL)
+        return -1;
+    return *(const int *)handle;
+}
+
+void sx_direct_open(hid_t file, const char *path, struct sx_direct **out) {
+    struct sx_direct *dr = NULL;
+    struct stat sb;
+    *out = NULL;
+    if (!sx_direct_enabled())
+        return;
+    const int hfd = sx_direct_hdf5_fd(file);
+    if (hfd < 0)
+        return;
+    dr = sx_calloc(1, sizeof *dr);
+    if (dr == NULL)
+        return;
+    dr->host_be = sx_direct_host_big_endian();
+    dr->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* the path is looked up again: it must still name the file HDF5 opened (a run
+     * replaced meanwhile is read by HDF5 alone, never half from each) */
+    if (dr->fd < 0 || !sx_direct_same_file(dr->fd, hfd) || fstat(dr->fd, &sb) != 0 ||
+        sb.st_size <= 0) {
+        sx_direct_close(dr);
+        return;
+    }
+    dr->size = (uint64_t)sb.st_size;
+    dr->map = sx_file_map_open(dr->fd, dr->size, MAP_INDEX);
+    dr->evmap = sx_file_map_open(dr->fd, dr->size, MAP_EVENTS);
+    *out = dr;
+}
+
+void sx_direct_close(struct sx_direct *dr) {
+    if (dr == NULL)
+        return;
+    sx_file_win_free(dr->iwin);
+    sx_file_map_close(dr->map);
+    sx_file_map_close(dr->evmap);
+    if (dr->fd >= 0)
+        close(dr->fd);
+    free(dr->buf);
+    free(dr);
+}
+
+unsigned long sx_direct_reads(const struct sx_direct *dr) {
+    return dr != NULL ? dr->reads : 0;
+}
+
+void sx_direct_decode(const unsigned char *p, size_t size, bool is_signed, bool file_be,
+                      bool host_be, uint64_t n, int64_t *out) {
+    if (size == 8 && file_be == host_be) {
+        memcpy(out, p, (size_t)n * 8);
+        return;
+    }
+    const bool swap = host_be != sx_direct_host_big_endian(); /* a test's host */
+    for (uint64_t i = 0; i < n; i++, p += size) {
+        uint64_t u = 0;
+        for (size_t b = 0; b < size; b++)
+            u |= (uint64_t)p[file_be ? size - 1 - b : b] << (8 * b);
+        if (is_signed && size < 8 && (u >> (8 * size - 1)) & 1)
+            u |= ~(uint64_t)0 << (8 * size);
+        if (swap) {
+            uint64_t s = 0;
+            for (int b = 0; b < 8; b++)
+                s |= ((u >> (8 * b)) & 0xff) << (8 * (7 - b));
+            u = s;
+        }
+        memcpy(&out[i], &u, sizeof u);
+    }
+}
+
+void sx_direct_int_col(const struct sx_direct *dr, hid_t d, hid_t t,
+                       struct sx_direct_col *c) {
+    memset(c, 0, sizeof *c);
+    if (dr == NULL)
+        return;
+    hid_t dcpl = H5Dget_create_plist(d);
+    if (dcpl < 0)
+        return;
+    bool contig = H5Pget_layout(dcpl) == H5D_CONTIGUOUS && H5Pget_nfilters(dcpl) == 0 &&
+                  H5Pget_external_count(dcpl) == 0;
+    H5Pclose(dcpl);
+    haddr_t addr = H5Dget_offset(d);
+    int64_t nelem = h5_dset_len(d);
+    size_t size = H5Tget_size(t);
+    H5T_sign_t sign = H5Tget_sign(t);
+    H5T_order_t order = H5Tget_order(t);
+    /* int64 reads of a uint64 column clip, as HDF5's conversion does: leave it to HDF5 */
+    if (!contig || addr == HADDR_UNDEF ||
+        (order != H5T_ORDER_LE && order != H5T_ORDER_BE) ||
+        !(size == 1 || size == 2 || size == 4 || size == 8) ||
+        (size == 8 && sign != H5T_SGN_2) || nelem < 0 || addr > dr->size ||
+        (uint64_t)nelem > (dr->size - addr) / size)
+        return;
+    c->ok = true;
+    c->nelem = (uint64_t)nelem;
+    c->addr = (uint64_t)addr;
+    c->size = size;
+    c->is_signed = sign == H5T_SGN_2;
+    c->big_endian = order == H5T_ORDER_BE;
+}
+
+/* Make dr->buf hold 'bytes' (its contents need not survive); false: no memory. */
+static bool buf_reserve(struct sx_direct *dr, size_t bytes) {
+    if (bytes > dr->buf_cap) {
+        free(dr->buf);
+        dr->buf = sx_malloc(bytes);
+        dr->buf_cap = dr->buf != NULL ? bytes : 0;
+    }
+    return dr->buf != NULL;
+}
+
+enum sx_status sx_direct_read_spans(struct sx_direct *dr, const struct sx_direct_col *c,
+                                    const struct sx_direct_span *sp, size_t n,
+                                    const char *src, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const uint64_t gap = 4096 / c->size;
+    /* read into place when the bytes are already int64 of this host */
+    const bool in_place = c->size == 8 && c->big_endian == dr->host_be;
+    dr->reads++;
+    for (size_t k = 0; k < n; k++)
+        SX_CHECK(sp[k].start <= c->nelem && sp[k].n <= c->nelem - sp[k].start,
+                 SX_ERR_FORMAT, err, src,
+                 "%s: events %" PRIu64 "..%" PRIu64 " are out of range", src, sp[k].start,
+                 sp[k].start + sp[k].n);
+    if (dr->evmap != NULL) {
+        for (size_t k = 0; k < n && st == SX_OK; k++) {
+            uint64_t at = c->addr + sp[k].start * c->size;
+            size_t bytes = (size_t)sp[k].n * c->size;
+            if (in_place) {
+                st = sx_file_map_read(dr->evmap, at, bytes, sp[k].dst, src, err);
+                continue;
+            }
+            SX_CHECK(buf_reserve(dr, bytes), SX_ERR_NOMEM, err, src, "out of memory");
+            st = sx_file_map_read(dr->evmap, at, bytes, dr->buf, src, err);
+            if (st == SX_OK)
+                sx_direct_decode(dr->buf, c->size, c->is_signed, c->big_endian,
+                                 dr->host_be, sp[k].n, sp[k].dst);
+        }
+        return st;
+    }
+    /* one pread per run of spans less than a page apart */
+    size_t i = 0;
+    while (i < n) {
+        uint64_t lo = sp[i].start, hi = sp[i].start + sp[i].n;
+        size_t j = i + 1;
+        while (j < n && sp[j].start <= hi + gap) {
+            if (sp[j].start + sp[j].n > hi)
+                hi = sp[j].start + sp[j].n;
+            j++;
+        }
+        size_t bytes = (size_t)(hi - lo) * c->size;
+        SX_CHECK(buf_reserve(dr, bytes), SX_ERR_NOMEM, err, src, "out of memory");
+        SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, src,
+                 "%s cannot be read; the file is truncated or damaged", src);
+        uint64_t at = c->addr + lo * c->size;
+        size_t got = 0;
+        while (got < bytes) {
+            ssize_t r = pread(dr->fd, dr->buf + got, bytes - got, (off_t)(at + got));
+            if (r < 0 && errno == EINTR)
+                continue;
+            SX_CHECK(r > 0, SX_ERR_IO, err, src,
+                     "%s cannot be read (events %" PRIu64 "..%" PRIu64
+                     "); the file is truncated or damaged",
+                     src, lo, hi);
+            got += (size_t)r;
+        }
+        for (size_t k = i; k < j; k++)
+            sx_direct_decode(dr->buf + (sp[k].start - lo) * c->size, c->size,
+                             c->is_signed, c->big_endian, dr->host_be, sp[k].n,
+                             sp[k].dst);
+        i = j;
+    }
+out:
+    return st;
+}
+
+enum sx_status sx_direct_read_points(struct sx_direct *dr, const struct sx_direct_col *c,
+                                     const hsize_t *pts, size_t n, int64_t *out,
+                                     const char *src, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    dr->reads++;
+    if (dr->iwin == NULL)
+        dr->iwin = sx_file_win_new(dr->fd, dr->map, WIN, NWIN);
+    SX_CHECK(dr->iwin != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    for (size_t k = 0; k < n; k++) {
+        uint64_t r = pts[k];
+        unsigned char b[8];
+        SX_CHECK(r < c->nelem && c->size <= sizeof b, SX_ERR_FORMAT, err, src,
+                 "%s: row %" PRIu64 " out of range", src, r);
+        st = sx_file_win_read(dr->iwin, c->addr + r * c->size, c->size, b, src, err);
+        if (st != SX_OK)
+            goto out;
+        sx_direct_decode(b, c->size, c->is_signed, c->big_endian, dr->host_be, 1,
+                         &out[k]);
+    }
+out:
+    return st;
+}
+
+enum sx_status sx_direct_strings_open(struct sx_direct *dr, hid_t d, const char *src,
+                                      struct sx_vlen **out, struct sx_error *err) {
+    *out = NULL;
+    if (dr == NULL)
+        return SX_OK;
+    return sx_vlen_open(d, dr->fd, dr->map, src, out, err);
+}
+
+enum sx_status sx_direct_read_strings(struct sx_direct *dr, struct sx_vlen **v, hid_t d,
+                                      const hsize_t *pts, size_t n, struct sx_buf *text,
+                                      size_t *off, const char *src,
+                                      struct sx_error *err) {
+    if (dr != NULL && *v != NULL) {
+        dr->reads++;
+        enum sx_status st = sx_vlen_read(*v, pts, n, text, off, src, err);
+        if (st != SX_ERR_UNSUPPORTED)
+            return st;
+        /* a collection of a version the walker does not know: HDF5 knows more */
+        sx_vlen_close(*v);
+        *v = NULL;
+    }
+    return h5_read_point_strings(d, pts, 0, n, text, off, src, err);
+}

@@ -1,0 +1,301 @@
+/* test_h5_direct.c - the reads around libhdf5: byte orders, file identity, the switch */
+#include "h5_direct.h"
+#include "h5_int.h"
+#include "h5_read.h"
+#include "internal.h"
+#include "run.h"
+#include "sx_test.h"
+
+#include <hdf5.h>
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* 'v' in 'size' bytes of the given byte order. */
+static void encode(uint64_t v, size_t size, bool be, unsigned char *p) {
+    for (size_t b = 0; b < size; b++)
+        p[be ? size - 1 - b : b] = (unsigned char)(v >> (8 * b));
+}
+
+/* An int64 as a host of order 'host_be' stores it, read back on this host. */
+static int64_t as_host(int64_t x, bool host_be) {
+    if (host_be == sx_direct_host_big_endian())
+        return x;
+    unsigned char b[8], r[8];
+    memcpy(b, &x, 8);
+    for (int i = 0; i < 8; i++)
+        r[i] = b[7 - i];
+    memcpy(&x, r, 8);
+    return x;
+}
+
+/*
+ * Every size, sign and pair of file and host byte orders: a big-endian
+ * host runs its own path here (the same code, the host's order a
+ * parameter), and its int64 bytes must be the value stored big-endian.
+ */
+static void test_decode(void) {
+    const uint64_t vals[] = {0,
+                             1,
+                             0x7f,
+                             0x80,
+                             0xff,
+                             0x1234,
+                             0x8001,
+                             0x12345678,
+                             0x80000001,
+                             0x0102030405060708ULL,
+                             0x8000000000000000ULL,
+                             0xfffffffffffffffeULL};
+    const size_t nv = sizeof vals / sizeof vals[0];
+    const size_t sizes[] = {1, 2, 4, 8};
+    unsigned char bytes[sizeof vals / sizeof vals[0] * 8];
+    int64_t out[sizeof vals / sizeof vals[0]];
+    for (int si = 0; si < 4; si++) {
+        const size_t size = sizes[si];
+        for (int sg = 0; sg < 2; sg++) {
+            for (int fb = 0; fb < 2; fb++) {
+                for (size_t i = 0; i < nv; i++)
+                    encode(vals[i], size, fb, bytes + i * size);
+                for (int hb = 0; hb < 2; hb++) {
+                    sx_direct_decode(bytes, size, sg, fb, hb, nv, out);
+                    for (size_t i = 0; i < nv; i++) {
+                        uint64_t want = size == 8
+                                            ? vals[i]
+                                            : vals[i] & ((UINT64_C(1) << (8 * size)) - 1);
+                        if (sg && size < 8 && (want >> (8 * size - 1)) & 1)
+                            want |= ~UINT64_C(0) << (8 * size);
+                        int64_t got = as_host(out[i], hb);
+                        if ((uint64_t)got != want)
+                            fprintf(stderr,
+                                    "size %zu signed %d file %s host %s: %#" PRIx64
+                                    " gave %#" PRIx64 "\n",
+                                    size, sg, fb ? "BE" : "LE", hb ? "BE" : "LE", vals[i],
+                                    (uint64_t)got);
+                        CHECK((uint64_t)got == want);
+                    }
+                }
+            }
+        }
+    }
+    /* a big-endian column read in place on a big-endian host: the bytes as stored */
+    encode(0x0102030405060708ULL, 8, true, bytes);
+    sx_direct_decode(bytes, 8, true, true, true, 1, out);
+    CHECK(memcmp(out, bytes, 8) == 0);
+}
+
+/* A small HDF5 file at 'path' with a 1-D int64 dataset "v" of 'n' values i * 3 - 7. */
+static void make_file(const char *path, hid_t type, size_t n) {
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT(f >= 0);
+    hsize_t dim = n;
+    hid_t sp = H5Screate_simple(1, &dim, NULL);
+    hid_t d = H5Dcreate2(f, "v", type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT(d >= 0);
+    int64_t *v = malloc(n * sizeof *v);
+    ASSERT(v != NULL);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (int64_t)i * 3 - 7;
+    ASSERT((H5Dwrite)(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0);
+    free(v);
+    H5Dclose(d);
+    H5Sclose(sp);
+    H5Fclose(f);
+}
+
+/*
+ * Big-endian columns of every size read at their file address, spans and
+ * points, give what HDF5 gives; and a column is eligible only when 'dr' is.
+ */
+static void test_columns(const char *dir) {
+    const hid_t types[] = {H5T_STD_I8BE,  H5T_STD_I16BE, H5T_STD_I32BE, H5T_STD_I64BE,
+                           H5T_STD_I16LE, H5T_STD_I64LE, H5T_STD_U32BE};
+    enum { N = 5000 };
+    char path[4096];
+    snprintf(path, sizeof path, "%s/cols.h5", dir);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        make_file(path, types[ti], N);
+        hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+        hid_t d = H5Dopen2(f, "v", H5P_DEFAULT);
+        hid_t t = H5Dget_type(d);
+        struct sx_direct *dr = NULL;
+        sx_direct_open(f, path, &dr);
+        ASSERT(dr != NULL);
+        struct sx_direct_col c;
+        sx_direct_int_col(NULL, d, t, &c);
+        CHECK(!c.ok);
+        sx_direct_int_col(dr, d, t, &c);
+        CHECK(c.ok && c.nelem == N && c.size == H5Tget_size(t));
+        CHECK(c.big_endian == (H5Tget_order(t) == H5T_ORDER_BE));
+        int64_t want[N], got[N];
+        ASSERT((H5Dread)(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, want) >= 0);
+        memset(got, 0x5a, sizeof got);
+        struct sx_direct_span sp[3] = {
+            {0, 10, got}, {12, 1000, got + 12}, {4000, N - 4000, got + 4000}};
+        struct sx_error e;
+        sx_error_clear(&e);
+        CHECK(sx_direct_read_spans(dr, &c, sp, 3, "t", &e) == SX_OK);
+        CHECK(memcmp(got, want, 10 * 8) == 0);
+        CHECK(memcmp(got + 12, want + 12, 1000 * 8) == 0);
+        CHECK(memcmp(got + 4000, want + 4000, (N - 4000) * 8) == 0);
+        hsize_t pts[4] = {N - 1, 0, 2500, 7};
+        int64_t pv[4];
+        CHECK(sx_direct_read_points(dr, &c, pts, 4, pv, "t", &e) == SX_OK);
+        for (int k = 0; k < 4; k++)
+            CHECK(pv[k] == want[pts[k]]);
+        /* past the column: an error, never bytes of whatever follows it */
+        struct sx_direct_span past = {N - 1, 2, got};
+        CHECK(sx_direct_read_spans(dr, &c, &past, 1, "t", &e) == SX_ERR_FORMAT);
+        CHECK(sx_direct_reads(dr) == 3);
+        sx_direct_close(dr);
+        H5Tclose(t);
+        H5Dclose(d);
+        H5Fclose(f);
+    }
+    unlink(path);
+}
+
+/*
+ * The raw views are opened by path after HDF5 opened it: a path that names
+ * another file by then (the run replaced) gives no raw views, and the
+ * descriptor check itself tells files apart.
+ */
+static void test_identity(const char *dir) {
+    char a[4096], b[4096];
+    snprintf(a, sizeof a, "%s/a.h5", dir);
+    snprintf(b, sizeof b, "%s/b.h5", dir);
+    make_file(a, H5T_STD_I64LE, 100);
+    make_file(b, H5T_STD_I64LE, 100);
+    int fa = open(a, O_RDONLY), fa2 = open(a, O_RDONLY), fb = open(b, O_RDONLY);
+    ASSERT(fa >= 0 && fa2 >= 0 && fb >= 0);
+    CHECK(sx_direct_same_file(fa, fa2));
+    CHECK(!sx_direct_same_file(fa, fb));
+    CHECK(!sx_direct_same_file(fa, -1));
+    close(fa);
+    close(fa2);
+    close(fb);
+
+    hid_t f = H5Fopen(a, H5F_ACC_RDONLY, H5P_DEFAULT);
+    ASSERT(f >= 0);
+    struct sx_direct *dr = NULL;
+    sx_direct_open(f, a, &dr);
+    CHECK(dr != NULL); /* the same file: raw views */
+    sx_direct_close(dr);
+    ASSERT(rename(b, a) == 0); /* 'a' now names another file than HDF5 has open */
+    dr = (struct sx_direct *)&dr;
+    sx_direct_open(f, a, &dr);
+    CHECK(dr == NULL);
+    H5Fclose(f);
+    unlink(a);
+}
+
+/* SCOPE_EXPORT_DIRECT_READS=0 turns the raw views off, read at each open. */
+static void test_switch(const char *dir) {
+    char a[4096];
+    snprintf(a, sizeof a, "%s/s.h5", dir);
+    make_file(a, H5T_STD_I64LE, 10);
+    hid_t f = H5Fopen(a, H5F_ACC_RDONLY, H5P_DEFAULT);
+    ASSERT(f >= 0);
+    const char *vals[] = {NULL, "1", "0", "yes", "0"};
+    const bool on[] = {true, true, false, true, false};
+    for (int i = 0; i < 5; i++) {
+        if (vals[i] == NULL)
+            unsetenv("SCOPE_EXPORT_DIRECT_READS");
+        else
+            setenv("SCOPE_EXPORT_DIRECT_READS", vals[i], 1);
+        struct sx_direct *dr = NULL;
+        sx_direct_open(f, a, &dr);
+        CHECK((dr != NULL) == on[i]);
+        CHECK(sx_direct_enabled() == on[i]);
+        sx_direct_close(dr);
+    }
+    unsetenv("SCOPE_EXPORT_DIRECT_READS");
+    H5Fclose(f);
+    unlink(a);
+}
+
+/*
+ * A golden run read whole through the reader's slices with the switch on
+ * and off: the same values, and the raw reads counted only when on (so the
+ * switch reaches the reader, and the comparison compares two paths).
+ */
+static void read_all(const char *path, bool direct, int64_t **vals, size_t *nvals,
+                     unsigned long *reads) {
+    if (direct)
+        unsetenv("SCOPE_EXPORT_DIRECT_READS");
+    else
+        setenv("SCOPE_EXPORT_DIRECT_READS", "0", 1);
+    struct sx_h5 *h5 = NULL;
+    struct sx_run *run = NULL;
+    struct sx_error e;
+    sx_error_clear(&e);
+    ASSERT(sx_h5_open(MPI_COMM_NULL, path, false, &h5, &run, &e) == SX_OK);
+    unsetenv("SCOPE_EXPORT_DIRECT_READS");
+    ASSERT(run->layout == SX_LAYOUT_COLUMNAR && run->nrows > 0);
+    const unsigned cols =
+        SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END) | run->file_cols;
+    struct sx_slice *s = calloc(run->nrows, sizeof *s);
+    size_t total = 0;
+    for (size_t i = 0; i < run->nrows; i++)
+        total += run->rows[i].count * SX_NCOLS;
+    *vals = calloc(total + 1, sizeof **vals);
+    ASSERT(s != NULL && *vals != NULL);
+    size_t at = 0;
+    for (size_t i = 0; i < run->nrows; i++) {
+        s[i].row = &run->rows[i];
+        s[i].first = 0;
+        s[i].n = run->rows[i].count;
+        s[i].cols = cols;
+        for (int c = 0; c < SX_NCOLS; c++) {
+            s[i].col[c] = *vals + at;
+            at += run->rows[i].count;
+        }
+    }
+    ASSERT(sx_h5_read_slices(h5, run, s, run->nrows, &e) == SX_OK);
+    *nvals = total;
+    *reads = sx_direct_reads(h5->direct);
+    CHECK((h5->direct != NULL) == direct);
+    free(s);
+    sx_run_free(run);
+    sx_h5_close(h5);
+}
+
+static void test_switch_reader(void) {
+    const char *cases[] = {"gen_schema3_allcols", "mpi4_parallel", "basic_nested"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/golden/%s/run.h5", SX_SHARED_DIR, cases[i]);
+        if (access(path, R_OK) != 0) {
+            fprintf(stderr, "skip %s: no golden run at %s\n", cases[i], path);
+            continue;
+        }
+        int64_t *on = NULL, *off = NULL;
+        size_t non = 0, noff = 0;
+        unsigned long ron = 0, roff = 0;
+        read_all(path, true, &on, &non, &ron);
+        read_all(path, false, &off, &noff, &roff);
+        CHECK(non == noff && non > 0 && memcmp(on, off, non * sizeof *on) == 0);
+        if (ron == 0 || roff != 0)
+            fprintf(stderr, "%s: %lu direct reads on, %lu off\n", cases[i], ron, roff);
+        CHECK(ron > 0 && roff == 0);
+        free(on);
+        free(off);
+    }
+}
+
+int main(void) {
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    char dir[] = "/tmp/sx_h5_direct.XXXXXX";
+    ASSERT(mkdtemp(dir) != NULL);
+    test_decode();
+    test_columns(dir);
+    test_identity(dir);
+    test_switch(dir);
+    test_switch_reader();
+    rmdir(dir);
+    TEST_DONE();
+}
