@@ -65,7 +65,8 @@ enum {
     WT_LEN = 2
 };
 
-/* The debug annotations of a slice: the Chrome trace's args that its times do not give. */
+/* The debug annotations of a slice: the Chrome trace's args that its times do not give.
+ */
 enum { ANN_CALL_INDEX = 1, ANN_CALL_ID, ANN_PARENT_ID, ANN_GPU, ANN_AWAIT, ANN_N };
 static const char *const ann_names[ANN_N] = {
     NULL, "call_index", "call_id", "parent_id", "gpu_duration", "await_duration"};
@@ -379,8 +380,8 @@ static enum sx_status build_rank(struct sx_pf_cache *pc, size_t k, struct sx_err
             if (pc->calls[q].sub > most)
                 most = pc->calls[q].sub;
         for (uint32_t s = 0; s <= most; s++)
-            pc->tracks[base + s] = (struct ptrack){lane, s, (int)pc->calls[i].track,
-                                                   pc->calls[i].lane_index, 0, 0};
+            pc->tracks[base + s] = (struct ptrack){
+                lane, s, (int)pc->calls[i].track, pc->calls[i].lane_index, 0, 0};
         for (size_t q = i; q < j; q++) {
             resort |= pc->calls[q].sub != 0;
             pc->calls[q].track = base + pc->calls[q].sub;
@@ -429,7 +430,8 @@ struct sx_pf_cache *sx_pf_cache_new(struct sx_trace *t) {
     pc->files = sx_calloc(t->nregions + 1, sizeof *pc->files);
     pc->used = sx_calloc(t->nregions + 1, sizeof *pc->used);
     pc->rows = sx_calloc(t->nregions + 1, sizeof *pc->rows);
-    bool ok = pc->names != NULL && pc->files != NULL && pc->used != NULL && pc->rows != NULL;
+    bool ok =
+        pc->names != NULL && pc->files != NULL && pc->used != NULL && pc->rows != NULL;
     for (size_t g = 0; ok && g < t->nregions; g++) {
         const char *name = t->run->names[t->regions[g]];
         pc->names[g] = sx_utf8_sanitize(name, strlen(name));
@@ -595,8 +597,8 @@ enum { EVENT_ROOM = 64 + 5 * 16 + 8 * VARINT_MAX };
  */
 static uint8_t *event_packet(uint8_t *p, int64_t ts, uint32_t seq, const uint8_t *ev,
                              size_t nev) {
-    const size_t body = 1 + varint_len((uint64_t)ts) + 1 + varint_len(seq) + 1 +
-                        varint_len(nev) + nev;
+    const size_t body =
+        1 + varint_len((uint64_t)ts) + 1 + varint_len(seq) + 1 + varint_len(nev) + nev;
     p = put_key(p, TRACE_PACKET, WT_LEN);
     p = put_varint(p, body);
     p = put_uint(p, PKT_TIMESTAMP, (uint64_t)ts);
@@ -606,7 +608,8 @@ static uint8_t *event_packet(uint8_t *p, int64_t ts, uint32_t seq, const uint8_t
     return p + nev;
 }
 
-static uint8_t *slice_end(uint8_t *p, const struct pcall *c, uint64_t uuid, uint32_t seq) {
+static uint8_t *slice_end(uint8_t *p, const struct pcall *c, uint64_t uuid,
+                          uint32_t seq) {
     uint8_t ev[32], *e = ev;
     e = put_uint(e, EV_TYPE, TYPE_SLICE_END);
     e = put_uint(e, EV_TRACK_UUID, uuid);
@@ -629,8 +632,8 @@ static uint8_t *annotation_double(uint8_t *e, unsigned name, double v) {
     return e;
 }
 
-static uint8_t *slice_begin(const struct sx_pf_cache *pc, uint8_t *p, const struct pcall *c,
-                            uint64_t uuid, uint32_t seq) {
+static uint8_t *slice_begin(const struct sx_pf_cache *pc, uint8_t *p,
+                            const struct pcall *c, uint64_t uuid, uint32_t seq) {
     const struct sx_row *row = pc->rows[c->region];
     const uint64_t i = c->index;
     uint8_t ev[EVENT_ROOM], *e = ev;
@@ -707,7 +710,8 @@ enum sx_status sx_pf_block(struct sx_pf_cache *pc, size_t k, uint64_t from, uint
         p = slice_begin(pc, p, cl, uuid, seq);
         out->len = (size_t)((char *)p - out->data);
         SX_CHECK(push(&s, i), SX_ERR_NOMEM, err, t->run->path, "out of memory");
-        if (i + 1 == track->first + track->n && !close_ended(pc, &s, NULL, uuid, seq, out))
+        if (i + 1 == track->first + track->n &&
+            !close_ended(pc, &s, NULL, uuid, seq, out))
             break;
     }
     if (out->data != NULL)
