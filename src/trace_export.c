@@ -486,7 +486,8 @@ enum sx_status sx_trace_export(MPI_Comm comm, const char *input, const char *out
     /* Stage: the lane tables, for the lanes' names, and the perf counter totals. */
     if (hdf5)
         st = sx_h5_read_extras(h5, run, err);
-    if (hdf5 && st == SX_OK && o->format == SX_FORMAT_CHROME_TRACE)
+    if (hdf5 && st == SX_OK &&
+        (o->format == SX_FORMAT_CHROME_TRACE || o->format == SX_FORMAT_PERFETTO))
         st = sx_h5_perf_read(input, run->num_ranks, &perf, &nperf, err);
     st = sx_all_ok(comm, st, err);
     if (st != SX_OK)

@@ -288,6 +288,14 @@ static enum sx_status assign_subs(struct sx_pf_cache *pc, struct pcall *c, size_
      SX_COLBIT(SX_COL_TASK) | SX_COLBIT(SX_COL_CALL) | SX_COLBIT(SX_COL_PARENT) |        \
      SX_COLBIT(SX_COL_GPU) | SX_COLBIT(SX_COL_AWAIT))
 
+/* The rank's perf counter totals (rank<N>/perf_events), or NULL. */
+static const struct sx_perf_rank *perf_of(const struct sx_trace *t, int64_t rank) {
+    for (size_t i = 0; i < t->nperf; i++)
+        if (t->perf[i].rank == rank && t->perf[i].n > 0)
+            return &t->perf[i];
+    return NULL;
+}
+
 /* Read selected rank k's calls and sort them into tracks; they stay loaded. */
 static enum sx_status build_rank(struct sx_pf_cache *pc, size_t k, struct sx_error *err) {
     enum sx_status st = SX_OK;
@@ -363,7 +371,13 @@ static enum sx_status build_rank(struct sx_pf_cache *pc, size_t k, struct sx_err
         ntracks += most + 1;
         i = j;
     }
-    SX_CHECK(ntracks < ((size_t)1 << TRACK_BITS) - 64, SX_ERR_FORMAT, err, t->run->path,
+    const struct sx_perf_rank *perf = perf_of(t, rank);
+    size_t counters = 0;
+    for (size_t j = 0; perf != NULL && j < perf->n; j++)
+        counters += perf->regions[j].nevents + 1;
+    SX_CHECK(ntracks + counters < ((size_t)1 << TRACK_BITS) - 1 &&
+                 counters < ((size_t)1 << TRACK_BITS),
+             SX_ERR_FORMAT, err, t->run->path,
              "%s: rank %" PRId64 " has too many overlapping calls for the trace's tracks",
              t->run->path, rank);
     pc->tracks = sx_malloc((ntracks + 1) * sizeof *pc->tracks);
@@ -544,6 +558,59 @@ static void descriptors(struct sx_pf_cache *pc, uint32_t seq, struct sx_buf *out
     }
 }
 
+/*
+ * After the rank's last call: its perf counter totals, as the Chrome trace's
+ * counter events give them (a repeated name keeps its last value, "calls" is
+ * the region's count), each a counter track of the process with one value at
+ * the end of the rank's timeline.
+ */
+static void perf_counters(struct sx_pf_cache *pc, uint32_t seq, struct sx_buf *out,
+                          struct sx_buf *a, struct sx_buf *b, struct sx_buf *c) {
+    const struct sx_perf_rank *perf = perf_of(pc->t, pc->rank);
+    const int64_t at = pc->max_end == INT64_MIN ? 0 : pc->max_end;
+    uint64_t uuid = process_uuid(pc->rank) + 1 + pc->ntracks;
+    for (size_t j = 0; perf != NULL && j < perf->n; j++) {
+        const struct sx_perf_region *pr = &perf->regions[j];
+        bool calls_seen = false;
+        for (size_t e = 0; e <= pr->nevents; e++) {
+            const char *name = e < pr->nevents ? pr->event_names[e] : "calls";
+            bool dup = false;
+            for (size_t f = 0; f < e && !dup; f++)
+                dup = strcmp(pr->event_names[f], name) == 0;
+            if (dup || (e == pr->nevents && calls_seen))
+                continue;
+            uint64_t val = e < pr->nevents ? pr->values[e] : pr->calls;
+            for (size_t f = e + 1; f < pr->nevents; f++)
+                if (strcmp(pr->event_names[f], name) == 0)
+                    val = pr->values[f];
+            if (strcmp(name, "calls") == 0) {
+                val = pr->calls;
+                calls_seen = true;
+            }
+            sx_buf_reset(b);
+            sx_buf_puts(b, "perf events: ");
+            sx_buf_puts(b, pr->name);
+            sx_buf_putc(b, ' ');
+            sx_buf_puts(b, name);
+            char *label = b->data != NULL ? sx_utf8_sanitize(b->data, b->len) : NULL;
+            out->failed |= label == NULL;
+            sx_buf_reset(a);
+            pb_uint(a, TRACK_UUID, uuid);
+            pb_uint(a, TRACK_PARENT_UUID, process_uuid(pc->rank));
+            pb_str(a, TRACK_NAME, label != NULL ? label : "");
+            pb_bytes(a, TRACK_COUNTER, "", 0);
+            free(label);
+            packet(out, seq, false, 0, PKT_TRACK_DESCRIPTOR, a, c);
+            sx_buf_reset(a);
+            pb_uint(a, EV_TYPE, TYPE_COUNTER);
+            pb_uint(a, EV_TRACK_UUID, uuid);
+            pb_uint(a, EV_COUNTER_VALUE, val);
+            packet(out, seq, true, at, PKT_TRACK_EVENT, a, c);
+            uuid++;
+        }
+    }
+}
+
 /* The block's first packet: incremental state cleared, the names its events use. */
 static void interned(struct sx_pf_cache *pc, uint32_t seq, size_t i0, size_t i1,
                      struct sx_buf *out, struct sx_buf *a, struct sx_buf *b,
@@ -714,6 +781,8 @@ enum sx_status sx_pf_block(struct sx_pf_cache *pc, size_t k, uint64_t from, uint
             !close_ended(pc, &s, NULL, uuid, seq, out))
             break;
     }
+    if ((size_t)to >= pc->n)
+        perf_counters(pc, seq, out, &a, &b, &c);
     if (out->data != NULL)
         out->data[out->len] = '\0';
 out:
