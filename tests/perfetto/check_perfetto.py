@@ -2,6 +2,7 @@
 """check_perfetto.py - a decoded Perfetto trace against the run's calls.
 
 usage: check_perfetto.py DECODED RUN_JSON CHROME_JSON [--ranks 0,2] [--include RE]
+                         [--counters OUT_JSON]
 
 DECODED is `protoc --decode=perfetto.protos.Trace` text of our .pftrace, RUN_JSON the
 run's JSON profile (the calls: rank, region, start and end ns, ids), CHROME_JSON its Chrome
@@ -9,6 +10,7 @@ trace with every rank (the lane each call is on, by its thread_name). Checks tha
 slices are exactly the calls, each on its rank's process and its lane's track, that the
 BEGIN and END events of every track nest in the order written, and that names are
 interned in each block before use. Prints the first problems and exits 1 on any.
+--counters writes the counter tracks' values, [[pid, name, timestamp, value], ...].
 """
 import codecs
 import gzip
@@ -55,12 +57,15 @@ def main(argv):
     decoded, run_path, chrome_path = argv[1:4]
     ranks = None
     include = None
+    counters_out = None
     rest = argv[4:]
     while rest:
         if rest[0] == "--ranks":
             ranks = [int(x) for x in rest[1].split(",")]
         elif rest[0] == "--include":
             include = re.compile(rest[1])
+        elif rest[0] == "--counters":
+            counters_out = rest[1]
         rest = rest[2:]
     problems = []
 
@@ -107,6 +112,8 @@ def main(argv):
     open_slices = {}  # uuid -> stack of (name, start, annotations)
     last_ts = {}
     got = []
+    counters = []
+    counter_tracks = {}  # uuid -> (pid, name)
     seen_ranks = []
     for pk in trace.get("packet", []):
         seq = int(one(pk, "trusted_packet_sequence_id", "0"))
@@ -133,6 +140,11 @@ def main(argv):
                     bad("process %d named %r" % (pid, one(td["process"][0], "process_name")))
                 processes[uuid] = pid
                 seen_ranks.append(pid)
+            elif "counter" in td:
+                parent = int(one(td, "parent_uuid", "0"))
+                if parent not in processes:
+                    bad("counter %d: parent %d is no process track" % (uuid, parent))
+                counter_tracks[uuid] = (processes.get(parent), one(td, "name"))
             elif "thread" in td:
                 th = td["thread"][0]
                 tracks[uuid] = (int(one(th, "pid")), one(th, "thread_name"))
@@ -146,6 +158,10 @@ def main(argv):
             ev = pk["track_event"][0]
             uuid = int(one(ev, "track_uuid", "0"))
             ts = int(one(pk, "timestamp"))
+            if one(ev, "type") == "TYPE_COUNTER" and uuid in counter_tracks:
+                pid, name = counter_tracks[uuid]
+                counters.append([pid, name, ts, int(one(ev, "counter_value"))])
+                continue
             if uuid not in tracks:
                 bad("an event on track %d, not described before" % uuid)
                 continue
@@ -188,6 +204,9 @@ def main(argv):
             bad("missing slice %r" % (s,))
         if len(got) != len(expected):
             bad("%d slices, expected %d" % (len(got), len(expected)))
+    if counters_out is not None:
+        with open(counters_out, "w") as f:
+            json.dump(counters, f)
     for p in problems:
         print("check_perfetto: " + p, file=sys.stderr)
     return 1 if problems else 0

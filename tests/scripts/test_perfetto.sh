@@ -7,6 +7,7 @@
 [ -d "$SHARED/golden" ] || { echo "skip: no golden runs at $SHARED/golden"; exit 77; }
 command -v protoc >/dev/null || { echo "skip: no protoc (scripts/setup.sh installs protobuf-compiler)"; exit 77; }
 PF=$(cd "$(dirname "$0")/../perfetto" && pwd)
+sx_leak_check # the library's own tests do not reach this format
 
 # The golden text of NAME in DIR: NAME or, for a large one, NAME.gz.
 golden() { if [ -f "$1/$2" ]; then echo "$1/$2"; else echo "$1/$2.gz"; fi; }
@@ -57,6 +58,39 @@ bare export "$TMP/run.json" -o "$TMP/j.pftrace" -q --format perfetto &&
 run_np 2 "$X" export "$d/run.h5" -o "$TMP/r.pftrace" -q --format perfetto --ranks 2,0 \
     --include 'compute|rank' && check "$TMP/r.pftrace" "$d" --ranks 2,0 --include 'compute|rank' &&
     ok || bad "perfetto --ranks 2,0 --include"
+# A generated run with perf counter totals, whose calls overlap without nesting (extra
+# tracks): the calls as in its JSON profile, the counters as scope-export-synth --perf
+# documents them (rank i: cycles 1000000 (i+1) + j, instructions 2000000 (i+1) + j,
+# calls 10 i + j + 1 for its regions j = 0, 1: main, solve) at the rank's last end.
+g="$TMP/gen"
+mkdir -p "$g"
+if "$BIN/scope-export-synth" --ranks 2 --regions 3 --events 200 --columns all --lanes \
+    --perf "$g/run.h5" &&
+    bare export "$g/run.h5" -o "$g/run.json" -q &&
+    bare export "$g/run.h5" -o "$g/run.chrome.json" -q --format chrome-trace --ranks 0,1 &&
+    run_np 2 "$X" export "$g/run.h5" -o "$g/p.pftrace" -q --format perfetto \
+        --block-size 1024 &&
+    check "$g/p.pftrace" "$g" --counters "$g/counters.json"; then
+    ok
+    python3 - "$g/run.json" "$g/counters.json" <<'EOF' && ok || bad "perf counters"
+import json, sys
+run = json.load(open(sys.argv[1]))
+got = json.load(open(sys.argv[2]))
+want = []
+for i in (0, 1):
+    end = max(e for r in run["regions"] if r["rank"] == i for e in r["end_times_ns"])
+    for j, name in enumerate(("main", "solve")):
+        for ev, v in (("cycles", 1000000 * (i + 1) + j),
+                      ("instructions", 2000000 * (i + 1) + j), ("calls", 10 * i + j + 1)):
+            want.append([i, "perf events: %s %s" % (name, ev), end, v])
+if got != want:
+    sys.exit("counters %s, expected %s" % (got, want))
+EOF
+    grep -q '(overlap 1)' "$g/p.pftrace.txt" && ok || bad "no overlap track in the generated run"
+else
+    bad "generated run with perf counters"
+fi
+
 # Not a check that passes on anything: another run's trace fails it.
 if check "$TMP/mpi4_direct.1024.pftrace" "$d" 2>/dev/null; then
     bad "the trace of mpi4_direct passed as mpi4_parallel's"
