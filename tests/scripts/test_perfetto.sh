@@ -7,14 +7,15 @@
 [ -d "$SHARED/golden" ] || { echo "skip: no golden runs at $SHARED/golden"; exit 77; }
 command -v protoc >/dev/null || { echo "skip: no protoc (scripts/setup.sh installs protobuf-compiler)"; exit 77; }
 PF=$(cd "$(dirname "$0")/../perfetto" && pwd)
-sx_leak_check # the library's own tests do not reach this format
 
 # The golden text of NAME in DIR: NAME or, for a large one, NAME.gz.
 golden() { if [ -f "$1/$2" ]; then echo "$1/$2"; else echo "$1/$2.gz"; fi; }
-# The export bare: one process, no MPI.
+# The export bare: one process, no MPI. Under the sanitizers its leaks are checked (the
+# library's own tests do not reach this format; under mpiexec, LeakSanitizer would see
+# Open MPI's start-up allocations, see lib.sh).
 bare() {
     env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_RANK -u PMI_SIZE -u PMI_FD \
-        timeout 120 "$X" "$@"
+        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1" timeout 120 "$X" "$@"
 }
 # CHECK TRACE DIR [ARGS...]: TRACE decodes, and check_perfetto.py finds DIR's calls in it.
 check() {
