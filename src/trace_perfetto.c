@@ -644,8 +644,9 @@ static void interned(struct sx_pf_cache *pc, uint32_t seq, size_t i0, size_t i1,
         sx_buf_reset(b);
         pb_uint(b, LOC_IID, g + 1);
         pb_str(b, LOC_FILE_NAME, pc->files[g]);
-        if (t->src_line[g] != NULL)
-            pb_uint(b, LOC_LINE_NUMBER, (uint64_t)*t->src_line[g]);
+        if (t->src_line[g] != NULL && *t->src_line[g] >= 0 &&
+            *t->src_line[g] <= UINT32_MAX)
+            pb_uint(b, LOC_LINE_NUMBER, (uint64_t)*t->src_line[g]); /* a uint32 field */
         pb_msg(a, INT_SOURCE_LOCATIONS, b);
     }
     sx_buf_reset(c);
