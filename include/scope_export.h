@@ -92,7 +92,10 @@ enum sx_format {
      * unless 'ranks' is given) */
     SX_FORMAT_PROF = 4,
     /* a flame graph (SVG) per rank of the same call paths, "<stem>_rank<N>.svg" */
-    SX_FORMAT_FLAMEGRAPH = 5
+    SX_FORMAT_FLAMEGRAPH = 5,
+    /* Perfetto's protobuf trace (Perfetto UI, trace_processor): a slice per call on
+     * its lane's thread track; every rank unless 'ranks' is given */
+    SX_FORMAT_PERFETTO = 6
 };
 
 /*
@@ -272,7 +275,7 @@ SX_API const char *sx_hdf5_file_in_use(void);
  * and "exclude" (a regular expression; each call adds one), "gzip-level"
  * (0..9), "deflate" ("zlib" or "isal"), "block-size" (bytes, 1024..2^30),
  * "format" ("json", "chrome-trace", "speedscope", "region-statistics",
- * "prof", "flamegraph"), "no-call-paths" (as "summary").
+ * "prof", "flamegraph", "perfetto"), "no-call-paths" (as "summary").
  * Unset keys keep sx_options_init()'s defaults.
  */
 struct sx_args;

@@ -6,6 +6,7 @@ pkgs=(build-essential cmake pkg-config git
       libjansson-dev libpcre2-dev zlib1g-dev libisal-dev
       gfortran python3-mpi4py man-db
       pigz gzip time valgrind clang clang-format
+      protobuf-compiler # protoc: the Perfetto test decodes the trace with it
       chromium) # chromium: the flame graph test looks at the SVG as a browser draws it
 missing=()
 for p in "${pkgs[@]}"; do

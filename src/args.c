@@ -200,15 +200,15 @@ enum sx_status sx_args_set(struct sx_args *a, const char *key, const char *value
         a->ranks = ranks;
         a->n_ranks = n;
     } else if (strcmp(key, "format") == 0) {
-        static const char *const names[] = {"json",       "chrome-trace",
-                                            "speedscope", "region-statistics",
-                                            "prof",       "flamegraph"};
+        static const char *const names[] = {
+            "json", "chrome-trace", "speedscope", "region-statistics",
+            "prof", "flamegraph",   "perfetto"};
         size_t f = 0;
         while (f < sizeof names / sizeof names[0] && strcmp(value, names[f]) != 0)
             f++;
         SX_CHECK(f < sizeof names / sizeof names[0], SX_ERR_USAGE, err, "",
                  "option format takes json, chrome-trace, speedscope, region-statistics, "
-                 "prof or flamegraph, not '%s'",
+                 "prof, flamegraph or perfetto, not '%s'",
                  value);
         a->format = (enum sx_format)f; /* the names in the enum's order */
     } else if (strcmp(key, "include") == 0 || strcmp(key, "exclude") == 0) {

@@ -1,4 +1,4 @@
-/* trace.h - the trace-viewer documents (Chrome Trace Event, speedscope): shared plan */
+/* trace.h - the trace documents (Chrome trace, speedscope, Perfetto): shared plan */
 #ifndef SX_TRACE_H
 #define SX_TRACE_H
 
@@ -167,6 +167,21 @@ enum sx_status sx_ss_block(const struct sx_trace *t, const struct sx_ss_rank *r,
                            size_t i0, size_t i1, struct sx_buf *out,
                            struct sx_error *err);
 void sx_ss_tail(struct sx_buf *out);
+
+/*
+ * Perfetto's protobuf trace (trace_perfetto.c): no head or tail (a trace is
+ * its packets); a packet sequence per selected rank, whose every block clears
+ * the incremental state first, so that blocks concatenate. What a process
+ * keeps between blocks: names, and the calls of the selected rank it formats,
+ * sorted into tracks (its columns stay loaded until the next rank or the
+ * free). 't' is borrowed; NULL when out of memory.
+ */
+struct sx_pf_cache;
+struct sx_pf_cache *sx_pf_cache_new(struct sx_trace *t);
+void sx_pf_cache_free(struct sx_pf_cache *pc);
+/* The packets of selected rank 'k''s sorted calls [from, to); its tracks first at 0. */
+enum sx_status sx_pf_block(struct sx_pf_cache *pc, size_t k, uint64_t from, uint64_t to,
+                           struct sx_buf *out, struct sx_error *err);
 
 /*
  * Plan and write the trace document of 'run' (read through 'h5', or its

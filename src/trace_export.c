@@ -38,6 +38,7 @@ struct trace_doc {
     size_t nblocks;
     /* Chrome */
     struct sx_chrome_cache *cc;
+    struct sx_pf_cache *pc; /* Perfetto */
     /* speedscope */
     uint32_t *frames, *frame_of;
     size_t nframes;
@@ -52,6 +53,8 @@ static enum sx_status doc_head(void *ctx, struct sx_buf *out, struct sx_error *e
     (void)err;
     if (d->format == SX_FORMAT_CHROME_TRACE)
         sx_chrome_head(d->t, out);
+    else if (d->format == SX_FORMAT_PERFETTO)
+        ; /* a Perfetto trace is its packets alone */
     else
         sx_ss_head(d->t, d->frames, d->nframes, out);
     return SX_OK;
@@ -62,6 +65,8 @@ static enum sx_status doc_tail(void *ctx, struct sx_buf *out, struct sx_error *e
     (void)err;
     if (d->format == SX_FORMAT_CHROME_TRACE)
         sx_chrome_tail(out);
+    else if (d->format == SX_FORMAT_PERFETTO)
+        ; /* a Perfetto trace is its packets alone */
     else
         sx_ss_tail(out);
     return SX_OK;
@@ -93,6 +98,8 @@ static enum sx_status doc_block(void *ctx, size_t b, struct sx_buf *out,
     const struct tblock *tb = &d->blocks[b];
     if (d->format == SX_FORMAT_CHROME_TRACE)
         return sx_chrome_block(d->t, d->cc, tb->k, tb->from, tb->to, out, err);
+    if (d->format == SX_FORMAT_PERFETTO)
+        return sx_pf_block(d->pc, tb->k, tb->from, tb->to, out, err);
     enum sx_status st = ss_rank(d, tb->k, err);
     if (st == SX_OK)
         st = sx_ss_block(d->t, d->built, d->frame_of, d->origin, tb->k == d->first_k,
@@ -112,14 +119,14 @@ static enum sx_status plan_blocks(struct trace_doc *d, size_t block_bytes,
     enum sx_status st = SX_OK;
     const bool chrome = d->format == SX_FORMAT_CHROME_TRACE;
     /* bytes per call: one "X" item, or an open and a close event */
-    const uint64_t per = chrome ? 230 : 110;
+    const uint64_t per = chrome ? 230 : d->format == SX_FORMAT_PERFETTO ? 80 : 110;
     uint64_t calls = block_bytes / per > 0 ? block_bytes / per : 1;
     size_t cap = 16, n = 0;
     d->blocks = sx_malloc(cap * sizeof *d->blocks);
     SX_CHECK(d->blocks != NULL, SX_ERR_NOMEM, err, d->t->run->path, "out of memory");
     for (size_t k = 0; k < d->t->nranks; k++) {
         uint64_t nk = sx_trace_rank_calls(d->t, d->t->ranks[k]);
-        if (!chrome && nk == 0)
+        if (d->format == SX_FORMAT_SPEEDSCOPE && nk == 0)
             continue; /* no profile */
         uint64_t at = 0;
         do {
@@ -366,6 +373,11 @@ static enum sx_status export_run(MPI_Comm comm, struct sx_run *run, struct sx_h5
         if (d.cc == NULL)
             st = sx_error_set(err, SX_ERR_NOMEM, run->path, "out of memory");
     }
+    if (st == SX_OK && o->format == SX_FORMAT_PERFETTO) {
+        d.pc = sx_pf_cache_new(&t);
+        if (d.pc == NULL)
+            st = sx_error_set(err, SX_ERR_NOMEM, run->path, "out of memory");
+    }
     st = sx_all_ok(comm, st, err);
     if (st != SX_OK)
         goto out;
@@ -406,6 +418,7 @@ out:
     free(all);
     sx_ss_free(d.built);
     sx_chrome_cache_free(d.cc);
+    sx_pf_cache_free(d.pc); /* (before the plan: it unloads a rank's columns) */
     free(d.blocks);
     free(d.frames);
     free(d.frame_of);
@@ -447,9 +460,10 @@ enum sx_status sx_trace_export(MPI_Comm comm, const char *input, const char *out
         st = sx_error_set(err, SX_ERR_USAGE, "",
                           "--summary has no per-call events, which the %s document needs",
                           o->format == SX_FORMAT_SPEEDSCOPE ? "speedscope"
+                          : o->format == SX_FORMAT_PERFETTO ? "Perfetto trace"
                                                             : "Chrome trace");
     if (st == SX_OK && o->format != SX_FORMAT_CHROME_TRACE &&
-        o->format != SX_FORMAT_SPEEDSCOPE)
+        o->format != SX_FORMAT_SPEEDSCOPE && o->format != SX_FORMAT_PERFETTO)
         st = sx_error_set(err, SX_ERR_USAGE, "", "unknown document format %d",
                           (int)o->format);
     if (st == SX_OK)
@@ -472,7 +486,8 @@ enum sx_status sx_trace_export(MPI_Comm comm, const char *input, const char *out
     /* Stage: the lane tables, for the lanes' names, and the perf counter totals. */
     if (hdf5)
         st = sx_h5_read_extras(h5, run, err);
-    if (hdf5 && st == SX_OK && o->format == SX_FORMAT_CHROME_TRACE)
+    if (hdf5 && st == SX_OK &&
+        (o->format == SX_FORMAT_CHROME_TRACE || o->format == SX_FORMAT_PERFETTO))
         st = sx_h5_perf_read(input, run->num_ranks, &perf, &nperf, err);
     st = sx_all_ok(comm, st, err);
     if (st != SX_OK)

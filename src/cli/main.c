@@ -56,6 +56,8 @@ static const char usage_text[] =
     "                        prof: pstats files OUT_rank<N>.prof (rank 0 unless "
     "--ranks)\n"
     "                        flamegraph: an SVG per rank, OUT_rank<N>.svg\n"
+    "                        perfetto: Perfetto's protobuf trace, OUT.pftrace\n"
+    "                        (Perfetto UI, trace_processor), every rank\n"
     "  --no-call-paths       prof: one entry per region, not per call path\n"
     "  --width PX            flamegraph: the SVG's width (default 1200)\n"
     "  --block-size BYTES    JSON text per block of work (default 4194304)\n"
@@ -464,9 +466,11 @@ static int cmd_export(int argc, char **argv, int first) {
                 o.format = SX_FORMAT_PROF;
             else if (strcmp(val, "flamegraph") == 0)
                 o.format = SX_FORMAT_FLAMEGRAPH;
+            else if (strcmp(val, "perfetto") == 0)
+                o.format = SX_FORMAT_PERFETTO;
             else {
                 rc = usage_error("--format takes json, chrome-trace, speedscope, "
-                                 "region-statistics, prof or flamegraph",
+                                 "region-statistics, prof, flamegraph or perfetto",
                                  val);
                 goto parsed;
             }
@@ -557,11 +561,13 @@ parsed:
     /* A trace output name without a suffix gets the reference's default one. */
     const char *base_name = strrchr(output, '/') ? strrchr(output, '/') + 1 : output;
     if ((o.format == SX_FORMAT_CHROME_TRACE || o.format == SX_FORMAT_SPEEDSCOPE ||
-         o.format == SX_FORMAT_PROF || o.format == SX_FORMAT_FLAMEGRAPH) &&
+         o.format == SX_FORMAT_PROF || o.format == SX_FORMAT_FLAMEGRAPH ||
+         o.format == SX_FORMAT_PERFETTO) &&
         strchr(base_name, '.') == NULL) {
         const char *sfx = o.format == SX_FORMAT_CHROME_TRACE ? ".trace.json"
                           : o.format == SX_FORMAT_PROF       ? ".prof"
                           : o.format == SX_FORMAT_FLAMEGRAPH ? ".svg"
+                          : o.format == SX_FORMAT_PERFETTO   ? ".pftrace"
                                                              : ".speedscope.json";
         trace_base = sx_malloc(strlen(output) + strlen(sfx) + 1);
         if (!all_passed(trace_base != NULL, "the output name")) {

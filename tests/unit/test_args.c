@@ -98,6 +98,9 @@ static void test_keys(void) {
     CHECK(set(a, "format", "flamegraph") == SX_OK);
     sx_args_options(a, &o);
     CHECK(o.format == SX_FORMAT_FLAMEGRAPH);
+    CHECK(set(a, "format", "perfetto") == SX_OK);
+    sx_args_options(a, &o);
+    CHECK(o.format == SX_FORMAT_PERFETTO);
     sx_args_free(a);
 }
 

@@ -188,8 +188,9 @@ def export(
     exclude (a regular expression or a list of them, matched like re.match),
     gzip_level (0..9), deflate ("zlib" or "isal"), block_size (bytes of text
     per block of work), format ("json", "chrome-trace", "speedscope",
-    "region-statistics" or "prof": pstats files "<stem>_rank<N>.prof" beside
-    'output'), call_paths (False: prof entries per region).
+    "region-statistics", "prof": pstats files "<stem>_rank<N>.prof" beside
+    'output', or "perfetto": Perfetto's protobuf trace), call_paths (False:
+    prof entries per region).
 
     Collective over 'comm' (an mpi4py communicator): every rank calls it.
     None runs on this process alone without MPI. Raises ExportError (or
