@@ -215,7 +215,7 @@ SX_API enum sx_status sx_import(const char *input, const char *output,
  * and directories as import-native takes them (a directory gives its *.spt
  * and *_rank[0-9]*.h5 entries). 'label' is the run's label; NULL or "" gives
  * the name of 'output' without its document suffix (.json, .trace.json,
- * .speedscope.json, each also with .gz: profile.json.gz gives "profile"),
+ * .speedscope.json, .pftrace, each also with .gz: profile.json.gz gives "profile"),
  * or else without its last suffix. 'opts' as for sx_export(); a
  * summary-only read does not apply.
  *

@@ -330,14 +330,14 @@ static int cmp_seen(const void *a, const void *b) {
 
 /*
  * The default label of a native run written to 'p': its name without a document
- * suffix (.json, .trace.json, .speedscope.json, each also with .gz), so that
+ * suffix (.json, .trace.json, .speedscope.json, .pftrace, each also with .gz), so that
  * profile.json.gz is "profile"; any other name loses its last suffix, as Path(p).stem
  * (merged.h5 is "merged", as scope-profiler's import-native labels it).
  */
 static char *path_stem(const char *p) {
     static const char *const doc_suffixes[] = {
-        ".trace.json.gz", ".speedscope.json.gz", ".json.gz",
-        ".trace.json",    ".speedscope.json",    ".json",
+        ".trace.json.gz", ".speedscope.json.gz", ".json.gz", ".pftrace.gz",
+        ".trace.json",    ".speedscope.json",    ".json",    ".pftrace",
     };
     char *norm = sx_native_path_norm(p);
     if (norm == NULL)
