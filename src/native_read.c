@@ -353,7 +353,8 @@ static bool utf8_ok(const unsigned char *s, size_t n, char *msg, size_t len) {
 struct rd {
     int fd;
     uint64_t size;
-    bool be;
+    bool be;   /* the file's byte order is big-endian */
+    bool swap; /* and not this host's: values are byte-swapped */
     unsigned char buf[1 << 16];
     uint64_t at; /* file offset of buf[0] */
     size_t have;
@@ -383,11 +384,19 @@ static bool rd_bytes(struct rd *r, uint64_t off, void *dst, size_t n) {
 
 static uint64_t swap64(uint64_t v) { return __builtin_bswap64(v); }
 
+/* Whether this host stores integers big-endian (a trace is read in either order). */
+static bool host_big_endian(void) {
+    const uint16_t one = 1;
+    unsigned char first;
+    memcpy(&first, &one, 1);
+    return first == 0;
+}
+
 static bool rd_i32(struct rd *r, uint64_t off, int32_t *v) {
     uint32_t u;
     if (!rd_bytes(r, off, &u, 4))
         return false;
-    if (r->be)
+    if (r->swap)
         u = __builtin_bswap32(u);
     memcpy(v, &u, 4);
     return true;
@@ -397,7 +406,7 @@ static bool rd_i64(struct rd *r, uint64_t off, int64_t *v) {
     uint64_t u;
     if (!rd_bytes(r, off, &u, 8))
         return false;
-    if (r->be)
+    if (r->swap)
         u = swap64(u);
     memcpy(v, &u, 8);
     return true;
@@ -464,7 +473,7 @@ static bool rd_min_first(struct rd *r, uint64_t off, uint64_t n, int64_t *mn,
             return false;
         for (size_t j = 0; j < k; j++) {
             int64_t v = buf[j];
-            if (r->be)
+            if (r->swap)
                 v = (int64_t)swap64((uint64_t)v);
             if (i + j == 0)
                 *mn = *first = v;
@@ -518,6 +527,7 @@ static enum sx_status read_trace(struct sx_nfile *f, struct sx_error *err) {
         version = be;
         r->be = true;
     }
+    r->swap = r->be != host_big_endian();
     f->big_endian = r->be;
     int32_t rank = 0;
     int64_t nreg = 0;
@@ -872,7 +882,8 @@ enum sx_status sx_native_read_events(struct sx_nreader *rd, const struct sx_nfil
                   pread_all(rd->fd, end, 8 * n, r->loc + 8 * (r->count + first))),
              SX_ERR_IO, err, f->path,
              "%s: read failed (the file changed while it was read?)", f->path);
-    for (uint64_t i = 0; f->big_endian && i < n; i++) {
+    const bool swap = f->big_endian != host_big_endian();
+    for (uint64_t i = 0; swap && i < n; i++) {
         if (start != NULL)
             start[i] = (int64_t)swap64((uint64_t)start[i]);
         if (end != NULL)
