@@ -28,14 +28,6 @@ void sx_options_init(struct sx_options *o) {
     o->deflate = SX_DEFLATE_ZLIB;
 }
 
-static bool ends_with_gz(const char *path) {
-    size_t n = strlen(path);
-    if (n < 3)
-        return false;
-    const char *e = path + n - 3;
-    return e[0] == '.' && (e[1] == 'g' || e[1] == 'G') && (e[2] == 'z' || e[2] == 'Z');
-}
-
 /* The JSON profile as a stream producer: the plan's blocks, events from 'src'. */
 struct json_doc {
     const struct sx_doc *doc;
@@ -149,7 +141,7 @@ enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
         st = sx_mpi_check(MPI_Comm_rank(c, &rank), "MPI_Comm_rank", err);
     if (c != MPI_COMM_NULL && st == SX_OK)
         st = sx_mpi_check(MPI_Comm_size(c, &size), "MPI_Comm_size", err);
-    const bool gz = output != NULL && ends_with_gz(output);
+    const bool gz = sx_out_is_gz(output);
     sx_fault_begin(input);
 
     /* Stage: options and paths; every rank checks the same things. */

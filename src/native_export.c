@@ -23,12 +23,6 @@
 /* Events per piece when import-native copies a row. */
 #define COPY_EVENTS (1u << 20)
 
-static bool ends_with_gz(const char *path) {
-    size_t n = strlen(path);
-    return n >= 3 && path[n - 3] == '.' && (path[n - 2] | 0x20) == 'g' &&
-           (path[n - 1] | 0x20) == 'z';
-}
-
 /* Whether 'output' is one of the run's files (it would be destroyed). */
 static enum sx_status check_output(const struct sx_native *nr, const char *output,
                                    struct sx_error *err) {
@@ -371,14 +365,14 @@ enum sx_status sx_export_native(MPI_Comm comm, const char *const *inputs, size_t
         sx_options_init(&defaults);
         opts = &defaults;
     }
-    if (comm != MPI_COMM_NULL) {
-        if (MPI_Comm_dup(comm, &c) != MPI_SUCCESS)
-            return sx_error_set(err, SX_ERR_MPI, "", "MPI_Comm_dup failed");
-        MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    st = sx_comm_dup(comm, &c, err);
+    if (st != SX_OK)
+        return st;
+    if (c != MPI_COMM_NULL) {
         MPI_Comm_rank(c, &rank);
         MPI_Comm_size(c, &size);
     }
-    const bool gz = output != NULL && ends_with_gz(output);
+    const bool gz = sx_out_is_gz(output);
     sx_fault_begin(n_inputs > 0 && inputs != NULL && inputs[0] != NULL ? inputs[0] : "");
 
     /* Stage: options; every rank checks the same things. */
@@ -474,8 +468,7 @@ out:
     sx_doc_free(&doc);
     sx_filter_free(filter);
     sx_native_free(nr);
-    if (c != MPI_COMM_NULL)
-        MPI_Comm_free(&c);
+    sx_comm_free(&c);
     return st;
 }
 
@@ -500,12 +493,11 @@ enum sx_status sx_import_native(MPI_Comm comm, const char *const *inputs, size_t
     if (err == NULL)
         err = &local;
     sx_error_clear(err);
-    if (comm != MPI_COMM_NULL) {
-        if (MPI_Comm_dup(comm, &c) != MPI_SUCCESS)
-            return sx_error_set(err, SX_ERR_MPI, "", "MPI_Comm_dup failed");
-        MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    st = sx_comm_dup(comm, &c, err);
+    if (st != SX_OK)
+        return st;
+    if (c != MPI_COMM_NULL)
         MPI_Comm_rank(c, &rank);
-    }
     if (output == NULL || (n_inputs > 0 && inputs == NULL))
         st = sx_error_set(err, SX_ERR_USAGE, "", "inputs and an output needed");
     st = sx_all_ok(c, st, err);
@@ -573,7 +565,6 @@ out:
     free(buf[1]);
     free(rows);
     sx_native_free(nr);
-    if (c != MPI_COMM_NULL)
-        MPI_Comm_free(&c);
+    sx_comm_free(&c);
     return st;
 }

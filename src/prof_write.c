@@ -16,9 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* MPI counts are int: reduce long arrays in pieces. */
-#define MAX_MSG (1u << 28)
-
 static void put_u32(struct sx_buf *b, uint32_t v) {
     unsigned char c[4] = {(unsigned char)v, (unsigned char)(v >> 8),
                           (unsigned char)(v >> 16), (unsigned char)(v >> 24)};
@@ -528,18 +525,6 @@ static char *rank_path(const char *output, int64_t rank, const char *dflt) {
     return p;
 }
 
-/* NOTE: collective: min-reduce every row's first start in pieces. */
-static enum sx_status reduce_mins(MPI_Comm comm, int64_t *m, size_t n, const char *path,
-                                  struct sx_error *err) {
-    for (size_t at = 0; comm != MPI_COMM_NULL && at < n; at += MAX_MSG) {
-        size_t k = n - at < MAX_MSG ? n - at : MAX_MSG;
-        if (MPI_Allreduce(MPI_IN_PLACE, m + at, (int)k, MPI_INT64_T, MPI_MIN, comm) !=
-            MPI_SUCCESS)
-            return sx_error_set(err, SX_ERR_MPI, path, "%s: MPI_Allreduce failed", path);
-    }
-    return SX_OK;
-}
-
 #define PROF_COLS                                                                        \
     (SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END) | SX_COLBIT(SX_COL_THREAD) |        \
      SX_COLBIT(SX_COL_TASK))
@@ -593,7 +578,7 @@ enum sx_status sx_prof_export(MPI_Comm comm, const char *input, const char *outp
     st = sx_trace_row_mins(run, h5, rank, size, &mins, err);
     st = sx_all_ok(comm, st, err);
     if (st == SX_OK)
-        st = reduce_mins(comm, mins, run->nrows, run->path, err);
+        st = sx_all_min_i64(comm, mins, run->nrows, run->path, err);
     st = sx_all_ok(comm, st, err);
     if (st != SX_OK)
         goto out;

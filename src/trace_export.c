@@ -15,12 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool ends_with_gz(const char *path) {
-    size_t n = strlen(path);
-    return n >= 3 && path[n - 3] == '.' && (path[n - 2] | 0x20) == 'g' &&
-           (path[n - 1] | 0x20) == 'z';
-}
-
 /* MPI counts are int: reduce long arrays in pieces. */
 #define MAX_MSG (1u << 28)
 
@@ -306,18 +300,6 @@ static enum sx_status check_selection(const struct sx_trace *t, enum sx_format f
     return SX_OK;
 }
 
-/* NOTE: collective: min-reduce every row's first start in pieces. */
-static enum sx_status reduce_mins(MPI_Comm comm, int64_t *m, size_t n, const char *path,
-                                  struct sx_error *err) {
-    for (size_t at = 0; comm != MPI_COMM_NULL && at < n; at += MAX_MSG) {
-        size_t k = n - at < MAX_MSG ? n - at : MAX_MSG;
-        if (MPI_Allreduce(MPI_IN_PLACE, m + at, (int)k, MPI_INT64_T, MPI_MIN, comm) !=
-            MPI_SUCCESS)
-            return sx_error_set(err, SX_ERR_MPI, path, "%s: MPI_Allreduce failed", path);
-    }
-    return SX_OK;
-}
-
 /*
  * NOTE: collective over 'comm' (MPI_COMM_NULL: this process alone). The
  * stages after the run is open, with the ranks' agreement between them: the
@@ -341,13 +323,13 @@ static enum sx_status export_run(MPI_Comm comm, struct sx_run *run, struct sx_h5
         MPI_Comm_rank(comm, &rank);
         MPI_Comm_size(comm, &size);
     }
-    const bool gz = ends_with_gz(output);
+    const bool gz = sx_out_is_gz(output);
 
     /* Stage: the rows' first starts (this rank's share), then the region order. */
     st = sx_trace_row_mins(run, h5, rank, size, &mins, err);
     st = sx_all_ok(comm, st, err);
     if (st == SX_OK)
-        st = reduce_mins(comm, mins, run->nrows, run->path, err);
+        st = sx_all_min_i64(comm, mins, run->nrows, run->path, err);
     st = sx_all_ok(comm, st, err);
     if (st != SX_OK)
         goto out;
