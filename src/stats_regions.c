@@ -9,6 +9,7 @@
 #include "mpi_util.h"
 #include "np_sum.h"
 #include "out_file.h"
+#include "pipeline.h"
 #include "regex.h"
 #include "run.h"
 #include "stream.h"
@@ -386,100 +387,63 @@ static uint64_t doc_units(void *ctx, size_t b) {
     return n;
 }
 
-/*
- * NOTE: collective over 'comm' (MPI_COMM_NULL: this process alone). Stages
- * with the ranks' agreement between them: options, open, region order, the
- * output, the stream of regions, the commit.
- */
-enum sx_status sx_stats_export(MPI_Comm comm, const char *input, const char *output,
-                               const struct sx_options *o, struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    struct sx_filter *filter = NULL;
-    struct sx_out_file *f = NULL;
-    struct sx_h5 *h5 = NULL;
-    struct sx_run *run = NULL;
-    int64_t *mins = NULL;
+/* The document's state: the plan and the producer's. */
+struct stats_state {
     struct sx_trace t;
-    bool opened = false;
-    int rank = 0, size = 1;
-    memset(&t, 0, sizeof t);
-    if (comm != MPI_COMM_NULL) {
-        MPI_Comm_rank(comm, &rank);
-        MPI_Comm_size(comm, &size);
-    }
-    const bool gz = sx_out_is_gz(output);
+    struct stats_doc sd;
+};
 
-    /* Stage: options. */
-    if (o->summary)
-        st = sx_error_set(err, SX_ERR_USAGE, "",
-                          "--summary has no per-call events, which the region statistics "
-                          "need");
-    if (st == SX_OK)
-        st = sx_filter_new(o, &filter, err);
-    st = sx_all_ok(comm, st, err);
-    if (st != SX_OK)
-        goto out;
+static void stats_free(void *ctx) {
+    struct stats_state *s = ctx;
+    if (s == NULL)
+        return;
+    sx_trace_free(&s->t);
+    free(s);
+}
 
-    /* Stage: NOTE: collective open of an HDF5 run; a JSON profile is read by each. */
-    const bool hdf5 = sx_is_hdf5(input);
-    if (hdf5) {
-        st = sx_h5_open(comm, input, false, &h5, &run, err);
-        opened = true;
-    } else {
-        st = sx_json_load(input, &run, err);
-    }
+/*
+ * NOTE: collective over 'p->comm'. The region order, with the ranks'
+ * agreement between its stages; the producer in 'ds->prod', a block per region.
+ */
+static enum sx_status stats_plan(const struct sx_pipe *p, struct sx_doc_state *ds,
+                                 struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    MPI_Comm comm = p->comm;
+    struct sx_run *run = p->run;
+    int64_t *mins = NULL;
+    struct stats_state *s = sx_calloc(1, sizeof *s);
+    ds->ctx = s;
+    ds->free = stats_free;
+    if (s == NULL)
+        st = sx_error_set(err, SX_ERR_NOMEM, run->path, "out of memory");
     st = sx_all_ok(comm, st, err);
     if (st != SX_OK)
         goto out;
 
     /* Stage: the rows' first starts (this rank's share), then the region order. */
-    st = sx_trace_row_mins(run, h5, rank, size, &mins, err);
+    st = sx_trace_row_mins(run, p->h5, p->rank, p->size, &mins, err);
     st = sx_all_ok(comm, st, err);
     if (st == SX_OK)
         st = sx_all_min_i64(comm, mins, run->nrows, run->path, err);
     st = sx_all_ok(comm, st, err);
     if (st != SX_OK)
         goto out;
-    st = sx_trace_plan(&t, run, h5, filter, o, mins, err);
+    st = sx_trace_plan(&s->t, run, p->h5, p->filter, p->o, mins, err);
     mins = NULL;
-    st = sx_all_ok(comm, st, err);
-    if (st != SX_OK)
-        goto out;
-
-    /* Stage: rank 0 opens the output. */
-    if (rank == 0)
-        st = sx_out_open(output, sx_mpi_threads_ok(comm), &f, err);
-    st = sx_all_ok(comm, st, err);
-    if (st != SX_OK)
-        goto out;
-
-    /* Stage: the stream, a block per region (its own protocol and agreement). */
-    struct stats_doc sd = {&t, o, input};
+    s->sd = (struct stats_doc){&s->t, p->o, p->input};
     uint64_t units = 0;
-    for (size_t b = 0; b < t.nregions; b++)
-        units += doc_units(&sd, b);
-    struct sx_producer prod = {&sd,      t.nregions,   units,    doc_head,
-                               doc_tail, region_block, doc_units};
-    struct sx_stream_opts so = {output,     gz,          o->gzip_level,
-                                o->deflate, o->progress, o->progress_user};
-    st = sx_stream(comm, &prod, &so, rank == 0 ? f : NULL, err);
-    if (st != SX_OK)
-        goto out;
-
-    /* Stage: rank 0 commits the file. */
-    if (rank == 0) {
-        struct sx_out_file *done = f;
-        f = NULL;
-        st = sx_out_commit(done, err);
-    }
-    st = sx_all_ok(comm, st, err);
+    for (size_t b = 0; st == SX_OK && b < s->t.nregions; b++)
+        units += doc_units(&s->sd, b);
+    ds->prod = (struct sx_producer){&s->sd,   s->t.nregions, units,     doc_head,
+                                    doc_tail, region_block,  doc_units, NULL};
 out:
-    sx_out_abort(f);
     free(mins);
-    sx_trace_free(&t);
-    sx_filter_free(filter);
-    sx_run_free(run);
-    if (opened)
-        sx_h5_close(h5); /* NOTE: collective */
     return st;
 }
+
+const struct sx_doc_type sx_doc_stats = {
+    .format = SX_FORMAT_REGION_STATISTICS,
+    .events_for = "region statistics need",
+    .needs = SX_NEED_JSON_INPUT,
+    .plan = stats_plan,
+};

@@ -168,18 +168,4 @@ enum sx_status sx_ss_block(const struct sx_trace *t, const struct sx_ss_rank *r,
                            struct sx_error *err);
 void sx_ss_tail(struct sx_buf *out);
 
-/*
- * Plan and write the trace document of 'run' (read through 'h5', or its
- * loaded columns when NULL) to 'output', opened here into '*fout' (not
- * committed). Local: rank 0's part of an export.
- */
-enum sx_status sx_trace_write_run(struct sx_run *run, struct sx_h5 *h5,
-                                  const char *output, const struct sx_options *o,
-                                  const struct sx_filter *filter,
-                                  struct sx_out_file **fout, struct sx_error *err);
-
-/* The whole export of a trace document (sx_export with a trace format). */
-enum sx_status sx_trace_export(MPI_Comm comm, const char *input, const char *output,
-                               const struct sx_options *o, struct sx_error *err);
-
 #endif /* SX_TRACE_H */
