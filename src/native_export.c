@@ -41,6 +41,57 @@ enum sx_status sx_native_check_output(const struct sx_native *nr, const char *ou
 }
 
 /* ------------------------------------------------------------------ */
+/* A native run as an event source: any document reads it in slices    */
+
+struct native_events {
+    const struct sx_native *nr;
+    struct sx_nreader rd; /* keeps the last file open between slices */
+};
+
+static enum sx_status native_read_slices(void *ctx, const struct sx_run *run,
+                                         struct sx_slice *s, size_t ns,
+                                         struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct native_events *ne = ctx;
+    for (size_t i = 0; i < ns && st == SX_OK; i++) {
+        const size_t ri = (size_t)(s[i].row - run->rows);
+        const struct sx_nloc *l = &ne->nr->loc[ri];
+        const struct sx_nfile *f = &ne->nr->files[l->file];
+        const unsigned cols = s[i].cols & s[i].row->cols;
+        if (s[i].n > 0)
+            st = sx_native_read_events(
+                &ne->rd, f, &f->rows[l->row], s[i].first, s[i].n,
+                (cols & SX_COLBIT(SX_COL_START)) ? s[i].col[SX_COL_START] : NULL,
+                (cols & SX_COLBIT(SX_COL_END)) ? s[i].col[SX_COL_END] : NULL, err);
+    }
+    return st;
+}
+
+static const struct sx_event_ops native_event_ops = {NULL, NULL, native_read_slices};
+
+enum sx_status sx_native_events_new(const struct sx_native *nr,
+                                    struct sx_event_source *src, struct sx_error *err) {
+    struct native_events *ne = sx_calloc(1, sizeof *ne);
+    src->ops = NULL;
+    src->ctx = ne;
+    if (ne == NULL)
+        return sx_error_set(err, SX_ERR_NOMEM, nr->run->path, "out of memory");
+    ne->nr = nr;
+    ne->rd.fd = -1;
+    src->ops = &native_event_ops;
+    return SX_OK;
+}
+
+void sx_native_events_free(struct sx_event_source *src) {
+    struct native_events *ne = src->ctx;
+    if (ne != NULL)
+        sx_nreader_close(&ne->rd);
+    free(ne);
+    src->ops = NULL;
+    src->ctx = NULL;
+}
+
+/* ------------------------------------------------------------------ */
 /* The document: the JSON profile's blocks, events read for each block */
 
 struct native_doc {

@@ -138,24 +138,22 @@ static enum sx_status native_check(const struct sx_pipe_input *in, const char *o
 }
 
 /*
- * NOTE: collective: find, read and merge the indexes (their own agreement).
- * A document that cannot read the run in pieces gets it whole, on rank 0.
+ * NOTE: collective: find, read and merge the indexes (their own agreement);
+ * then the run as an event source, for the documents without a native plan.
  */
 static enum sx_status native_open(MPI_Comm c, const struct sx_pipe_input *in,
                                   const struct sx_doc_type *dt, struct sx_pipe *p,
                                   struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_native *nr = NULL;
-    int rank = 0;
-    if (c != MPI_COMM_NULL)
-        MPI_Comm_rank(c, &rank);
+    (void)dt;
     st = sx_native_open(c, in->files, in->nfiles, in->label, p->output, &nr, err);
     if (st != SX_OK)
         return st;
     p->nr = nr;
     p->run = nr->run;
-    if (dt->plan_native == NULL && rank == 0)
-        st = sx_native_load(nr, -1, err);
+    st = sx_native_events_new(nr, &p->native_events, err);
+    p->events = &p->native_events;
     return sx_all_ok(c, st, err);
 }
 
@@ -165,7 +163,10 @@ static enum sx_status native_root(struct sx_pipe *p, const struct sx_doc_type *d
     return sx_native_check_output(p->nr, p->output, err);
 }
 
-static void native_close(struct sx_pipe *p) { sx_native_free(p->nr); }
+static void native_close(struct sx_pipe *p) {
+    sx_native_events_free(&p->native_events);
+    sx_native_free(p->nr);
+}
 
 static const struct source_type source_h5 = {file_check, h5_open, h5_root, h5_close};
 static const struct source_type source_json = {file_check, json_open, NULL, json_close};
@@ -302,26 +303,14 @@ enum sx_status sx_pipeline_run(MPI_Comm comm, const struct sx_pipe_input *in,
     st = sx_all_ok(c, st, err);
     if (st != SX_OK)
         goto out;
-    /* A native run the document cannot read in pieces is whole on rank 0 alone:
-     * the document's stages run there, the other ranks meet it at the agreements. */
-    const bool alone = p.nr != NULL && dt->plan_native == NULL;
-    const bool member = !alone || rank == 0;
-    if (alone) {
-        p.comm = MPI_COMM_NULL;
-        p.rank = 0;
-        p.size = 1;
-    }
-
-    /* Stage: the document's plan (NOTE: collective over p.comm, its own agreement). */
-    if (member)
-        st = p.nr != NULL && dt->plan_native != NULL ? dt->plan_native(&p, &d, err)
-                                                     : dt->plan(&p, &d, err);
+    /* Stage: the document's plan (NOTE: collective, its own agreement). */
+    st = p.nr != NULL && dt->plan_native != NULL ? dt->plan_native(&p, &d, err)
+                                                 : dt->plan(&p, &d, err);
     st = sx_all_ok(c, st, err);
     if (st != SX_OK)
         goto out;
     if (dt->write != NULL) { /* a document of several files writes them itself */
-        if (member)
-            st = dt->write(&p, d.ctx, err);
+        st = dt->write(&p, d.ctx, err);
         st = sx_all_ok(c, st, err);
         goto out;
     }
@@ -342,8 +331,7 @@ enum sx_status sx_pipeline_run(MPI_Comm comm, const struct sx_pipe_input *in,
     const struct sx_stream_opts so = {output,           sx_out_is_gz(output),
                                       opts->gzip_level, opts->deflate,
                                       opts->progress,   opts->progress_user};
-    if (member)
-        st = sx_stream(p.comm, &d.prod, &so, f, err);
+    st = sx_stream(c, &d.prod, &so, f, err);
     st = sx_all_ok(c, st, err);
     if (st != SX_OK)
         goto out;

@@ -3,6 +3,7 @@
 #define SX_PIPELINE_H
 
 #include "internal.h"
+#include "run.h"
 #include "stream.h"
 
 #include <mpi.h>
@@ -24,19 +25,21 @@ struct sx_perf_rank;
 
 /* What the document is made from, as its stages see it. Owned by the pipeline. */
 struct sx_pipe {
-    /* The document's communicator: the export's own, or MPI_COMM_NULL when the
-     * document runs on rank 0 alone (a source whose events only rank 0 holds). */
-    MPI_Comm comm;
+    MPI_Comm comm;     /* the export's own copy of the caller's */
     int rank, size;    /* in 'comm' */
     const char *input; /* for messages: the input, or a native run's first file */
     const char *output;
     const struct sx_options *o;
     const struct sx_filter *filter;
     struct sx_run *run;
-    struct sx_h5 *h5; /* an HDF5 run: events are read from it; NULL: run's columns */
+    struct sx_h5 *h5; /* an HDF5 run: events are read from it */
+    /* another source whose events are read in slices (a native run), or NULL;
+     * both NULL: the run's columns are in memory (a JSON profile) */
+    const struct sx_event_source *events;
     struct sx_perf_rank *perf; /* HDF5 perf counter totals (SX_NEED_PERF), or NULL */
     size_t nperf;
-    struct sx_native *nr; /* a native run, read in pieces (plan_native), else NULL */
+    struct sx_native *nr;                 /* a native run (for plan_native), else NULL */
+    struct sx_event_source native_events; /* what 'events' points to for a native run */
 };
 
 /* What a document asks of its source. */
@@ -75,8 +78,8 @@ struct sx_doc_type {
      */
     enum sx_status (*plan)(const struct sx_pipe *p, struct sx_doc_state *d,
                            struct sx_error *err);
-    /* The same for a native run read in pieces by every rank; NULL: the document is
-     * made on rank 0 alone from the whole run in memory. */
+    /* The same for a native run when the document has a plan of its own for it (the
+     * JSON profile moves events between ranks); NULL: 'plan', through 'p->events'. */
     enum sx_status (*plan_native)(const struct sx_pipe *p, struct sx_doc_state *d,
                                   struct sx_error *err);
     /* Documents of several files (NULL for a stream document): NOTE: collective

@@ -421,14 +421,14 @@ static enum sx_status stats_plan(const struct sx_pipe *p, struct sx_doc_state *d
         goto out;
 
     /* Stage: the rows' first starts (this rank's share), then the region order. */
-    st = sx_trace_row_mins(run, p->h5, p->rank, p->size, &mins, err);
+    st = sx_trace_row_mins(run, p->h5, p->events, p->rank, p->size, &mins, err);
     st = sx_all_ok(comm, st, err);
     if (st == SX_OK)
         st = sx_all_min_i64(comm, mins, run->nrows, run->path, err);
     st = sx_all_ok(comm, st, err);
     if (st != SX_OK)
         goto out;
-    st = sx_trace_plan(&s->t, run, p->h5, p->filter, p->o, mins, err);
+    st = sx_trace_plan(&s->t, run, p->h5, p->events, p->filter, p->o, mins, err);
     mins = NULL;
     s->sd = (struct stats_doc){&s->t, p->o, p->input};
     uint64_t units = 0;

@@ -40,7 +40,10 @@ void sx_perf_free(struct sx_perf_rank *p, size_t n);
 
 struct sx_trace {
     struct sx_run *run;
-    struct sx_h5 *h5; /* NULL: the run's columns are loaded (a JSON profile) */
+    struct sx_h5 *h5; /* an HDF5 run's rows are read from it */
+    /* other sources' rows are read in slices from here; both NULL: the run's columns
+     * are loaded (a JSON profile) */
+    const struct sx_event_source *events;
     const struct sx_filter *filter;
     char *label;    /* the document's name (UTF-8) */
     int64_t *ranks; /* selected ranks, in the order given (may repeat) */
@@ -68,8 +71,9 @@ struct sx_trace {
  * (INT64_MAX elsewhere), for the region order: min-reduce them over the
  * ranks. New array of run->nrows in '*mins'. Local.
  */
-enum sx_status sx_trace_row_mins(const struct sx_run *run, struct sx_h5 *h5, int rank,
-                                 int size, int64_t **mins, struct sx_error *err);
+enum sx_status sx_trace_row_mins(const struct sx_run *run, struct sx_h5 *h5,
+                                 const struct sx_event_source *events, int rank, int size,
+                                 int64_t **mins, struct sx_error *err);
 
 /*
  * Ownership, the library's one rule: a function that takes ownership of an argument
@@ -83,6 +87,7 @@ enum sx_status sx_trace_row_mins(const struct sx_run *run, struct sx_h5 *h5, int
  * label. Local.
  */
 enum sx_status sx_trace_plan(struct sx_trace *t, struct sx_run *run, struct sx_h5 *h5,
+                             const struct sx_event_source *events,
                              const struct sx_filter *filter, const struct sx_options *o,
                              int64_t *row_min, struct sx_error *err);
 void sx_trace_free(struct sx_trace *t);

@@ -343,14 +343,14 @@ static enum sx_status trace_plan(const struct sx_pipe *p, struct sx_doc_state *d
     struct trace_doc *d = &s->d;
 
     /* Stage: the rows' first starts (this rank's share), then the region order. */
-    st = sx_trace_row_mins(run, p->h5, p->rank, p->size, &mins, err);
+    st = sx_trace_row_mins(run, p->h5, p->events, p->rank, p->size, &mins, err);
     st = sx_all_ok(comm, st, err);
     if (st == SX_OK)
         st = sx_all_min_i64(comm, mins, run->nrows, run->path, err);
     st = sx_all_ok(comm, st, err);
     if (st != SX_OK)
         goto out;
-    st = sx_trace_plan(t, run, p->h5, p->filter, o, mins, err);
+    st = sx_trace_plan(t, run, p->h5, p->events, p->filter, o, mins, err);
     mins = NULL;
     t->perf = p->perf;
     t->nperf = p->nperf; /* borrowed */
