@@ -119,6 +119,11 @@ enum sx_status sx_native_events_new(const struct sx_native *nr,
                                     struct sx_event_source *src, struct sx_error *err);
 void sx_native_events_free(struct sx_event_source *src);
 
+/* native_export.c: SX_ERR_USAGE when 'output' is one of the run's files (it would be
+ * destroyed). Local. */
+enum sx_status sx_native_check_output(const struct sx_native *nr, const char *output,
+                                      struct sx_error *err);
+
 /*
  * NOTE: collective over 'comm' (MPI_COMM_NULL: this process alone). Find
  * every rank's 'inputs', spread the files over the ranks (a file named by

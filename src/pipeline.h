@@ -95,13 +95,10 @@ extern const struct sx_doc_type sx_doc_stats;      /* stats_regions.c */
 extern const struct sx_doc_type sx_doc_prof;       /* prof_write.c */
 extern const struct sx_doc_type sx_doc_flamegraph; /* prof_write.c */
 
-/* native_export.c: the JSON profile of a native run, read in pieces (plan_native). */
+/* native_export.c: the JSON profile of a native run, its events moved between ranks
+ * to the blocks' owners before the stream (plan_native). */
 enum sx_status sx_native_json_plan(const struct sx_pipe *p, struct sx_doc_state *d,
                                    struct sx_error *err);
-
-/* native_export.c: SX_ERR_USAGE when 'output' is one of the native run's files. */
-enum sx_status sx_native_check_output(const struct sx_native *nr, const char *output,
-                                      struct sx_error *err);
 
 /* The input of an export: one file, or the files of a native run. */
 struct sx_pipe_input {
