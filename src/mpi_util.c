@@ -90,3 +90,18 @@ bool sx_mpi_threads_ok(MPI_Comm comm) {
     return comm == MPI_COMM_NULL ||
            (MPI_Query_thread(&level) == MPI_SUCCESS && level >= MPI_THREAD_FUNNELED);
 }
+
+/* MPI counts are int: long arrays go in pieces. */
+#define MIN_PIECE ((size_t)1 << 28)
+
+/* NOTE: collective */
+enum sx_status sx_all_min_i64(MPI_Comm comm, int64_t *m, size_t n, const char *path,
+                              struct sx_error *err) {
+    for (size_t at = 0; comm != MPI_COMM_NULL && at < n; at += MIN_PIECE) {
+        size_t k = n - at < MIN_PIECE ? n - at : MIN_PIECE;
+        if (MPI_Allreduce(MPI_IN_PLACE, m + at, (int)k, MPI_INT64_T, MPI_MIN, comm) !=
+            MPI_SUCCESS)
+            return sx_error_set(err, SX_ERR_MPI, path, "%s: MPI_Allreduce failed", path);
+    }
+    return SX_OK;
+}

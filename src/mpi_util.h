@@ -23,6 +23,12 @@ void sx_comm_free(MPI_Comm *comm);
  */
 enum sx_status sx_all_ok(MPI_Comm comm, enum sx_status st, struct sx_error *err);
 /*
+ * NOTE: collective. Every rank's 'm[0 .. n)' replaced by the elementwise minimum
+ * over the ranks, in pieces (MPI counts are int). A failure names 'path'.
+ */
+enum sx_status sx_all_min_i64(MPI_Comm comm, int64_t *m, size_t n, const char *path,
+                              struct sx_error *err);
+/*
  * Whether the process may run a thread of its own beside the caller's: MPI's
  * thread level is MPI_THREAD_FUNNELED or more (only the caller's thread calls
  * MPI), or 'comm' is MPI_COMM_NULL (no MPI call at all).

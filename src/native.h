@@ -110,6 +110,21 @@ struct sx_native {
 void sx_native_free(struct sx_native *nr);
 
 /*
+ * The native run 'nr' (borrowed) as a source of events (run.h): slices of
+ * its rows' starts and ends, read from their files by the calling process,
+ * whichever rank the files were given to. '*src' is set up here; free it
+ * with sx_native_events_free (which accepts one never set up). Local.
+ */
+enum sx_status sx_native_events_new(const struct sx_native *nr,
+                                    struct sx_event_source *src, struct sx_error *err);
+void sx_native_events_free(struct sx_event_source *src);
+
+/* native_export.c: SX_ERR_USAGE when 'output' is one of the run's files (it would be
+ * destroyed). Local. */
+enum sx_status sx_native_check_output(const struct sx_native *nr, const char *output,
+                                      struct sx_error *err);
+
+/*
  * NOTE: collective over 'comm' (MPI_COMM_NULL: this process alone). Find
  * every rank's 'inputs', spread the files over the ranks (a file named by
  * several ranks is read by one of them), read the indexes and merge them

@@ -9,6 +9,7 @@
 #include "mpi_util.h"
 #include "native.h"
 #include "out_file.h"
+#include "pipeline.h"
 #include "regex.h"
 #include "run.h"
 #include "stop.h"
@@ -23,15 +24,9 @@
 /* Events per piece when import-native copies a row. */
 #define COPY_EVENTS (1u << 20)
 
-static bool ends_with_gz(const char *path) {
-    size_t n = strlen(path);
-    return n >= 3 && path[n - 3] == '.' && (path[n - 2] | 0x20) == 'g' &&
-           (path[n - 1] | 0x20) == 'z';
-}
-
 /* Whether 'output' is one of the run's files (it would be destroyed). */
-static enum sx_status check_output(const struct sx_native *nr, const char *output,
-                                   struct sx_error *err) {
+enum sx_status sx_native_check_output(const struct sx_native *nr, const char *output,
+                                      struct sx_error *err) {
     struct stat a, b;
     if (stat(output, &b) != 0)
         return SX_OK;
@@ -43,6 +38,57 @@ static enum sx_status check_output(const struct sx_native *nr, const char *outpu
                                 "overwrite the run",
                                 output, nr->files[i].path);
     return SX_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* A native run as an event source: any document reads it in slices    */
+
+struct native_events {
+    const struct sx_native *nr;
+    struct sx_nreader rd; /* keeps the last file open between slices */
+};
+
+static enum sx_status native_read_slices(void *ctx, const struct sx_run *run,
+                                         struct sx_slice *s, size_t ns,
+                                         struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct native_events *ne = ctx;
+    for (size_t i = 0; i < ns && st == SX_OK; i++) {
+        const size_t ri = (size_t)(s[i].row - run->rows);
+        const struct sx_nloc *l = &ne->nr->loc[ri];
+        const struct sx_nfile *f = &ne->nr->files[l->file];
+        const unsigned cols = s[i].cols & s[i].row->cols;
+        if (s[i].n > 0)
+            st = sx_native_read_events(
+                &ne->rd, f, &f->rows[l->row], s[i].first, s[i].n,
+                (cols & SX_COLBIT(SX_COL_START)) ? s[i].col[SX_COL_START] : NULL,
+                (cols & SX_COLBIT(SX_COL_END)) ? s[i].col[SX_COL_END] : NULL, err);
+    }
+    return st;
+}
+
+static const struct sx_event_ops native_event_ops = {NULL, NULL, native_read_slices};
+
+enum sx_status sx_native_events_new(const struct sx_native *nr,
+                                    struct sx_event_source *src, struct sx_error *err) {
+    struct native_events *ne = sx_calloc(1, sizeof *ne);
+    src->ops = NULL;
+    src->ctx = ne;
+    if (ne == NULL)
+        return sx_error_set(err, SX_ERR_NOMEM, nr->run->path, "out of memory");
+    ne->nr = nr;
+    ne->rd.fd = -1;
+    src->ops = &native_event_ops;
+    return SX_OK;
+}
+
+void sx_native_events_free(struct sx_event_source *src) {
+    struct native_events *ne = src->ctx;
+    if (ne != NULL)
+        sx_nreader_close(&ne->rd);
+    free(ne);
+    src->ops = NULL;
+    src->ctx = NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -345,137 +391,61 @@ out:
     return st;
 }
 
-enum sx_status sx_export_native(MPI_Comm comm, const char *const *inputs, size_t n_inputs,
-                                const char *output, const char *label,
-                                const struct sx_options *opts, struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    struct sx_options defaults;
-    MPI_Comm c = MPI_COMM_NULL;
-    struct sx_native *nr = NULL;
-    struct sx_filter *filter = NULL;
-    struct sx_out_file *f = NULL;
+/* The JSON profile of a native run as a stream producer, with the exchange's state. */
+struct native_json {
     struct sx_doc doc;
-    struct sx_error local;
-    struct native_doc nd = {.rd = {.fd = -1}};
-    struct xfer *xf = NULL;
+    struct native_doc nd;
+    struct xfer *xf;
+};
+
+static void native_json_free(void *ctx) {
+    struct native_json *j = ctx;
+    if (j == NULL)
+        return;
+    sx_nreader_close(&j->nd.rd);
+    if (j->nd.nr != NULL)
+        free_remote(&j->nd);
+    free(j->xf);
+    sx_doc_free(&j->doc);
+    free(j);
+}
+
+/*
+ * NOTE: collective over 'p->comm'. The plan, the same on every rank; then
+ * the pieces of the blocks other ranks read, sent to the blocks' owners.
+ */
+enum sx_status sx_native_json_plan(const struct sx_pipe *p, struct sx_doc_state *d,
+                                   struct sx_error *err) {
+    enum sx_status st = SX_OK;
     size_t nxf = 0;
-    int rank = 0, size = 1;
-
-    memset(&doc, 0, sizeof doc);
-    sx_stop_clear(); /* see stop.h: a stop from before this export is not its own */
-    sx_error_clear(&local);
-    if (err == NULL)
-        err = &local;
-    sx_error_clear(err);
-    if (opts == NULL) {
-        sx_options_init(&defaults);
-        opts = &defaults;
+    struct native_json *j = sx_calloc(1, sizeof *j);
+    d->ctx = j;
+    d->free = native_json_free;
+    if (j == NULL)
+        st = sx_error_set(err, SX_ERR_NOMEM, p->input, "out of memory");
+    if (st == SX_OK) {
+        j->nd.rd.fd = -1;
+        st =
+            sx_doc_plan(&j->doc, p->run, p->filter, p->o->indent, p->o->block_bytes, err);
     }
-    if (comm != MPI_COMM_NULL) {
-        if (MPI_Comm_dup(comm, &c) != MPI_SUCCESS)
-            return sx_error_set(err, SX_ERR_MPI, "", "MPI_Comm_dup failed");
-        MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
-        MPI_Comm_rank(c, &rank);
-        MPI_Comm_size(c, &size);
-    }
-    const bool gz = output != NULL && ends_with_gz(output);
-    sx_fault_begin(n_inputs > 0 && inputs != NULL && inputs[0] != NULL ? inputs[0] : "");
+    st = sx_all_ok(p->comm, st, err);
+    if (st != SX_OK)
+        return st;
 
-    /* Stage: options; every rank checks the same things. */
-    if (output == NULL || (n_inputs > 0 && inputs == NULL))
-        st = sx_error_set(err, SX_ERR_USAGE, "", "inputs and an output needed");
-    if (st == SX_OK && opts->summary)
-        st = sx_error_set(err, SX_ERR_USAGE, "",
-                          "a summary-only read does not apply to a native run");
-    if (st == SX_OK && (opts->gzip_level < 0 || opts->gzip_level > 9))
-        st = sx_error_set(err, SX_ERR_USAGE, "", "gzip level %d is not in 0..9",
-                          opts->gzip_level);
-    if (st == SX_OK && gz && opts->deflate == SX_DEFLATE_ISAL && !sx_has_isal())
-        st = sx_error_set(err, SX_ERR_USAGE, "",
-                          "this build has no ISA-L deflate engine; use the zlib engine");
+    /* Stages: the pieces other ranks read, then the exchange. */
+    j->nd.nr = p->nr;
+    j->nd.doc = &j->doc;
+    j->nd.rank = p->rank;
+    st = plan_xfers(&j->nd, p->size, sx_out_is_gz(p->output), &j->xf, &nxf, err);
     if (st == SX_OK)
-        st = sx_filter_new(opts, &filter, err);
-    st = sx_all_ok(c, st, err);
-    if (st != SX_OK)
-        goto out;
-
-    /* Stages: find, read and merge the indexes (their own agreement). */
-    st = sx_native_open(c, inputs, n_inputs, label, output, &nr, err);
-    if (st != SX_OK)
-        goto out;
-
-    if (opts->format != SX_FORMAT_JSON) {
-        /* Stage: the trace documents are written by rank 0 from the whole run. */
-        if (rank == 0) {
-            st = check_output(nr, output, err);
-            if (st == SX_OK)
-                st = sx_native_load(nr, -1, err);
-            if (st == SX_OK)
-                st = sx_trace_write_run(nr->run, NULL, output, opts, filter, &f, err);
-        }
-        st = sx_all_ok(c, st, err);
-        if (st != SX_OK)
-            goto out;
-        goto commit;
+        st = alloc_remote(&j->nd, j->xf, nxf, err);
+    st = sx_all_ok(p->comm, st, err);
+    if (st == SX_OK && p->comm != MPI_COMM_NULL && nxf > 0) {
+        st = exchange(p->comm, &j->nd, j->xf, nxf, err);
+        st = sx_all_ok(p->comm, st, err);
     }
-
-    /* Stage: the plan, the same on every rank; rank 0 opens the output. */
-    st = sx_doc_plan(&doc, nr->run, filter, opts->indent, opts->block_bytes, err);
-    if (st == SX_OK && rank == 0)
-        st = check_output(nr, output, err);
-    if (st == SX_OK && rank == 0)
-        st = sx_out_open(output, sx_mpi_threads_ok(c), &f, err);
-    st = sx_all_ok(c, st, err);
-    if (st != SX_OK)
-        goto out;
-
-    /* Stages: the pieces of the blocks other ranks read, sent to the blocks' owners. */
-    nd.nr = nr;
-    nd.doc = &doc;
-    nd.rank = rank;
-    st = plan_xfers(&nd, size, gz, &xf, &nxf, err);
-    if (st == SX_OK)
-        st = alloc_remote(&nd, xf, nxf, err);
-    st = sx_all_ok(c, st, err);
-    if (st != SX_OK)
-        goto out;
-    if (c != MPI_COMM_NULL && nxf > 0) {
-        st = exchange(c, &nd, xf, nxf, err);
-        st = sx_all_ok(c, st, err);
-        if (st != SX_OK)
-            goto out;
-    }
-
-    /* Stage: the block stream (its own protocol and agreement). */
-    struct sx_producer prod = {&nd,     doc.nblocks, doc.total_units, nd_head,
-                               nd_tail, nd_block,    nd_units};
-    struct sx_stream_opts so = {
-        output, gz, opts->gzip_level, opts->deflate, opts->progress, opts->progress_user};
-    st = sx_stream(c, &prod, &so, f, err);
-    sx_nreader_close(&nd.rd);
-    if (st != SX_OK)
-        goto out;
-
-commit:
-    /* Stage: rank 0 commits the file. */
-    if (rank == 0) {
-        struct sx_out_file *done = f;
-        f = NULL;
-        st = sx_out_commit(done, err);
-    }
-    st = sx_all_ok(c, st, err);
-out:
-    sx_nreader_close(&nd.rd);
-    if (nd.nr != NULL)
-        free_remote(&nd);
-    free(xf);
-    sx_out_abort(f);
-    sx_stop_clear(); /* a stop asked for during this export ends with it */
-    sx_doc_free(&doc);
-    sx_filter_free(filter);
-    sx_native_free(nr);
-    if (c != MPI_COMM_NULL)
-        MPI_Comm_free(&c);
+    d->prod = (struct sx_producer){&j->nd,  j->doc.nblocks, j->doc.total_units, nd_head,
+                                   nd_tail, nd_block,       nd_units,           NULL};
     return st;
 }
 
@@ -500,12 +470,11 @@ enum sx_status sx_import_native(MPI_Comm comm, const char *const *inputs, size_t
     if (err == NULL)
         err = &local;
     sx_error_clear(err);
-    if (comm != MPI_COMM_NULL) {
-        if (MPI_Comm_dup(comm, &c) != MPI_SUCCESS)
-            return sx_error_set(err, SX_ERR_MPI, "", "MPI_Comm_dup failed");
-        MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    st = sx_comm_dup(comm, &c, err);
+    if (st != SX_OK)
+        return st;
+    if (c != MPI_COMM_NULL)
         MPI_Comm_rank(c, &rank);
-    }
     if (output == NULL || (n_inputs > 0 && inputs == NULL))
         st = sx_error_set(err, SX_ERR_USAGE, "", "inputs and an output needed");
     st = sx_all_ok(c, st, err);
@@ -525,7 +494,7 @@ enum sx_status sx_import_native(MPI_Comm comm, const char *const *inputs, size_t
     for (size_t r = 0; st == SX_OK && r < run->nrows; r++)
         rows[r] = &run->rows[r];
     if (st == SX_OK && rank == 0)
-        st = check_output(nr, output, err);
+        st = sx_native_check_output(nr, output, err);
     st = sx_all_ok(c, st, err);
     if (st != SX_OK)
         goto out;
@@ -573,7 +542,6 @@ out:
     free(buf[1]);
     free(rows);
     sx_native_free(nr);
-    if (c != MPI_COMM_NULL)
-        MPI_Comm_free(&c);
+    sx_comm_free(&c);
     return st;
 }

@@ -522,6 +522,12 @@ out:
 
 const char *sx_out_tmp_path(const struct sx_out_file *f) { return f->tmp ? f->tmp : ""; }
 
+bool sx_out_is_gz(const char *path) {
+    size_t n = path != NULL ? strlen(path) : 0;
+    return n >= 3 && path[n - 3] == '.' && (path[n - 2] | 0x20) == 'g' &&
+           (path[n - 1] | 0x20) == 'z';
+}
+
 void sx_out_abort(struct sx_out_file *f) {
     if (f == NULL)
         return;

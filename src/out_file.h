@@ -9,6 +9,10 @@
 #include <sys/stat.h>
 
 struct sx_out_file;
+
+/* Whether an output named 'path' is written gzip-compressed: it ends in ".gz", any case.
+ */
+bool sx_out_is_gz(const char *path);
 /*
  * Create the parent directories and a temporary file beside 'path': an
  * unnamed one (O_TMPFILE) where the file system has them, so that nothing is

@@ -1,6 +1,8 @@
 /* prof_write.c - pstats (.prof) files, as scope-profiler's export_prof writes them */
 #include "prof_write.h"
 
+#include "pipeline.h"
+
 #include "flame_svg.h"
 #include "h5_read.h"
 #include "json_load.h"
@@ -15,9 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* MPI counts are int: reduce long arrays in pieces. */
-#define MAX_MSG (1u << 28)
 
 static void put_u32(struct sx_buf *b, uint32_t v) {
     unsigned char c[4] = {(unsigned char)v, (unsigned char)(v >> 8),
@@ -528,111 +527,110 @@ static char *rank_path(const char *output, int64_t rank, const char *dflt) {
     return p;
 }
 
-/* NOTE: collective: min-reduce every row's first start in pieces. */
-static enum sx_status reduce_mins(MPI_Comm comm, int64_t *m, size_t n, const char *path,
-                                  struct sx_error *err) {
-    for (size_t at = 0; comm != MPI_COMM_NULL && at < n; at += MAX_MSG) {
-        size_t k = n - at < MAX_MSG ? n - at : MAX_MSG;
-        if (MPI_Allreduce(MPI_IN_PLACE, m + at, (int)k, MPI_INT64_T, MPI_MIN, comm) !=
-            MPI_SUCCESS)
-            return sx_error_set(err, SX_ERR_MPI, path, "%s: MPI_Allreduce failed", path);
-    }
-    return SX_OK;
-}
-
 #define PROF_COLS                                                                        \
     (SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END) | SX_COLBIT(SX_COL_THREAD) |        \
      SX_COLBIT(SX_COL_TASK))
 
-enum sx_status sx_prof_export(MPI_Comm comm, const char *input, const char *output,
-                              const struct sx_options *o, struct sx_error *err) {
+/* The pstats (or SVG) files' state: the plan and one output per selected rank. */
+struct prof_state {
+    struct sx_trace t;
+    struct sx_out_file **files;
+};
+
+static void prof_free(void *ctx) {
+    struct prof_state *s = ctx;
+    if (s == NULL)
+        return;
+    for (size_t k = 0; s->files != NULL && k < s->t.nranks; k++)
+        sx_out_abort(s->files[k]);
+    free(s->files);
+    sx_trace_free(&s->t);
+    free(s);
+}
+
+/*
+ * NOTE: collective over 'p->comm'. The region order and the reference's
+ * checks of the selection, with the ranks' agreement between the stages.
+ */
+static enum sx_status prof_plan(const struct sx_pipe *p, struct sx_doc_state *ds,
+                                struct sx_error *err) {
     enum sx_status st = SX_OK;
-    struct sx_filter *filter = NULL;
-    struct sx_h5 *h5 = NULL;
-    struct sx_run *run = NULL;
+    MPI_Comm comm = p->comm;
+    struct sx_run *run = p->run;
     int64_t *mins = NULL;
-    struct sx_out_file **files = NULL;
+    struct prof_state *s = sx_calloc(1, sizeof *s);
+    ds->ctx = s;
+    ds->free = prof_free;
+    if (s == NULL)
+        st = sx_error_set(err, SX_ERR_NOMEM, run->path, "out of memory");
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+    struct sx_trace *t = &s->t;
+
+    /* Stage: the rows' first starts (this rank's share), then the region order. */
+    st = sx_trace_row_mins(run, p->h5, p->events, p->rank, p->size, &mins, err);
+    st = sx_all_ok(comm, st, err);
+    if (st == SX_OK)
+        st = sx_all_min_i64(comm, mins, run->nrows, run->path, err);
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+    st = sx_trace_plan(t, run, p->h5, p->events, p->filter, p->o, mins, err);
+    mins = NULL;
+    if (st == SX_OK && t->nregions == 0)
+        st = sx_trace_value_error(t, SX_ERR_VALUE,
+                                  "No regions matched the selected filters.", err);
+    for (size_t k = 0; st == SX_OK && k < t->nranks; k++)
+        if (t->ranks[k] < 0 || t->ranks[k] >= run->num_ranks) {
+            char msg[64];
+            snprintf(msg, sizeof msg, "Invalid rank requested: %" PRId64, t->ranks[k]);
+            st = sx_trace_value_error(t, SX_ERR_VALUE, msg, err);
+        }
+    if (st == SX_OK) {
+        s->files = sx_calloc(t->nranks + 1, sizeof *s->files);
+        if (s->files == NULL)
+            st = sx_error_set(err, SX_ERR_NOMEM, run->path, "out of memory");
+    }
+out:
+    free(mins);
+    return st;
+}
+
+/*
+ * NOTE: collective over 'p->comm'. Each selected rank is built and written
+ * by one process (the k-th by k % size); the files are renamed into place
+ * once every process has made its own.
+ */
+static enum sx_status prof_write(const struct sx_pipe *p, void *ctx,
+                                 struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    MPI_Comm comm = p->comm;
+    const struct sx_options *o = p->o;
+    const char *output = p->output;
+    struct prof_state *s = ctx;
+    struct sx_trace *t = &s->t;
+    struct sx_out_file **files = s->files;
     struct pcalls built = {0};
     struct sx_buf buf = {0};
     char *path = NULL;
-    struct sx_trace t;
-    bool opened = false;
-    int rank = 0, size = 1;
-    memset(&t, 0, sizeof t);
-    if (comm != MPI_COMM_NULL) {
-        MPI_Comm_rank(comm, &rank);
-        MPI_Comm_size(comm, &size);
-    }
-
-    /* Stage: options. */
-    if (o->summary)
-        st =
-            sx_error_set(err, SX_ERR_USAGE, "",
-                         "--summary has no per-call events, which the pstats files need");
-    if (st == SX_OK)
-        st = sx_filter_new(o, &filter, err);
-    st = sx_all_ok(comm, st, err);
-    if (st != SX_OK)
-        goto out;
-
-    /* Stage: NOTE: collective open of an HDF5 run; a JSON profile is read by each. */
-    const bool hdf5 = sx_is_hdf5(input);
-    if (hdf5) {
-        st = sx_h5_open(comm, input, false, &h5, &run, err);
-        opened = true;
-    } else {
-        st = sx_json_load(input, &run, err);
-    }
-    if (hdf5 && st == SX_OK)
-        st = sx_h5_read_extras(h5, run, err);
-    st = sx_all_ok(comm, st, err);
-    if (st != SX_OK)
-        goto out;
-
-    /* Stage: the region order and the reference's checks of the selection. */
-    st = sx_trace_row_mins(run, h5, rank, size, &mins, err);
-    st = sx_all_ok(comm, st, err);
-    if (st == SX_OK)
-        st = reduce_mins(comm, mins, run->nrows, run->path, err);
-    st = sx_all_ok(comm, st, err);
-    if (st != SX_OK)
-        goto out;
-    st = sx_trace_plan(&t, run, h5, filter, o, mins, err);
-    mins = NULL;
-    if (st == SX_OK && t.nregions == 0)
-        st = sx_trace_value_error(&t, SX_ERR_VALUE,
-                                  "No regions matched the selected filters.", err);
-    for (size_t k = 0; st == SX_OK && k < t.nranks; k++)
-        if (t.ranks[k] < 0 || t.ranks[k] >= run->num_ranks) {
-            char msg[64];
-            snprintf(msg, sizeof msg, "Invalid rank requested: %" PRId64, t.ranks[k]);
-            st = sx_trace_value_error(&t, SX_ERR_VALUE, msg, err);
-        }
-    if (st == SX_OK) {
-        files = sx_calloc(t.nranks + 1, sizeof *files);
-        if (files == NULL)
-            st = sx_error_set(err, SX_ERR_NOMEM, run->path, "out of memory");
-    }
-    st = sx_all_ok(comm, st, err);
-    if (st != SX_OK)
-        goto out;
 
     /* Stage: each process builds and writes its share of the selected ranks. */
     int64_t made = 0;
-    for (size_t k = (size_t)rank; k < t.nranks; k += (size_t)size) {
-        st = sx_trace_load_rank(&t, t.ranks[k], PROF_COLS, err);
+    for (size_t k = (size_t)p->rank; k < t->nranks; k += (size_t)p->size) {
+        st = sx_trace_load_rank(t, t->ranks[k], PROF_COLS, err);
         if (st == SX_OK)
-            st = build_calls(&t, t.ranks[k], &built, err);
-        sx_trace_unload_rank(&t, t.ranks[k]);
+            st = build_calls(t, t->ranks[k], &built, err);
+        sx_trace_unload_rank(t, t->ranks[k]);
         if (st != SX_OK)
             break;
         if (built.n > 0) {
             sx_buf_reset(&buf);
             const bool svg = o->format == SX_FORMAT_FLAMEGRAPH;
-            st = rank_stats(&t, &built, t.ranks[k], svg || !o->no_call_paths,
+            st = rank_stats(t, &built, t->ranks[k], svg || !o->no_call_paths,
                             svg ? (o->width > 0 ? o->width : 1200) : 0, &buf, err);
             free(path);
-            path = st == SX_OK ? rank_path(output, t.ranks[k], svg ? ".svg" : ".prof")
+            path = st == SX_OK ? rank_path(output, t->ranks[k], svg ? ".svg" : ".prof")
                                : NULL;
             if (st == SX_OK && path == NULL)
                 st = sx_error_set(err, SX_ERR_NOMEM, output, "out of memory");
@@ -649,17 +647,17 @@ enum sx_status sx_prof_export(MPI_Comm comm, const char *input, const char *outp
     st = sx_all_ok(comm, st, err);
     if (st == SX_OK && comm != MPI_COMM_NULL &&
         MPI_Allreduce(MPI_IN_PLACE, &made, 1, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS)
-        st = sx_error_set(err, SX_ERR_MPI, run->path, "%s: MPI_Allreduce failed",
-                          run->path);
+        st = sx_error_set(err, SX_ERR_MPI, t->run->path, "%s: MPI_Allreduce failed",
+                          t->run->path);
     st = sx_all_ok(comm, st, err);
     if (st == SX_OK && made == 0)
-        st = sx_trace_value_error(&t, SX_ERR_VALUE,
+        st = sx_trace_value_error(t, SX_ERR_VALUE,
                                   "No calls recorded for the requested ranks.", err);
     if (st != SX_OK)
         goto out;
 
     /* Stage: every process commits its files. */
-    for (size_t k = 0; k < t.nranks; k++) {
+    for (size_t k = 0; k < t->nranks; k++) {
         struct sx_out_file *done = files[k];
         files[k] = NULL;
         if (done != NULL && st == SX_OK)
@@ -669,17 +667,25 @@ enum sx_status sx_prof_export(MPI_Comm comm, const char *input, const char *outp
     }
     st = sx_all_ok(comm, st, err);
 out:
-    for (size_t k = 0; files != NULL && k < t.nranks; k++)
-        sx_out_abort(files[k]);
-    free(files);
     free(path);
     sx_buf_free(&buf);
     pcalls_free(&built);
-    free(mins);
-    sx_trace_free(&t);
-    sx_filter_free(filter);
-    sx_run_free(run);
-    if (opened)
-        sx_h5_close(h5); /* NOTE: collective */
     return st;
 }
+
+/* The files are made from the lanes and events; one file per selected rank. */
+const struct sx_doc_type sx_doc_prof = {
+    .format = SX_FORMAT_PROF,
+    .events_for = "pstats files need",
+    .needs = SX_NEED_LANES | SX_NEED_JSON_INPUT,
+    .plan = prof_plan,
+    .write = prof_write,
+};
+
+const struct sx_doc_type sx_doc_flamegraph = {
+    .format = SX_FORMAT_FLAMEGRAPH,
+    .events_for = "pstats files need",
+    .needs = SX_NEED_LANES | SX_NEED_JSON_INPUT,
+    .plan = prof_plan,
+    .write = prof_write,
+};

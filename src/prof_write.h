@@ -21,14 +21,12 @@ void sx_marshal_dict(struct sx_buf *b);
 void sx_marshal_dict_end(struct sx_buf *b);
 
 /*
- * The whole export of pstats files (sx_export with SX_FORMAT_PROF): for each
- * selected rank with calls (rank 0 unless 'ranks' is given), the file
- * "<stem>_rank<N><suffix>" beside 'output' (suffix ".prof" when 'output' has
- * none). Each selected rank is built and written by one process (the k-th by
- * k % size); the files are renamed into place once every process has made
- * its own. NOTE: collective over 'comm' (MPI_COMM_NULL: this process alone).
+ * The pstats files (SX_FORMAT_PROF) and flame graphs (SX_FORMAT_FLAMEGRAPH) are
+ * the pipeline's documents sx_doc_prof and sx_doc_flamegraph (pipeline.h): for
+ * each selected rank with calls (rank 0 unless 'ranks' is given), the file
+ * "<stem>_rank<N><suffix>" beside the output (suffix ".prof" or ".svg" when the
+ * output has none), built and written by one process (the k-th by k % size),
+ * renamed into place once every process has made its own.
  */
-enum sx_status sx_prof_export(MPI_Comm comm, const char *input, const char *output,
-                              const struct sx_options *o, struct sx_error *err);
 
 #endif /* SX_PROF_WRITE_H */

@@ -9,6 +9,7 @@
 #include "mpi_util.h"
 #include "np_sum.h"
 #include "out_file.h"
+#include "pipeline.h"
 #include "regex.h"
 #include "run.h"
 #include "stream.h"
@@ -18,15 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static bool ends_with_gz(const char *path) {
-    size_t n = strlen(path);
-    return n >= 3 && path[n - 3] == '.' && (path[n - 2] | 0x20) == 'g' &&
-           (path[n - 1] | 0x20) == 'z';
-}
-
-/* MPI counts are int: reduce long arrays in pieces. */
-#define MAX_MSG (1u << 28)
 
 struct stats_doc {
     struct sx_trace *t;
@@ -395,112 +387,63 @@ static uint64_t doc_units(void *ctx, size_t b) {
     return n;
 }
 
-/* NOTE: collective: min-reduce every row's first start in pieces. */
-static enum sx_status reduce_mins(MPI_Comm comm, int64_t *m, size_t n, const char *path,
-                                  struct sx_error *err) {
-    for (size_t at = 0; comm != MPI_COMM_NULL && at < n; at += MAX_MSG) {
-        size_t k = n - at < MAX_MSG ? n - at : MAX_MSG;
-        if (MPI_Allreduce(MPI_IN_PLACE, m + at, (int)k, MPI_INT64_T, MPI_MIN, comm) !=
-            MPI_SUCCESS)
-            return sx_error_set(err, SX_ERR_MPI, path, "%s: MPI_Allreduce failed", path);
-    }
-    return SX_OK;
+/* The document's state: the plan and the producer's. */
+struct stats_state {
+    struct sx_trace t;
+    struct stats_doc sd;
+};
+
+static void stats_free(void *ctx) {
+    struct stats_state *s = ctx;
+    if (s == NULL)
+        return;
+    sx_trace_free(&s->t);
+    free(s);
 }
 
 /*
- * NOTE: collective over 'comm' (MPI_COMM_NULL: this process alone). Stages
- * with the ranks' agreement between them: options, open, region order, the
- * output, the stream of regions, the commit.
+ * NOTE: collective over 'p->comm'. The region order, with the ranks'
+ * agreement between its stages; the producer in 'ds->prod', a block per region.
  */
-enum sx_status sx_stats_export(MPI_Comm comm, const char *input, const char *output,
-                               const struct sx_options *o, struct sx_error *err) {
+static enum sx_status stats_plan(const struct sx_pipe *p, struct sx_doc_state *ds,
+                                 struct sx_error *err) {
     enum sx_status st = SX_OK;
-    struct sx_filter *filter = NULL;
-    struct sx_out_file *f = NULL;
-    struct sx_h5 *h5 = NULL;
-    struct sx_run *run = NULL;
+    MPI_Comm comm = p->comm;
+    struct sx_run *run = p->run;
     int64_t *mins = NULL;
-    struct sx_trace t;
-    bool opened = false;
-    int rank = 0, size = 1;
-    memset(&t, 0, sizeof t);
-    if (comm != MPI_COMM_NULL) {
-        MPI_Comm_rank(comm, &rank);
-        MPI_Comm_size(comm, &size);
-    }
-    const bool gz = ends_with_gz(output);
-
-    /* Stage: options. */
-    if (o->summary)
-        st = sx_error_set(err, SX_ERR_USAGE, "",
-                          "--summary has no per-call events, which the region statistics "
-                          "need");
-    if (st == SX_OK)
-        st = sx_filter_new(o, &filter, err);
-    st = sx_all_ok(comm, st, err);
-    if (st != SX_OK)
-        goto out;
-
-    /* Stage: NOTE: collective open of an HDF5 run; a JSON profile is read by each. */
-    const bool hdf5 = sx_is_hdf5(input);
-    if (hdf5) {
-        st = sx_h5_open(comm, input, false, &h5, &run, err);
-        opened = true;
-    } else {
-        st = sx_json_load(input, &run, err);
-    }
+    struct stats_state *s = sx_calloc(1, sizeof *s);
+    ds->ctx = s;
+    ds->free = stats_free;
+    if (s == NULL)
+        st = sx_error_set(err, SX_ERR_NOMEM, run->path, "out of memory");
     st = sx_all_ok(comm, st, err);
     if (st != SX_OK)
         goto out;
 
     /* Stage: the rows' first starts (this rank's share), then the region order. */
-    st = sx_trace_row_mins(run, h5, rank, size, &mins, err);
+    st = sx_trace_row_mins(run, p->h5, p->events, p->rank, p->size, &mins, err);
     st = sx_all_ok(comm, st, err);
     if (st == SX_OK)
-        st = reduce_mins(comm, mins, run->nrows, run->path, err);
+        st = sx_all_min_i64(comm, mins, run->nrows, run->path, err);
     st = sx_all_ok(comm, st, err);
     if (st != SX_OK)
         goto out;
-    st = sx_trace_plan(&t, run, h5, filter, o, mins, err);
+    st = sx_trace_plan(&s->t, run, p->h5, p->events, p->filter, p->o, mins, err);
     mins = NULL;
-    st = sx_all_ok(comm, st, err);
-    if (st != SX_OK)
-        goto out;
-
-    /* Stage: rank 0 opens the output. */
-    if (rank == 0)
-        st = sx_out_open(output, sx_mpi_threads_ok(comm), &f, err);
-    st = sx_all_ok(comm, st, err);
-    if (st != SX_OK)
-        goto out;
-
-    /* Stage: the stream, a block per region (its own protocol and agreement). */
-    struct stats_doc sd = {&t, o, input};
+    s->sd = (struct stats_doc){&s->t, p->o, p->input};
     uint64_t units = 0;
-    for (size_t b = 0; b < t.nregions; b++)
-        units += doc_units(&sd, b);
-    struct sx_producer prod = {&sd,      t.nregions,   units,    doc_head,
-                               doc_tail, region_block, doc_units};
-    struct sx_stream_opts so = {output,     gz,          o->gzip_level,
-                                o->deflate, o->progress, o->progress_user};
-    st = sx_stream(comm, &prod, &so, rank == 0 ? f : NULL, err);
-    if (st != SX_OK)
-        goto out;
-
-    /* Stage: rank 0 commits the file. */
-    if (rank == 0) {
-        struct sx_out_file *done = f;
-        f = NULL;
-        st = sx_out_commit(done, err);
-    }
-    st = sx_all_ok(comm, st, err);
+    for (size_t b = 0; st == SX_OK && b < s->t.nregions; b++)
+        units += doc_units(&s->sd, b);
+    ds->prod = (struct sx_producer){&s->sd,   s->t.nregions, units,     doc_head,
+                                    doc_tail, region_block,  doc_units, NULL};
 out:
-    sx_out_abort(f);
     free(mins);
-    sx_trace_free(&t);
-    sx_filter_free(filter);
-    sx_run_free(run);
-    if (opened)
-        sx_h5_close(h5); /* NOTE: collective */
     return st;
 }
+
+const struct sx_doc_type sx_doc_stats = {
+    .format = SX_FORMAT_REGION_STATISTICS,
+    .events_for = "region statistics need",
+    .needs = SX_NEED_JSON_INPUT,
+    .plan = stats_plan,
+};

@@ -62,9 +62,30 @@ struct block_out {
     uint32_t crc;
 };
 
+/* This rank's place in the stream, for the producer's 'prepare'. */
+struct ahead {
+    int rank, size;
+    size_t from; /* blocks before 'from' were made ready by the last 'prepare' */
+};
+
+/* Tell the producer this rank's next blocks from 'b' on, unless they are ready. */
+static enum sx_status prepare(const struct sx_producer *p,
+                              const struct sx_stream_opts *so, struct ahead *ah, size_t b,
+                              struct sx_error *err) {
+    size_t next[SX_STREAM_AHEAD] = {0}, n = 0, ready = 0;
+    if (p->prepare == NULL || b < ah->from)
+        return SX_OK;
+    for (size_t k = b; k < p->nblocks && n < SX_STREAM_AHEAD; k++)
+        if (sx_stream_owner(k, ah->size, so->gz) == ah->rank)
+            next[n++] = k;
+    enum sx_status st = p->prepare(p->ctx, next, n, &ready, err);
+    ah->from = ready > 0 && ready <= n ? next[ready - 1] + 1 : b + 1;
+    return st;
+}
+
 static enum sx_status make_block(const struct sx_producer *p,
-                                 const struct sx_stream_opts *so, size_t b,
-                                 struct block_out *bo, struct sx_error *err) {
+                                 const struct sx_stream_opts *so, struct ahead *ah,
+                                 size_t b, struct block_out *bo, struct sx_error *err) {
     enum sx_status st = SX_OK;
     sx_buf_reset(&bo->raw);
     sx_buf_reset(&bo->z);
@@ -73,6 +94,8 @@ static enum sx_status make_block(const struct sx_producer *p,
                             "%s: export interrupted by a signal; no output was written",
                             so->path);
     st = sx_fault_at(SX_FAIL_READ, err);
+    if (st == SX_OK)
+        st = prepare(p, so, ah, b, err);
     if (st == SX_OK)
         st = p->block(p->ctx, b, &bo->raw, err);
     if (st == SX_OK && bo->raw.failed)
@@ -181,6 +204,7 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
     bool remote_failed = false;
     int ended = -1; /* the one worker whose 'end' came inside the loop */
     struct block_hdr h;
+    struct ahead ah = {0, size, 0};
 
     if (so->gz) {
         unsigned char gh[10];
@@ -199,7 +223,7 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
     for (size_t b = 0; st == SX_OK && b < p->nblocks; b++) {
         int owner = sx_stream_owner(b, size, so->gz);
         if (owner == 0) {
-            st = make_block(p, so, b, &mine, err);
+            st = make_block(p, so, &ah, b, &mine, err);
             if (st == SX_OK)
                 st = write_text(w, &mine.raw, &mine.z, mine.crc, false,
                                 progress_of(p, (long)b, &mine.raw), err);
@@ -338,6 +362,7 @@ static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
     struct sendset set[NSETS];
     int got_ctrl = 0, ctrl = 0;
     size_t k = 0;
+    struct ahead ah = {rank, size, 0};
     memset(set, 0, sizeof set);
     for (size_t b = 0; b < p->nblocks; b++) {
         if (sx_stream_owner(b, size, so->gz) != rank)
@@ -360,7 +385,7 @@ static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
             break;
         }
         s->nreq = 0;
-        st = make_block(p, so, b, &s->bo, err);
+        st = make_block(p, so, &ah, b, &s->bo, err);
         if (st == SX_OK)
             st = sx_fault_at(SX_FAIL_SEND, err);
         if (st == SX_OK)

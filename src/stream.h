@@ -26,7 +26,19 @@ struct sx_producer {
     /* Optional, rank 0: block 'b''s share of the progress (exact, where bytes are only
      * estimated before the text is made). NULL: the progress counts bytes. */
     uint64_t (*block_units)(void *ctx, size_t b);
+    /*
+     * Optional, on every rank: before it formats block next[0], the blocks this
+     * rank formats next, 'next[0 .. n)' in order (n <= SX_STREAM_AHEAD), so that
+     * their events can be read together. '*ready' is how many of them, from the
+     * first, the producer made ready: it is asked again at the first block after
+     * those. Which rank formats which block stays the stream's business.
+     */
+    enum sx_status (*prepare)(void *ctx, const size_t *next, size_t n, size_t *ready,
+                              struct sx_error *err);
 };
+
+/* Blocks one 'prepare' call is told of, at most. */
+enum { SX_STREAM_AHEAD = 64 };
 
 /* How the stream writes. */
 struct sx_stream_opts {
@@ -38,7 +50,9 @@ struct sx_stream_opts {
     void *progress_user;
 };
 
-/* Which rank formats block 'b' of a stream over 'size' ranks. */
+/* Which rank formats block 'b' of a stream over 'size' ranks. Producers need not ask
+ * ('prepare' tells them); only a plan that moves events between ranks before the stream
+ * does. */
 int sx_stream_owner(size_t b, int size, bool gz);
 
 /*

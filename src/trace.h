@@ -40,7 +40,10 @@ void sx_perf_free(struct sx_perf_rank *p, size_t n);
 
 struct sx_trace {
     struct sx_run *run;
-    struct sx_h5 *h5; /* NULL: the run's columns are loaded (a JSON profile) */
+    struct sx_h5 *h5; /* an HDF5 run's rows are read from it */
+    /* other sources' rows are read in slices from here; both NULL: the run's columns
+     * are loaded (a JSON profile) */
+    const struct sx_event_source *events;
     const struct sx_filter *filter;
     char *label;    /* the document's name (UTF-8) */
     int64_t *ranks; /* selected ranks, in the order given (may repeat) */
@@ -68,8 +71,9 @@ struct sx_trace {
  * (INT64_MAX elsewhere), for the region order: min-reduce them over the
  * ranks. New array of run->nrows in '*mins'. Local.
  */
-enum sx_status sx_trace_row_mins(const struct sx_run *run, struct sx_h5 *h5, int rank,
-                                 int size, int64_t **mins, struct sx_error *err);
+enum sx_status sx_trace_row_mins(const struct sx_run *run, struct sx_h5 *h5,
+                                 const struct sx_event_source *events, int rank, int size,
+                                 int64_t **mins, struct sx_error *err);
 
 /*
  * Ownership, the library's one rule: a function that takes ownership of an argument
@@ -83,6 +87,7 @@ enum sx_status sx_trace_row_mins(const struct sx_run *run, struct sx_h5 *h5, int
  * label. Local.
  */
 enum sx_status sx_trace_plan(struct sx_trace *t, struct sx_run *run, struct sx_h5 *h5,
+                             const struct sx_event_source *events,
                              const struct sx_filter *filter, const struct sx_options *o,
                              int64_t *row_min, struct sx_error *err);
 void sx_trace_free(struct sx_trace *t);
@@ -182,19 +187,5 @@ void sx_pf_cache_free(struct sx_pf_cache *pc);
 /* The packets of selected rank 'k''s sorted calls [from, to); its tracks first at 0. */
 enum sx_status sx_pf_block(struct sx_pf_cache *pc, size_t k, uint64_t from, uint64_t to,
                            struct sx_buf *out, struct sx_error *err);
-
-/*
- * Plan and write the trace document of 'run' (read through 'h5', or its
- * loaded columns when NULL) to 'output', opened here into '*fout' (not
- * committed). Local: rank 0's part of an export.
- */
-enum sx_status sx_trace_write_run(struct sx_run *run, struct sx_h5 *h5,
-                                  const char *output, const struct sx_options *o,
-                                  const struct sx_filter *filter,
-                                  struct sx_out_file **fout, struct sx_error *err);
-
-/* The whole export of a trace document (sx_export with a trace format). */
-enum sx_status sx_trace_export(MPI_Comm comm, const char *input, const char *output,
-                               const struct sx_options *o, struct sx_error *err);
 
 #endif /* SX_TRACE_H */

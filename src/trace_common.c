@@ -30,8 +30,30 @@ static double row_first(const struct sx_trace *t, size_t r) {
     return row->count > 0 ? s_of(t->row_min[r]) : 0.0;
 }
 
-enum sx_status sx_trace_row_mins(const struct sx_run *run, struct sx_h5 *h5, int rank,
-                                 int size, int64_t **mins, struct sx_error *err) {
+/*
+ * Events [first, first + n) of 'row' into 'out[c]' for the columns in 'cols':
+ * from the HDF5 run 'h5', else in one slice from 'events'. Local.
+ */
+static enum sx_status read_events(const struct sx_run *run, struct sx_h5 *h5,
+                                  const struct sx_event_source *events,
+                                  const struct sx_row *row, uint64_t first, uint64_t n,
+                                  unsigned cols, int64_t *const out[SX_NCOLS],
+                                  struct sx_error *err) {
+    if (h5 != NULL)
+        return sx_h5_read_events(h5, run, row, first, n, cols, out, err);
+    if (events == NULL || events->ops == NULL || events->ops->read_slices == NULL)
+        return sx_error_set(err, SX_ERR_INTERNAL, run->path,
+                            "%s: events of a row are neither loaded nor readable",
+                            run->path);
+    struct sx_slice s = {row, first, n, cols, {0}};
+    for (int c = 0; c < SX_NCOLS; c++)
+        s.col[c] = (cols & SX_COLBIT(c)) ? out[c] : NULL;
+    return events->ops->read_slices(events->ctx, run, &s, 1, err);
+}
+
+enum sx_status sx_trace_row_mins(const struct sx_run *run, struct sx_h5 *h5,
+                                 const struct sx_event_source *events, int rank, int size,
+                                 int64_t **mins, struct sx_error *err) {
     enum sx_status st = SX_OK;
     int64_t *buf = NULL;
     int64_t *m = sx_malloc((run->nrows + 1) * sizeof *m);
@@ -49,8 +71,6 @@ enum sx_status sx_trace_row_mins(const struct sx_run *run, struct sx_h5 *h5, int
                     m[r] = row->col[SX_COL_START][i];
             continue;
         }
-        SX_CHECK(h5 != NULL, SX_ERR_INTERNAL, err, run->path,
-                 "%s: events of a row are neither loaded nor readable", run->path);
         if (buf == NULL) {
             buf = sx_malloc(CHUNK_EVENTS * sizeof *buf);
             SX_CHECK(buf != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
@@ -59,8 +79,8 @@ enum sx_status sx_trace_row_mins(const struct sx_run *run, struct sx_h5 *h5, int
             uint64_t n = row->count - at < CHUNK_EVENTS ? row->count - at : CHUNK_EVENTS;
             int64_t *out[SX_NCOLS] = {0};
             out[SX_COL_START] = buf;
-            st =
-                sx_h5_read_events(h5, run, row, at, n, SX_COLBIT(SX_COL_START), out, err);
+            st = read_events(run, h5, events, row, at, n, SX_COLBIT(SX_COL_START), out,
+                             err);
             if (st != SX_OK)
                 goto out;
             for (uint64_t i = 0; i < n; i++)
@@ -182,6 +202,7 @@ static int cmp_regions(const void *a, const void *b, void *ctx) {
 }
 
 enum sx_status sx_trace_plan(struct sx_trace *t, struct sx_run *run, struct sx_h5 *h5,
+                             const struct sx_event_source *events,
                              const struct sx_filter *filter, const struct sx_options *o,
                              int64_t *row_min, struct sx_error *err) {
     enum sx_status st = SX_OK;
@@ -193,6 +214,7 @@ enum sx_status sx_trace_plan(struct sx_trace *t, struct sx_run *run, struct sx_h
     memset(t, 0, sizeof *t);
     t->run = run;
     t->h5 = h5;
+    t->events = h5 == NULL ? events : NULL;
     t->filter = filter;
     t->row_min = row_min;
     const size_t nn = run->nnames;
@@ -369,7 +391,7 @@ enum sx_status sx_trace_slice(const struct sx_trace *t, const struct sx_row *row
                               int64_t *const room[SX_NCOLS], const int64_t *out[SX_NCOLS],
                               struct sx_error *err) {
     cols &= row->cols;
-    if (row->col[SX_COL_START] != NULL || t->h5 == NULL) {
+    if (row->col[SX_COL_START] != NULL || (t->h5 == NULL && t->events == NULL)) {
         for (int c = 0; c < SX_NCOLS; c++)
             out[c] =
                 (cols & SX_COLBIT(c)) && row->col[c] != NULL ? row->col[c] + first : NULL;
@@ -383,7 +405,7 @@ enum sx_status sx_trace_slice(const struct sx_trace *t, const struct sx_row *row
         out[c] = (cols & SX_COLBIT(c)) ? room[c] : NULL;
     if (n == 0)
         return SX_OK;
-    return sx_h5_read_events(t->h5, t->run, row, first, n, cols, room, err);
+    return read_events(t->run, t->h5, t->events, row, first, n, cols, room, err);
 }
 
 enum sx_status sx_trace_load_rank(struct sx_trace *t, int64_t rank, unsigned cols,
@@ -394,7 +416,7 @@ enum sx_status sx_trace_load_rank(struct sx_trace *t, int64_t rank, unsigned col
         if (row == NULL || row->is_aggregate || row->count == 0 ||
             row->col[SX_COL_START] != NULL)
             continue;
-        SX_CHECK(t->h5 != NULL, SX_ERR_INTERNAL, err, t->run->path,
+        SX_CHECK(t->h5 != NULL || t->events != NULL, SX_ERR_INTERNAL, err, t->run->path,
                  "%s: events of a row are neither loaded nor readable", t->run->path);
         const unsigned want = (cols | SX_COLBIT(SX_COL_START)) & row->cols;
         for (int c = 0; c < SX_NCOLS; c++) {
@@ -405,7 +427,8 @@ enum sx_status sx_trace_load_rank(struct sx_trace *t, int64_t rank, unsigned col
                      "%s: out of memory reading the events of rank %" PRId64,
                      t->run->path, rank);
         }
-        st = sx_h5_read_events(t->h5, t->run, row, 0, row->count, want, row->col, err);
+        st = read_events(t->run, t->h5, t->events, row, 0, row->count, want, row->col,
+                         err);
         if (st != SX_OK)
             goto out;
     }
@@ -414,7 +437,7 @@ out:
 }
 
 void sx_trace_unload_rank(struct sx_trace *t, int64_t rank) {
-    if (t->h5 == NULL)
+    if (t->h5 == NULL && t->events == NULL)
         return;
     for (size_t g = 0; g < t->nregions; g++) {
         struct sx_row *row = (struct sx_row *)sx_trace_row(t, g, rank);

@@ -1,10 +1,9 @@
-/* trace_export.c - sx_export() of the Chrome trace and speedscope documents */
-#include "gpu_rows.h"
+/* trace_export.c - the Chrome trace and speedscope documents: plans and producers */
 #include "h5_read.h"
-#include "json_load.h"
 #include "json_write.h"
 #include "mpi_util.h"
 #include "out_file.h"
+#include "pipeline.h"
 #include "regex.h"
 #include "run.h"
 #include "stream.h"
@@ -14,12 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static bool ends_with_gz(const char *path) {
-    size_t n = strlen(path);
-    return n >= 3 && path[n - 3] == '.' && (path[n - 2] | 0x20) == 'g' &&
-           (path[n - 1] | 0x20) == 'z';
-}
 
 /* MPI counts are int: reduce long arrays in pieces. */
 #define MAX_MSG (1u << 28)
@@ -313,69 +306,76 @@ static enum sx_status check_selection(const struct sx_trace *t, enum sx_format f
     return SX_OK;
 }
 
-/* NOTE: collective: min-reduce every row's first start in pieces. */
-static enum sx_status reduce_mins(MPI_Comm comm, int64_t *m, size_t n, const char *path,
-                                  struct sx_error *err) {
-    for (size_t at = 0; comm != MPI_COMM_NULL && at < n; at += MAX_MSG) {
-        size_t k = n - at < MAX_MSG ? n - at : MAX_MSG;
-        if (MPI_Allreduce(MPI_IN_PLACE, m + at, (int)k, MPI_INT64_T, MPI_MIN, comm) !=
-            MPI_SUCCESS)
-            return sx_error_set(err, SX_ERR_MPI, path, "%s: MPI_Allreduce failed", path);
-    }
-    return SX_OK;
+/* A trace document's state: the plan and the producer's. */
+struct trace_state {
+    struct sx_trace t;
+    struct trace_doc d;
+};
+
+static void trace_free(void *ctx) {
+    struct trace_state *s = ctx;
+    if (s == NULL)
+        return;
+    sx_ss_free(s->d.built);
+    sx_chrome_cache_free(s->d.cc);
+    sx_pf_cache_free(s->d.pc); /* (before the plan: it unloads a rank's columns) */
+    free(s->d.blocks);
+    free(s->d.frames);
+    free(s->d.frame_of);
+    sx_trace_free(&s->t);
+    free(s);
 }
 
 /*
- * NOTE: collective over 'comm' (MPI_COMM_NULL: this process alone). The
- * stages after the run is open, with the ranks' agreement between them: the
- * region order, the plan, (speedscope: the survey), the stream. Rank 0 opens
- * the output into '*fout' and leaves it uncommitted. 'perf' is taken over.
+ * NOTE: collective over 'p->comm'. The stages after the run is open, with
+ * the ranks' agreement between them: the region order, the plan,
+ * (speedscope: the survey); the producer in 'ds->prod'.
  */
-static enum sx_status export_run(MPI_Comm comm, struct sx_run *run, struct sx_h5 *h5,
-                                 struct sx_perf_rank *perf, size_t nperf,
-                                 const char *output, const struct sx_options *o,
-                                 const struct sx_filter *filter,
-                                 struct sx_out_file **fout, struct sx_error *err) {
+static enum sx_status trace_plan(const struct sx_pipe *p, struct sx_doc_state *ds,
+                                 struct sx_error *err) {
     enum sx_status st = SX_OK;
+    MPI_Comm comm = p->comm;
+    const struct sx_options *o = p->o;
+    struct sx_run *run = p->run;
     int64_t *mins = NULL, *rec = NULL, *all = NULL;
     size_t nrec = 0, nall = 0;
-    struct sx_trace t;
-    struct trace_doc d;
-    int rank = 0, size = 1;
-    memset(&t, 0, sizeof t);
-    memset(&d, 0, sizeof d);
-    if (comm != MPI_COMM_NULL) {
-        MPI_Comm_rank(comm, &rank);
-        MPI_Comm_size(comm, &size);
-    }
-    const bool gz = ends_with_gz(output);
-
-    /* Stage: the rows' first starts (this rank's share), then the region order. */
-    st = sx_trace_row_mins(run, h5, rank, size, &mins, err);
-    st = sx_all_ok(comm, st, err);
-    if (st == SX_OK)
-        st = reduce_mins(comm, mins, run->nrows, run->path, err);
+    struct trace_state *s = sx_calloc(1, sizeof *s);
+    ds->ctx = s;
+    ds->free = trace_free;
+    if (s == NULL)
+        st = sx_error_set(err, SX_ERR_NOMEM, run->path, "out of memory");
     st = sx_all_ok(comm, st, err);
     if (st != SX_OK)
         goto out;
-    st = sx_trace_plan(&t, run, h5, filter, o, mins, err);
+    struct sx_trace *t = &s->t;
+    struct trace_doc *d = &s->d;
+
+    /* Stage: the rows' first starts (this rank's share), then the region order. */
+    st = sx_trace_row_mins(run, p->h5, p->events, p->rank, p->size, &mins, err);
+    st = sx_all_ok(comm, st, err);
+    if (st == SX_OK)
+        st = sx_all_min_i64(comm, mins, run->nrows, run->path, err);
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+    st = sx_trace_plan(t, run, p->h5, p->events, p->filter, o, mins, err);
     mins = NULL;
-    t.perf = perf;
-    t.nperf = nperf; /* borrowed: freed below */
-    d.t = &t;
-    d.format = o->format;
+    t->perf = p->perf;
+    t->nperf = p->nperf; /* borrowed */
+    d->t = t;
+    d->format = o->format;
     if (st == SX_OK)
-        st = check_selection(&t, o->format, err);
+        st = check_selection(t, o->format, err);
     if (st == SX_OK)
-        st = plan_blocks(&d, o->block_bytes ? o->block_bytes : (size_t)4 << 20, err);
+        st = plan_blocks(d, o->block_bytes ? o->block_bytes : (size_t)4 << 20, err);
     if (st == SX_OK && o->format == SX_FORMAT_CHROME_TRACE) {
-        d.cc = sx_chrome_cache_new(&t);
-        if (d.cc == NULL)
+        d->cc = sx_chrome_cache_new(t);
+        if (d->cc == NULL)
             st = sx_error_set(err, SX_ERR_NOMEM, run->path, "out of memory");
     }
     if (st == SX_OK && o->format == SX_FORMAT_PERFETTO) {
-        d.pc = sx_pf_cache_new(&t);
-        if (d.pc == NULL)
+        d->pc = sx_pf_cache_new(t);
+        if (d->pc == NULL)
             st = sx_error_set(err, SX_ERR_NOMEM, run->path, "out of memory");
     }
     st = sx_all_ok(comm, st, err);
@@ -384,139 +384,48 @@ static enum sx_status export_run(MPI_Comm comm, struct sx_run *run, struct sx_h5
 
     if (o->format == SX_FORMAT_SPEEDSCOPE) {
         /* Stage: every rank sorts and checks its share of the selected ranks. */
-        st = ss_survey(&d, rank, size, &rec, &nrec, err);
+        st = ss_survey(d, p->rank, p->size, &rec, &nrec, err);
         st = sx_all_ok(comm, st, err);
         if (st == SX_OK)
-            st = gather_records(comm, size, rec, nrec, &all, &nall, err);
+            st = gather_records(comm, p->size, rec, nrec, &all, &nall, err);
         st = sx_all_ok(comm, st, err);
         if (st == SX_OK)
-            st = ss_frames(&d, all, nall, err); /* the same on every rank */
+            st = ss_frames(d, all, nall, err); /* the same on every rank */
         st = sx_all_ok(comm, st, err);
         if (st != SX_OK)
             goto out;
     }
-
-    /* Stage: rank 0 opens the output. */
-    if (rank == 0)
-        st = sx_out_open(output, sx_mpi_threads_ok(comm), fout, err);
-    st = sx_all_ok(comm, st, err);
-    if (st != SX_OK)
-        goto out;
-
-    /* Stage: the block stream (its own protocol and agreement). */
     uint64_t units = 0;
-    for (size_t b = 0; b < d.nblocks; b++)
-        units += doc_units(&d, b);
-    struct sx_producer prod = {&d,       d.nblocks, units,    doc_head,
-                               doc_tail, doc_block, doc_units};
-    struct sx_stream_opts so = {output,     gz,          o->gzip_level,
-                                o->deflate, o->progress, o->progress_user};
-    st = sx_stream(comm, &prod, &so, rank == 0 ? *fout : NULL, err);
+    for (size_t b = 0; b < d->nblocks; b++)
+        units += doc_units(d, b);
+    ds->prod = (struct sx_producer){d,        d->nblocks, units,     doc_head,
+                                    doc_tail, doc_block,  doc_units, NULL};
 out:
     free(mins);
     free(rec);
     free(all);
-    sx_ss_free(d.built);
-    sx_chrome_cache_free(d.cc);
-    sx_pf_cache_free(d.pc); /* (before the plan: it unloads a rank's columns) */
-    free(d.blocks);
-    free(d.frames);
-    free(d.frame_of);
-    sx_trace_free(&t);
-    sx_perf_free(perf, nperf);
     return st;
 }
 
-enum sx_status sx_trace_write_run(struct sx_run *run, struct sx_h5 *h5,
-                                  const char *output, const struct sx_options *o,
-                                  const struct sx_filter *filter,
-                                  struct sx_out_file **fout, struct sx_error *err) {
-    return export_run(MPI_COMM_NULL, run, h5, NULL, 0, output, o, filter, fout, err);
-}
+/* The trace documents need the lanes' names; Chrome's the perf counter totals too. */
+const struct sx_doc_type sx_doc_chrome = {
+    .format = SX_FORMAT_CHROME_TRACE,
+    .events_for = "Chrome trace document needs",
+    .needs = SX_NEED_LANES | SX_NEED_PERF | SX_NEED_GPU | SX_NEED_JSON_INPUT,
+    .plan = trace_plan,
+};
 
-/*
- * NOTE: collective over 'comm' (MPI_COMM_NULL: this process alone). Stages
- * with the ranks' agreement between them, as sx_export's: open, lanes, GPU
- * columns, then export_run's, then the commit.
- */
-enum sx_status sx_trace_export(MPI_Comm comm, const char *input, const char *output,
-                               const struct sx_options *o, struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    struct sx_filter *filter = NULL;
-    struct sx_out_file *f = NULL;
-    struct sx_h5 *h5 = NULL;
-    struct sx_run *run = NULL;
-    size_t nperf = 0;
-    struct sx_perf_rank *perf = NULL;
-    bool opened = false;
-    int rank = 0, size = 1;
-    if (comm != MPI_COMM_NULL) {
-        MPI_Comm_rank(comm, &rank);
-        MPI_Comm_size(comm, &size);
-    }
+/* Perfetto's trace: the Chrome trace's lanes and counters, its calls sorted per track. */
+const struct sx_doc_type sx_doc_perfetto = {
+    .format = SX_FORMAT_PERFETTO,
+    .events_for = "Perfetto trace document needs",
+    .needs = SX_NEED_LANES | SX_NEED_PERF | SX_NEED_GPU | SX_NEED_JSON_INPUT,
+    .plan = trace_plan,
+};
 
-    /* Stage: options. */
-    if (o->summary)
-        st = sx_error_set(err, SX_ERR_USAGE, "",
-                          "--summary has no per-call events, which the %s document needs",
-                          o->format == SX_FORMAT_SPEEDSCOPE ? "speedscope"
-                          : o->format == SX_FORMAT_PERFETTO ? "Perfetto trace"
-                                                            : "Chrome trace");
-    if (st == SX_OK && o->format != SX_FORMAT_CHROME_TRACE &&
-        o->format != SX_FORMAT_SPEEDSCOPE && o->format != SX_FORMAT_PERFETTO)
-        st = sx_error_set(err, SX_ERR_USAGE, "", "unknown document format %d",
-                          (int)o->format);
-    if (st == SX_OK)
-        st = sx_filter_new(o, &filter, err);
-    st = sx_all_ok(comm, st, err);
-    if (st != SX_OK)
-        goto out;
-
-    /* Stage: NOTE: collective open of an HDF5 run; a JSON profile is read by each. */
-    const bool hdf5 = sx_is_hdf5(input);
-    if (hdf5) {
-        st = sx_h5_open(comm, input, false, &h5, &run, err);
-        opened = true;
-    } else {
-        st = sx_json_load(input, &run, err);
-    }
-    st = sx_all_ok(comm, st, err);
-    if (st != SX_OK)
-        goto out;
-    /* Stage: the lane tables, for the lanes' names, and the perf counter totals. */
-    if (hdf5)
-        st = sx_h5_read_extras(h5, run, err);
-    if (hdf5 && st == SX_OK &&
-        (o->format == SX_FORMAT_CHROME_TRACE || o->format == SX_FORMAT_PERFETTO))
-        st = sx_h5_perf_read(input, run->num_ranks, &perf, &nperf, err);
-    st = sx_all_ok(comm, st, err);
-    if (st != SX_OK)
-        goto out;
-    if (hdf5) {
-        st = sx_resolve_gpu(comm, rank, size, h5, run, err); /* NOTE: collective */
-        if (st != SX_OK)
-            goto out;
-    }
-
-    /* Stages: the document, streamed. */
-    st = export_run(comm, run, h5, perf, nperf, output, o, filter, &f, err);
-    perf = NULL;
-    if (st != SX_OK)
-        goto out;
-
-    /* Stage: rank 0 commits the file. */
-    if (rank == 0) {
-        struct sx_out_file *done = f;
-        f = NULL;
-        st = sx_out_commit(done, err);
-    }
-    st = sx_all_ok(comm, st, err);
-out:
-    sx_out_abort(f);
-    sx_perf_free(perf, nperf);
-    sx_filter_free(filter);
-    sx_run_free(run);
-    if (opened)
-        sx_h5_close(h5); /* NOTE: collective */
-    return st;
-}
+const struct sx_doc_type sx_doc_speedscope = {
+    .format = SX_FORMAT_SPEEDSCOPE,
+    .events_for = "speedscope document needs",
+    .needs = SX_NEED_LANES | SX_NEED_GPU | SX_NEED_JSON_INPUT,
+    .plan = trace_plan,
+};
