@@ -343,8 +343,10 @@ printf 'junk' >>"$TMP/in/junk.json.gz"
 rc=0
 "$X" import "$TMP/in/junk.json.gz" -o "$TMP/out/j.h5" 2>"$TMP/err" || rc=$?
 one_line "trailing junk after gzip" $rc 1 "$TMP/err" "$TMP/in/junk.json.gz"
-# an input that cannot be opened says why (it said "interrupted while writing"): the
-# fewest descriptors with which the command starts at all
+# Out of descriptors: with the fewest the command starts with at all, HDF5 gets the
+# run's and the reads around it find none, so they fall back to HDF5's: the run is read
+# all the same. Wherever the open itself fails it says why (it once said "interrupted
+# while writing"), never anything else.
 said=""
 for n in 4 5 6 7 8 9 10 11 12; do
     (ulimit -n $n && exec "$X" validate "$run") >"$TMP/stdout" 2>&1
@@ -353,7 +355,7 @@ for n in 4 5 6 7 8 9 10 11 12; do
     break
 done
 case $said in
-*"cannot open $run: Too many open files"*) ok ;;
+"$run: OK" | *"cannot open $run: Too many open files"*) ok ;;
 *) bad "EMFILE: $said" ;;
 esac
 finish
