@@ -1,5 +1,6 @@
 /* h5_util.c - HDF5 helpers the readers share: ids, a quiet error stack, typed reads of
  * datasets and attributes, group listings, object names for messages */
+#include "cli_support.h"
 #include "fault.h"
 #include "h5_int.h"
 #include "json_write.h"
