@@ -44,6 +44,11 @@ for lib in a so; do
         bad "libscope_export.$lib: global h5_ names: $(grep '^h5_' "$TMP/$lib.globals" | tr '\n' ' ')"
 done
 
+# the internal library names no h5_ function either: the command and the tests link it
+# with HDF5
+! grep -q '^h5_' "$TMP/internal.globals" && ok ||
+    bad "the internal library: global h5_ names: $(grep '^h5_' "$TMP/internal.globals" | tr '\n' ' ')"
+
 # A user's program with a function named as one of the library's internal ones, linked
 # statically: one of the object that defines sx_version() in the internal library, so that
 # the link pulls that object in there.
