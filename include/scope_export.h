@@ -12,7 +12,7 @@ extern "C" {
 
 /*
  * The library is built with hidden visibility: only what this header declares
- * with SX_API is exported from libscope_export.so.
+ * with SX_API is global in libscope_export.so and in libscope_export.a.
  */
 /*
  * Threads. The calls that read or write runs (sx_export, sx_export_args,
