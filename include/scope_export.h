@@ -12,12 +12,12 @@ extern "C" {
 
 /*
  * The library is built with hidden visibility: only what this header declares
- * with SX_API is exported from libscope_export.so.
+ * with SX_API is global in libscope_export.so and in libscope_export.a.
  */
 /*
  * Threads. The calls that read or write runs (sx_export, sx_export_args,
- * sx_export_args_f, sx_export_native, sx_import, sx_import_native, sx_validate,
- * sx_run_label) must not run concurrently in one process: the HDF5 library they use
+ * sx_export_args_f, sx_export_native, sx_import, sx_import_native, sx_validate)
+ * must not run concurrently in one process: the HDF5 library they use
  * (the parallel build) is not thread-safe, and neither may the host call HDF5 from
  * another thread while one of them runs. One after another they are independent:
  * two exports in one process give what two processes give, an interrupted one
@@ -25,20 +25,29 @@ extern "C" {
  * (the umask is only read; a SIGBUS handler is installed only while a run's file is
  * mapped, passes any other SIGBUS to the handler that was there before, and is
  * removed with the last mapping unless the host has set another since). Any thread,
- * at any time: sx_options_init, sx_output_path, sx_strerror, sx_version,
- * sx_has_isal, and sx_args_* on an sx_args no other thread uses. From a signal
- * handler: sx_request_stop and sx_hdf5_file_in_use (async-signal-safe).
+ * at any time: sx_options_init, sx_strerror, sx_version, sx_has_isal, and sx_args_*
+ * on an sx_args no other thread uses. From a signal handler: sx_request_stop
+ * (async-signal-safe).
+ */
+/*
+ * SX_WARN_UNUSED: the compiler warns when the status of a fallible call is dropped
+ * (GCC and Clang; nothing elsewhere).
  */
 #if defined(__GNUC__)
 #define SX_API __attribute__((visibility("default")))
+#define SX_WARN_UNUSED __attribute__((warn_unused_result))
 #else
 #define SX_API
+#define SX_WARN_UNUSED
 #endif
 
 #define SX_VERSION_MAJOR 0
 #define SX_VERSION_MINOR 3
 #define SX_VERSION_PATCH 0
 #define SX_VERSION_STRING "0.3.0"
+/* One number for #if: major * 10000 + minor * 100 + patch (0.3.0 is 300). */
+#define SX_VERSION_NUMBER                                                                \
+    (SX_VERSION_MAJOR * 10000 + SX_VERSION_MINOR * 100 + SX_VERSION_PATCH)
 
 /*
  * Status of a fallible call. Values are part of the ABI and are never
@@ -102,6 +111,12 @@ enum sx_format {
  * Options of an export. The caller owns the struct; fill it with
  * sx_options_init() and then set fields. String arrays are borrowed for the
  * duration of the call only.
+ *
+ * The struct's layout is not a stable ABI: a release may add fields (before 1.0
+ * such a release changes the shared library's SONAME, which carries major.minor),
+ * so a program must run with the library of the header it was compiled with.
+ * The stable route is sx_args (below): options by name, which the Python and
+ * Fortran bindings use, as should a program that loads the library at run time.
  */
 struct sx_options {
     int indent;              /* -1: one line (default); N >= 0: json.dumps(indent=N) */
@@ -169,32 +184,17 @@ SX_API void sx_options_init(struct sx_options *opts);
  * integer columns and event metadata of suitable datasets are read straight
  * from the file (the same output, faster on runs of many rows).
  */
-SX_API enum sx_status sx_export(MPI_Comm comm, const char *input, const char *output,
-                                const struct sx_options *opts, struct sx_error *err);
-
-/*
- * The output path export_json gives run number 'index' of 'n_runs' for the
- * base path 'base' and the run's 'label' (UTF-8): "<stem><suffix>" for one run,
- * "<stem>_<slug(label)><suffix>" for several. Returns a new string (free())
- * or NULL when out of memory.
- */
-SX_API char *sx_output_path(const char *base, const char *label, size_t n_runs);
-
-/*
- * The label export_json uses for the run in 'input': its metadata "label"
- * when non-empty, else the file name without its last suffix. Collective over
- * 'comm' (every rank returns the same; MPI_COMM_NULL: this process alone,
- * without MPI). Returns a new string in '*label'.
- */
-SX_API enum sx_status sx_run_label(MPI_Comm comm, const char *input, char **label,
-                                   struct sx_error *err);
+SX_API SX_WARN_UNUSED enum sx_status sx_export(MPI_Comm comm, const char *input,
+                                               const char *output,
+                                               const struct sx_options *opts,
+                                               struct sx_error *err);
 
 /*
  * Check a document or run: a JSON profile (.json, .json.gz or by content)
  * or an HDF5 run; a FIFO or a device is not one. Not collective: runs on the
  * calling process alone.
  */
-SX_API enum sx_status sx_validate(const char *path, struct sx_error *err);
+SX_API SX_WARN_UNUSED enum sx_status sx_validate(const char *path, struct sx_error *err);
 
 /*
  * Read a JSON profile in 'input' (a regular file) and write it as a schema-3
@@ -204,8 +204,8 @@ SX_API enum sx_status sx_validate(const char *path, struct sx_error *err);
  * the HDF5 library later at the process's exit. 'output' being 'input' is
  * SX_ERR_USAGE. Not collective: runs on the calling process alone.
  */
-SX_API enum sx_status sx_import(const char *input, const char *output,
-                                struct sx_error *err);
+SX_API SX_WARN_UNUSED enum sx_status sx_import(const char *input, const char *output,
+                                               struct sx_error *err);
 
 /*
  * Export a native run - the per-process files scope-profiler's C and Fortran
@@ -229,10 +229,10 @@ SX_API enum sx_status sx_import(const char *input, const char *output,
  * MPI_COMM_NULL the call runs on this process alone, without MPI. The output
  * is written from a thread of its own as sx_export() says.
  */
-SX_API enum sx_status sx_export_native(MPI_Comm comm, const char *const *inputs,
-                                       size_t n_inputs, const char *output,
-                                       const char *label, const struct sx_options *opts,
-                                       struct sx_error *err);
+SX_API SX_WARN_UNUSED enum sx_status
+sx_export_native(MPI_Comm comm, const char *const *inputs, size_t n_inputs,
+                 const char *output, const char *label, const struct sx_options *opts,
+                 struct sx_error *err);
 
 /*
  * Merge a native run (inputs and 'label' as for sx_export_native()) into one
@@ -242,9 +242,9 @@ SX_API enum sx_status sx_export_native(MPI_Comm comm, const char *const *inputs,
  * Collective over 'comm' like sx_export_native(): each rank copies the
  * events of the files it reads, through MPI-IO.
  */
-SX_API enum sx_status sx_import_native(MPI_Comm comm, const char *const *inputs,
-                                       size_t n_inputs, const char *output,
-                                       const char *label, struct sx_error *err);
+SX_API SX_WARN_UNUSED enum sx_status
+sx_import_native(MPI_Comm comm, const char *const *inputs, size_t n_inputs,
+                 const char *output, const char *label, struct sx_error *err);
 
 /*
  * Ask running exports on this process to stop at the next block and fail
@@ -257,14 +257,6 @@ SX_API enum sx_status sx_import_native(MPI_Comm comm, const char *const *inputs,
  * started afterwards runs to its end.
  */
 SX_API int sx_request_stop(void);
-
-/*
- * For a crash or hang report from a signal handler (async-signal-safe): the
- * HDF5 file this process is reading inside the HDF5 library at this moment,
- * or NULL when it is not inside HDF5. The HDF5 library (1.10) may crash or
- * loop forever on some damaged files.
- */
-SX_API const char *sx_hdf5_file_in_use(void);
 
 /*
  * Options by name, for callers that cannot or should not follow the layout
@@ -291,16 +283,18 @@ SX_API void sx_args_free(struct sx_args *a);
  * copies). An unknown key or a bad value is SX_ERR_USAGE, and 'a' is left
  * as it was; 'err' (may be NULL) says which key and why.
  */
-SX_API enum sx_status sx_args_set(struct sx_args *a, const char *key, const char *value,
-                                  struct sx_error *err);
+SX_API SX_WARN_UNUSED enum sx_status sx_args_set(struct sx_args *a, const char *key,
+                                                 const char *value, struct sx_error *err);
 
 /*
  * sx_export() with the options in 'a' (borrowed; NULL for the defaults).
  * Collective over 'comm' as sx_export() is; MPI_COMM_NULL runs on the
  * calling process alone without MPI.
  */
-SX_API enum sx_status sx_export_args(MPI_Comm comm, const char *input, const char *output,
-                                     const struct sx_args *a, struct sx_error *err);
+SX_API SX_WARN_UNUSED enum sx_status sx_export_args(MPI_Comm comm, const char *input,
+                                                    const char *output,
+                                                    const struct sx_args *a,
+                                                    struct sx_error *err);
 
 /*
  * sx_export_args() for callers that hold a Fortran communicator handle: a
@@ -309,9 +303,9 @@ SX_API enum sx_status sx_export_args(MPI_Comm comm, const char *input, const cha
  * must be initialized); 'fcomm' NULL runs on the calling process alone and
  * makes no MPI call at all, like MPI_COMM_NULL in sx_export().
  */
-SX_API enum sx_status sx_export_args_f(const MPI_Fint *fcomm, const char *input,
-                                       const char *output, const struct sx_args *a,
-                                       struct sx_error *err);
+SX_API SX_WARN_UNUSED enum sx_status
+sx_export_args_f(const MPI_Fint *fcomm, const char *input, const char *output,
+                 const struct sx_args *a, struct sx_error *err);
 
 /* Whether this build has the ISA-L deflate engine. */
 SX_API int sx_has_isal(void);

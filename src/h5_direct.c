@@ -145,7 +145,7 @@ void sx_direct_int_col(const struct sx_direct *dr, hid_t d, hid_t t,
                   H5Pget_external_count(dcpl) == 0;
     H5Pclose(dcpl);
     haddr_t addr = H5Dget_offset(d);
-    int64_t nelem = h5_dset_len(d);
+    int64_t nelem = sx_h5_dset_len(d);
     size_t size = H5Tget_size(t);
     H5T_sign_t sign = H5Tget_sign(t);
     H5T_order_t order = H5Tget_order(t);
@@ -283,5 +283,5 @@ enum sx_status sx_direct_read_strings(struct sx_direct *dr, struct sx_vlen **v, 
         sx_vlen_close(*v);
         *v = NULL;
     }
-    return h5_read_point_strings(d, pts, 0, n, text, off, src, err);
+    return sx_h5_read_point_strings(d, pts, 0, n, text, off, src, err);
 }

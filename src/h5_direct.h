@@ -111,7 +111,7 @@ enum sx_status sx_direct_strings_open(struct sx_direct *dr, hid_t d, const char 
                                       struct sx_vlen **out, struct sx_error *err);
 
 /*
- * The strings of dataset 'd' at rows 'pts[0..n)' as h5_read_point_strings
+ * The strings of dataset 'd' at rows 'pts[0..n)' as sx_h5_read_point_strings
  * gives them, through '*v' when there is one. A heap collection of a
  * version the reader does not know closes '*v' (NULL from then on) and the
  * rows are read with HDF5.

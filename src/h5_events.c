@@ -65,8 +65,8 @@ static enum sx_status read_slab(hid_t d, uint64_t first, uint64_t n, int64_t *ou
              "); the file is truncated or damaged",
              src, first, first + n);
 out:
-    h5_close_id(ms);
-    h5_close_id(fs);
+    sx_h5_close_id(ms);
+    sx_h5_close_id(fs);
     return st;
 }
 
@@ -103,25 +103,25 @@ static enum sx_status read_schema1_events(struct sx_h5 *h5, const struct sx_row 
     enum sx_status st = SX_OK;
     hid_t g = -1, d = -1;
     char src[1400];
-    h5_src_name(src, sizeof src, h5->path, row->group);
+    sx_h5_src_name(src, sizeof src, h5->path, row->group);
     g = H5Gopen2(h5->file, row->group, H5P_DEFAULT);
     SX_CHECK(g >= 0, SX_ERR_FORMAT, err, src, "%s cannot be opened", src);
     for (int c = 0; c < SX_NCOLS; c++) {
         if (!(cols & SX_COLBIT(c)) || !(row->cols & SX_COLBIT(c)))
             continue;
         char cs[1500];
-        snprintf(cs, sizeof cs, "%s/%s", src, h5_col_names[c]);
-        d = H5Dopen2(g, h5_col_names[c], H5P_DEFAULT);
+        snprintf(cs, sizeof cs, "%s/%s", src, sx_h5_col_names[c]);
+        d = H5Dopen2(g, sx_h5_col_names[c], H5P_DEFAULT);
         SX_CHECK(d >= 0, SX_ERR_FORMAT, err, cs, "%s cannot be opened", cs);
         st = read_slab(d, first, n, out[c], cs, err);
-        h5_close_id(d);
+        sx_h5_close_id(d);
         d = -1;
         if (st != SX_OK)
             goto out;
     }
 out:
-    h5_close_id(d);
-    h5_close_id(g);
+    sx_h5_close_id(d);
+    sx_h5_close_id(g);
     return st;
 }
 
@@ -133,7 +133,7 @@ static enum sx_status h5_read_events_impl(struct sx_h5 *h5, const struct sx_run 
     enum sx_status st = SX_OK;
     struct h5_quiet q;
     char src[1100];
-    h5_quiet_begin(&q);
+    sx_h5_quiet_begin(&q);
     if (n == 0)
         goto out;
     if (run->layout == SX_LAYOUT_SCHEMA1) {
@@ -144,7 +144,7 @@ static enum sx_status h5_read_events_impl(struct sx_h5 *h5, const struct sx_run 
     if (run->delta_encoded &&
         (cols & (SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END)))) {
         /* start = running sum of deltas restarting at each row; end = start + duration */
-        h5_src_name(src, sizeof src, h5->path, "/events/start_deltas");
+        sx_h5_src_name(src, sizeof src, h5->path, "/events/start_deltas");
         uint64_t prefix = 0;
         if (first > 0) {
             uint64_t from = 0, base = 0;
@@ -166,7 +166,7 @@ static enum sx_status h5_read_events_impl(struct sx_h5 *h5, const struct sx_run 
         }
         ckpt_add(h5, row, first + n, acc);
         if (cols & SX_COLBIT(SX_COL_END)) {
-            h5_src_name(src, sizeof src, h5->path, "/events/durations");
+            sx_h5_src_name(src, sizeof src, h5->path, "/events/durations");
             int64_t *end = out[SX_COL_END];
             st = read_slab(h5->ev[SX_COL_END], at, n, end, src, err);
             if (st != SX_OK)
@@ -180,14 +180,14 @@ static enum sx_status h5_read_events_impl(struct sx_h5 *h5, const struct sx_run 
         if (!(cols & SX_COLBIT(c)) || h5->ev[c] < 0)
             continue;
         char obj[64];
-        snprintf(obj, sizeof obj, "/events/%s", h5_col_names[c]);
-        h5_src_name(src, sizeof src, h5->path, obj);
+        snprintf(obj, sizeof obj, "/events/%s", sx_h5_col_names[c]);
+        sx_h5_src_name(src, sizeof src, h5->path, obj);
         st = read_slab(h5->ev[c], at, n, out[c], src, err);
         if (st != SX_OK)
             goto out;
     }
 out:
-    h5_quiet_end(&q);
+    sx_h5_quiet_end(&q);
     return st;
 }
 
@@ -199,11 +199,11 @@ static enum sx_status h5_read_meta_impl(struct sx_h5 *h5, const struct sx_run *r
     hid_t fs = -1, ms = -1, t = -1, mt = -1;
     char *vl = NULL, *raw = NULL;
     char src[1100];
-    h5_quiet_begin(&q);
+    sx_h5_quiet_begin(&q);
     *any = false;
     if (h5->meta < 0 || run->layout != SX_LAYOUT_COLUMNAR)
         goto out;
-    h5_src_name(src, sizeof src, h5->path, "/rank_region_index/event_metadata");
+    sx_h5_src_name(src, sizeof src, h5->path, "/rank_region_index/event_metadata");
     hsize_t start = row->file_row, count = 1;
     fs = H5Dget_space(h5->meta);
     ms = H5Screate_simple(1, &count, NULL);
@@ -217,7 +217,7 @@ static enum sx_status h5_read_meta_impl(struct sx_h5 *h5, const struct sx_run *r
         mt = H5Tcopy(H5T_C_S1);
         H5Tset_size(mt, H5T_VARIABLE);
         H5Tset_cset(mt, H5Tget_cset(t));
-        st = h5_vlen_guard(h5->meta, ms, fs, src, err);
+        st = sx_h5_vlen_guard(h5->meta, ms, fs, src, err);
         if (st != SX_OK)
             goto out;
         SX_CHECK(H5Dread(h5->meta, mt, ms, fs, H5P_DEFAULT, &vl) >= 0, SX_ERR_IO, err,
@@ -267,11 +267,11 @@ out:
         H5Sclose(s1);
     }
     free(raw);
-    h5_close_id(mt);
-    h5_close_id(t);
-    h5_close_id(ms);
-    h5_close_id(fs);
-    h5_quiet_end(&q);
+    sx_h5_close_id(mt);
+    sx_h5_close_id(t);
+    sx_h5_close_id(ms);
+    sx_h5_close_id(fs);
+    sx_h5_quiet_end(&q);
     return st;
 }
 
@@ -285,7 +285,7 @@ static enum sx_status h5_read_metas_impl(struct sx_h5 *h5, const struct sx_run *
     size_t *roff = NULL;
     struct sx_buf raw = {0};
     char src[1100];
-    h5_quiet_begin(&q);
+    sx_h5_quiet_begin(&q);
     sx_buf_reset(out);
     for (size_t k = 0; k <= n; k++)
         off[k] = 0;
@@ -293,7 +293,7 @@ static enum sx_status h5_read_metas_impl(struct sx_h5 *h5, const struct sx_run *
         any[k] = false;
     if (h5->meta < 0 || run->layout != SX_LAYOUT_COLUMNAR || n == 0)
         goto out;
-    h5_src_name(src, sizeof src, h5->path, "/rank_region_index/event_metadata");
+    sx_h5_src_name(src, sizeof src, h5->path, "/rank_region_index/event_metadata");
     pts = sx_malloc(n * sizeof *pts);
     roff = sx_malloc((n + 1) * sizeof *roff);
     SX_CHECK(pts != NULL && roff != NULL, SX_ERR_NOMEM, err, src, "out of memory");
@@ -333,7 +333,7 @@ out:
     sx_buf_free(&raw);
     free(roff);
     free(pts);
-    h5_quiet_end(&q);
+    sx_h5_quiet_end(&q);
     return st;
 }
 
@@ -345,11 +345,11 @@ static enum sx_status h5_gpu_present_impl(struct sx_h5 *h5, const struct sx_run 
     int64_t *buf = NULL;
     struct h5_quiet q;
     char src[1100];
-    h5_quiet_begin(&q);
+    sx_h5_quiet_begin(&q);
     *present = false;
     if (run->layout != SX_LAYOUT_COLUMNAR || h5->ev[SX_COL_GPU] < 0 || row->is_aggregate)
         goto out;
-    h5_src_name(src, sizeof src, h5->path, "/events/gpu_durations");
+    sx_h5_src_name(src, sizeof src, h5->path, "/events/gpu_durations");
     buf = sx_malloc(PIECE * sizeof *buf);
     SX_CHECK(buf != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     for (uint64_t p = 0; p < row->count && !*present; p += PIECE) {
@@ -365,7 +365,7 @@ static enum sx_status h5_gpu_present_impl(struct sx_h5 *h5, const struct sx_run 
     }
 out:
     free(buf);
-    h5_quiet_end(&q);
+    sx_h5_quiet_end(&q);
     return st;
 }
 
@@ -500,8 +500,8 @@ static enum sx_status read_col_spans(struct sx_h5 *h5, hid_t d, struct span *sp,
         i = j;
     }
 out:
-    h5_close_id(ms);
-    h5_close_id(fs);
+    sx_h5_close_id(ms);
+    sx_h5_close_id(fs);
     return st;
 }
 
@@ -513,7 +513,7 @@ static enum sx_status h5_read_slices_impl(struct sx_h5 *h5, const struct sx_run 
     struct span *sp = NULL;
     int64_t *tmp = NULL;
     char src[1100];
-    h5_quiet_begin(&q);
+    sx_h5_quiet_begin(&q);
     if (run->layout != SX_LAYOUT_COLUMNAR) {
         for (size_t i = 0; i < ns && st == SX_OK; i++) {
             /* schema 1: one dataset per row; the end column needs its own buffer */
@@ -541,8 +541,8 @@ static enum sx_status h5_read_slices_impl(struct sx_h5 *h5, const struct sx_run 
         snprintf(obj, sizeof obj, "/events/%s",
                  delta && c == SX_COL_START ? "start_deltas"
                  : delta && c == SX_COL_END ? "durations"
-                                            : h5_col_names[c]);
-        h5_src_name(src, sizeof src, h5->path, obj);
+                                            : sx_h5_col_names[c]);
+        sx_h5_src_name(src, sizeof src, h5->path, obj);
         if (delta && c == SX_COL_START) {
             /* START slices read in place; END-only slices read deltas into temp room */
             uint64_t extra = 0;
@@ -605,7 +605,7 @@ out:
             s[i].col[SX_COL_START] = NULL;
     free(tmp);
     free(sp);
-    h5_quiet_end(&q);
+    sx_h5_quiet_end(&q);
     return st;
 }
 
@@ -613,18 +613,18 @@ enum sx_status sx_h5_read_events(struct sx_h5 *h5, const struct sx_run *run,
                                  const struct sx_row *row, uint64_t first, uint64_t n,
                                  unsigned cols, int64_t *const out[SX_NCOLS],
                                  struct sx_error *err) {
-    h5_enter(h5->path);
+    sx_h5_enter(h5->path);
     enum sx_status st = h5_read_events_impl(h5, run, row, first, n, cols, out, err);
-    h5_leave();
+    sx_h5_leave();
     return st;
 }
 
 enum sx_status sx_h5_read_meta(struct sx_h5 *h5, const struct sx_run *run,
                                const struct sx_row *row, struct sx_buf *out, bool *any,
                                struct sx_error *err) {
-    h5_enter(h5->path);
+    sx_h5_enter(h5->path);
     enum sx_status st = h5_read_meta_impl(h5, run, row, out, any, err);
-    h5_leave();
+    sx_h5_leave();
     return st;
 }
 
@@ -632,26 +632,26 @@ enum sx_status sx_h5_read_metas(struct sx_h5 *h5, const struct sx_run *run,
                                 const struct sx_row *const *rows, size_t n,
                                 struct sx_buf *out, size_t *off, bool *any,
                                 struct sx_error *err) {
-    h5_enter(h5->path);
+    sx_h5_enter(h5->path);
     enum sx_status st = h5_read_metas_impl(h5, run, rows, n, out, off, any, err);
-    h5_leave();
+    sx_h5_leave();
     return st;
 }
 
 enum sx_status sx_h5_gpu_present(struct sx_h5 *h5, const struct sx_run *run,
                                  const struct sx_row *row, bool *present,
                                  struct sx_error *err) {
-    h5_enter(h5->path);
+    sx_h5_enter(h5->path);
     enum sx_status st = h5_gpu_present_impl(h5, run, row, present, err);
-    h5_leave();
+    sx_h5_leave();
     return st;
 }
 
 enum sx_status sx_h5_read_slices(struct sx_h5 *h5, const struct sx_run *run,
                                  struct sx_slice *s, size_t ns, struct sx_error *err) {
-    h5_enter(h5->path);
+    sx_h5_enter(h5->path);
     enum sx_status st = h5_read_slices_impl(h5, run, s, ns, err);
-    h5_leave();
+    sx_h5_leave();
     return st;
 }
 

@@ -35,40 +35,40 @@ static enum sx_status read_lanes(struct sx_h5 *h5, struct sx_run *run, bool task
     static const char *const ksc[] = {"kind", "name", "coro_name"};
     const char *const *scn = tasks ? ksc : tsc;
     char p[128], src[1100];
-    if (!h5_link_exists(h5->file, grp))
+    if (!sx_h5_link_exists(h5->file, grp))
         goto out;
     if (tasks)
         run->has_tasks = true;
     else
         run->has_threads = true;
     snprintf(p, sizeof p, "%s/ranks", grp);
-    st = h5_read_ints(h5, h5->file, p, false, &ranks, &n, err);
+    st = sx_h5_read_ints(h5, h5->file, p, false, &ranks, &n, err);
     if (st != SX_OK)
         goto out;
     for (int k = 0; k < 7; k++) {
         snprintf(p, sizeof p, "%s/%s", grp, icols[k]);
-        st = h5_read_ints(h5, h5->file, p, false, &ic[k], &m, err);
+        st = sx_h5_read_ints(h5, h5->file, p, false, &ic[k], &m, err);
         if (st == SX_OK)
-            st = h5_req_len(h5, p, m, n, err);
+            st = sx_h5_req_len(h5, p, m, n, err);
         if (st != SX_OK)
             goto out;
     }
     for (uint64_t k = 0; k < nsc; k++) {
         snprintf(p, sizeof p, "%s/%s", grp, scn[k]);
-        st = h5_read_strings(h5, h5->file, p, &sc[k], &m, err);
+        st = sx_h5_read_strings(h5, h5->file, p, &sc[k], &m, err);
         if (st == SX_OK)
-            st = h5_req_len(h5, p, m, n, err);
+            st = sx_h5_req_len(h5, p, m, n, err);
         if (st != SX_OK) {
             /* 'out' frees n strings per column: this one holds m */
-            h5_free_strv(sc[k], m);
+            sx_h5_free_strv(sc[k], m);
             sc[k] = NULL;
             goto out;
         }
     }
-    h5_src_name(src, sizeof src, h5->path, grp);
+    sx_h5_src_name(src, sizeof src, h5->path, grp);
     uniq = sx_malloc((n + 1) * sizeof *uniq);
     SX_CHECK(uniq != NULL, SX_ERR_NOMEM, err, src, "out of memory");
-    size_t nr = h5_distinct(ranks, n, uniq);
+    size_t nr = sx_h5_distinct(ranks, n, uniq);
     struct sx_lane_rank *lanes = sx_calloc(nr + 1, sizeof *lanes);
     SX_CHECK(lanes != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     if (tasks) {
@@ -124,7 +124,7 @@ out:
     for (int k = 0; k < 7; k++)
         free(ic[k]);
     for (uint64_t k = 0; k < 3; k++)
-        h5_free_strv(sc[k], n);
+        sx_h5_free_strv(sc[k], n);
     free(ranks);
     free(uniq);
     return st;
@@ -139,16 +139,16 @@ static enum sx_status read_likwid(struct sx_h5 *h5, struct sx_run *run, hid_t rg
     struct sx_likwid_rank *lr = NULL;
     struct sx_likwid_rank *nv =
         sx_realloc(run->likwid, (run->nlikwid + 1) * sizeof *run->likwid);
-    h5_src_name(src, sizeof src, h5->path, rname);
+    sx_h5_src_name(src, sizeof src, h5->path, rname);
     SX_CHECK(nv != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     run->likwid = nv;
     lr = &run->likwid[run->nlikwid++];
     *lr = (struct sx_likwid_rank){.rank = rank};
-    if (!h5_link_exists(rgrp, "likwid/regions"))
+    if (!sx_h5_link_exists(rgrp, "likwid/regions"))
         goto out;
     g = H5Gopen2(rgrp, "likwid/regions", H5P_DEFAULT);
     SX_CHECK(g >= 0, SX_ERR_FORMAT, err, src, "%s/likwid/regions is not a group", src);
-    st = h5_list_links(g, &l, src, err);
+    st = sx_h5_list_links(g, &l, src, err);
     if (st != SX_OK)
         goto out;
     lr->entries = sx_calloc(l.n + 1, sizeof *lr->entries);
@@ -156,47 +156,47 @@ static enum sx_status read_likwid(struct sx_h5 *h5, struct sx_run *run, hid_t rg
     for (size_t i = 0; i < l.n; i++) {
         char obj[1200];
         snprintf(obj, sizeof obj, "/%s/likwid/regions/%s", rname, l.v[i]);
-        h5_src_name(src, sizeof src, h5->path, obj);
+        sx_h5_src_name(src, sizeof src, h5->path, obj);
         e = H5Gopen2(g, l.v[i], H5P_DEFAULT);
         SX_CHECK(e >= 0, SX_ERR_FORMAT, err, src, "%s is not a group", src);
         struct sx_likwid_entry x = {0};
         bool found = false;
         struct sx_value nvv = {0};
-        st = h5_attr_string(h5, e, obj, "tag", &x.tag, &found, err);
+        st = sx_h5_attr_string(h5, e, obj, "tag", &x.tag, &found, err);
         if (st == SX_OK && !found)
             x.tag = sx_strdup("");
         if (st == SX_OK)
-            st = h5_attr_number(h5, e, obj, "group_id", &nvv, &found, err);
-        x.group_id = found ? h5_value_as_int(&nvv) : -1;
+            st = sx_h5_attr_number(h5, e, obj, "group_id", &nvv, &found, err);
+        x.group_id = found ? sx_h5_value_as_int(&nvv) : -1;
         if (st == SX_OK)
-            st = h5_attr_string(h5, e, obj, "group_name", &x.group_name, &found, err);
+            st = sx_h5_attr_string(h5, e, obj, "group_name", &x.group_name, &found, err);
         if (st == SX_OK && !found)
             x.group_name = sx_strdup("");
         if (st == SX_OK)
-            st = h5_attr_string(h5, e, obj, "source", &x.source, &found, err);
+            st = sx_h5_attr_string(h5, e, obj, "source", &x.source, &found, err);
         if (st == SX_OK && !found)
             x.source = sx_strdup("");
         if (st == SX_OK)
-            st = h5_attr_strings(h5, e, obj, "event_names", &x.event_names,
-                                 &x.nevent_names, err);
+            st = sx_h5_attr_strings(h5, e, obj, "event_names", &x.event_names,
+                                    &x.nevent_names, err);
         if (st == SX_OK)
-            st = h5_attr_strings(h5, e, obj, "counter_names", &x.counter_names,
-                                 &x.ncounter_names, err);
+            st = sx_h5_attr_strings(h5, e, obj, "counter_names", &x.counter_names,
+                                    &x.ncounter_names, err);
         if (st == SX_OK)
-            st = h5_attr_strings(h5, e, obj, "metric_names", &x.metric_names,
-                                 &x.nmetric_names, err);
+            st = sx_h5_attr_strings(h5, e, obj, "metric_names", &x.metric_names,
+                                    &x.nmetric_names, err);
         if (st == SX_OK)
-            st = h5_read_ints_opt(h5, e, "cpus", &x.cpus, &x.ncpus, err);
+            st = sx_h5_read_ints_opt(h5, e, "cpus", &x.cpus, &x.ncpus, err);
         if (st == SX_OK)
-            st = h5_read_doubles_opt(h5, e, "times", &x.times, &x.ntimes, err);
+            st = sx_h5_read_doubles_opt(h5, e, "times", &x.times, &x.ntimes, err);
         if (st == SX_OK)
-            st = h5_read_ints_opt(h5, e, "call_counts", &x.call_counts, &x.ncall_counts,
-                                  err);
+            st = sx_h5_read_ints_opt(h5, e, "call_counts", &x.call_counts,
+                                     &x.ncall_counts, err);
         if (st == SX_OK)
-            st = h5_read_matrix(h5, e, "events", &x.events, src, err);
+            st = sx_h5_read_matrix(h5, e, "events", &x.events, src, err);
         if (st == SX_OK)
-            st = h5_read_matrix(h5, e, "metrics", &x.metrics, src, err);
-        h5_close_id(e);
+            st = sx_h5_read_matrix(h5, e, "metrics", &x.metrics, src, err);
+        sx_h5_close_id(e);
         e = -1;
         /* the entry is owned by lr from here, freed with the run */
         if (x.tag == NULL || x.group_name == NULL || x.source == NULL) {
@@ -218,9 +218,9 @@ static enum sx_status read_likwid(struct sx_h5 *h5, struct sx_run *run, hid_t rg
             goto out;
     }
 out:
-    h5_free_names(&l);
-    h5_close_id(e);
-    h5_close_id(g);
+    sx_h5_free_names(&l);
+    sx_h5_close_id(e);
+    sx_h5_close_id(g);
     return st;
 }
 
@@ -238,14 +238,14 @@ static enum sx_status read_line_profile(struct sx_h5 *h5, struct sx_run *run, hi
     char src[1400];
     struct sx_lp_rank *nv = sx_realloc(run->line_profile, (run->nline_profile + 1) *
                                                               sizeof *run->line_profile);
-    h5_src_name(src, sizeof src, h5->path, rname);
+    sx_h5_src_name(src, sizeof src, h5->path, rname);
     SX_CHECK(nv != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     run->line_profile = nv;
     struct sx_lp_rank *lr = &run->line_profile[run->nline_profile++];
     *lr = (struct sx_lp_rank){.rank = rank};
     g = H5Gopen2(rgrp, "line_profile", H5P_DEFAULT);
     SX_CHECK(g >= 0, SX_ERR_FORMAT, err, src, "%s/line_profile is not a group", src);
-    st = h5_list_links(g, &l, src, err); /* name order: "0", "1", "10", "2" */
+    st = sx_h5_list_links(g, &l, src, err); /* name order: "0", "1", "10", "2" */
     if (st != SX_OK)
         goto out;
     lr->records = sx_calloc(l.n + 1, sizeof *lr->records);
@@ -253,39 +253,39 @@ static enum sx_status read_line_profile(struct sx_h5 *h5, struct sx_run *run, hi
     for (size_t i = 0; i < l.n; i++) {
         char obj[1200];
         snprintf(obj, sizeof obj, "/%s/line_profile/%s", rname, l.v[i]);
-        h5_src_name(src, sizeof src, h5->path, obj);
+        sx_h5_src_name(src, sizeof src, h5->path, obj);
         e = H5Gopen2(g, l.v[i], H5P_DEFAULT);
         SX_CHECK(e >= 0, SX_ERR_FORMAT, err, src, "%s is not a group", src);
         struct sx_lp_record *x = &lr->records[lr->n++];
         bool found = false;
         struct sx_value v = {0};
-        st = h5_attr_string(h5, e, obj, "region", &x->region, &found, err);
+        st = sx_h5_attr_string(h5, e, obj, "region", &x->region, &found, err);
         if (st == SX_OK && !found)
             x->region = sx_strdup("");
         if (st == SX_OK)
-            st = h5_attr_string(h5, e, obj, "filename", &x->filename, &found, err);
+            st = sx_h5_attr_string(h5, e, obj, "filename", &x->filename, &found, err);
         if (st == SX_OK && !found)
             x->filename = sx_strdup("");
         if (st == SX_OK)
-            st = h5_attr_string(h5, e, obj, "function", &x->function, &found, err);
+            st = sx_h5_attr_string(h5, e, obj, "function", &x->function, &found, err);
         if (st == SX_OK && !found)
             x->function = sx_strdup("");
         if (st == SX_OK)
-            st = h5_attr_number(h5, e, obj, "first_lineno", &v, &found, err);
-        x->first_lineno = found ? h5_value_as_int(&v) : 0;
+            st = sx_h5_attr_number(h5, e, obj, "first_lineno", &v, &found, err);
+        x->first_lineno = found ? sx_h5_value_as_int(&v) : 0;
         if (st == SX_OK)
-            st = h5_attr_number(h5, e, obj, "unit", &v, &found, err);
+            st = sx_h5_attr_number(h5, e, obj, "unit", &v, &found, err);
         x->unit = !found                 ? 1.0
                   : v.kind == SX_V_FLOAT ? v.u.f
-                                         : (double)h5_value_as_int(&v);
+                                         : (double)sx_h5_value_as_int(&v);
         if (st == SX_OK)
-            st = h5_read_ints_opt(h5, e, "line_numbers", &x->line_numbers,
-                                  &x->nline_numbers, err);
+            st = sx_h5_read_ints_opt(h5, e, "line_numbers", &x->line_numbers,
+                                     &x->nline_numbers, err);
         if (st == SX_OK)
-            st = h5_read_ints_opt(h5, e, "hits", &x->hits, &x->nhits, err);
+            st = sx_h5_read_ints_opt(h5, e, "hits", &x->hits, &x->nhits, err);
         if (st == SX_OK)
-            st = h5_read_doubles_opt(h5, e, "times", &x->times, &x->ntimes, err);
-        h5_close_id(e);
+            st = sx_h5_read_doubles_opt(h5, e, "times", &x->times, &x->ntimes, err);
+        sx_h5_close_id(e);
         e = -1;
         if (st == SX_OK && (!x->region || !x->filename || !x->function))
             st = sx_error_set(err, SX_ERR_NOMEM, src, "out of memory");
@@ -293,9 +293,9 @@ static enum sx_status read_line_profile(struct sx_h5 *h5, struct sx_run *run, hi
             goto out;
     }
 out:
-    h5_free_names(&l);
-    h5_close_id(e);
-    h5_close_id(g);
+    sx_h5_free_names(&l);
+    sx_h5_close_id(e);
+    sx_h5_close_id(g);
     return st;
 }
 
@@ -306,7 +306,7 @@ static enum sx_status h5_read_extras_impl(struct sx_h5 *h5, struct sx_run *run,
     struct h5_rank_group *rg = NULL;
     size_t nrg = 0;
     hid_t g = -1;
-    h5_quiet_begin(&q);
+    sx_h5_quiet_begin(&q);
     if (run->layout != SX_LAYOUT_SCHEMA1) {
         st = read_lanes(h5, run, false, err);
         if (st == SX_OK)
@@ -314,14 +314,14 @@ static enum sx_status h5_read_extras_impl(struct sx_h5 *h5, struct sx_run *run,
         if (st != SX_OK)
             goto out;
     }
-    st = h5_rank_groups(h5, &rg, &nrg, err);
+    st = sx_h5_rank_groups(h5, &rg, &nrg, err);
     if (st != SX_OK)
         goto out;
     for (size_t k = 0; k < nrg; k++) {
         g = H5Gopen2(h5->file, rg[k].name, H5P_DEFAULT);
         if (g < 0)
             continue;
-        if (h5_link_exists(g, "likwid")) {
+        if (sx_h5_link_exists(g, "likwid")) {
             st = read_likwid(h5, run, g, rg[k].rank, rg[k].name, err);
             if (st != SX_OK)
                 goto out;
@@ -329,25 +329,25 @@ static enum sx_status h5_read_extras_impl(struct sx_h5 *h5, struct sx_run *run,
             if (lr->n > 1)
                 qsort(lr->entries, lr->n, sizeof *lr->entries, cmp_likwid_tag);
         }
-        if (h5_link_exists(g, "line_profile")) {
+        if (sx_h5_link_exists(g, "line_profile")) {
             st = read_line_profile(h5, run, g, rg[k].rank, rg[k].name, err);
             if (st != SX_OK)
                 goto out;
         }
-        h5_close_id(g);
+        sx_h5_close_id(g);
         g = -1;
     }
 out:
-    h5_close_id(g);
-    h5_free_rank_groups(rg, nrg);
-    h5_quiet_end(&q);
+    sx_h5_close_id(g);
+    sx_h5_free_rank_groups(rg, nrg);
+    sx_h5_quiet_end(&q);
     return st;
 }
 
 enum sx_status sx_h5_read_extras(struct sx_h5 *h5, struct sx_run *run,
                                  struct sx_error *err) {
-    h5_enter(h5->path);
+    sx_h5_enter(h5->path);
     enum sx_status st = h5_read_extras_impl(h5, run, err);
-    h5_leave();
+    sx_h5_leave();
     return st;
 }

@@ -39,7 +39,7 @@ static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void 
         return -1;
     }
     struct sx_value v = {0};
-    c->st = h5_read_attr_value(a, &v, src, c->err);
+    c->st = sx_h5_read_attr_value(a, &v, src, c->err);
     H5Aclose(a);
     if (c->st != SX_OK)
         return -1;
@@ -60,10 +60,10 @@ static enum sx_status read_metadata(struct sx_h5 *h5, struct sx_run *run,
                                     struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t g = -1;
-    if (!h5_link_exists(h5->file, "metadata"))
+    if (!sx_h5_link_exists(h5->file, "metadata"))
         goto out;
     char src[1100];
-    h5_src_name(src, sizeof src, h5->path, "/metadata");
+    sx_h5_src_name(src, sizeof src, h5->path, "/metadata");
     g = H5Gopen2(h5->file, "metadata", H5P_DEFAULT);
     SX_CHECK(g >= 0, SX_ERR_FORMAT, err, src, "%s is not a group", src);
     struct meta_ctx c = {h5, &run->metadata, SX_OK, err};
@@ -76,7 +76,7 @@ static enum sx_status read_metadata(struct sx_h5 *h5, struct sx_run *run,
     }
     SX_CHECK(rc >= 0, SX_ERR_IO, err, src, "%s: attributes cannot be read", src);
 out:
-    h5_close_id(g);
+    sx_h5_close_id(g);
     return st;
 }
 
@@ -89,13 +89,13 @@ static enum sx_status read_schema(struct sx_h5 *h5, struct sx_run *run,
     hid_t a = -1, t = -1;
     struct sx_value v = {0};
     char src[1100];
-    h5_src_name(src, sizeof src, h5->path, "/@scope_profiler_schema");
+    sx_h5_src_name(src, sizeof src, h5->path, "/@scope_profiler_schema");
     run->schema = 1;
     if (H5Aexists(h5->file, "scope_profiler_schema") <= 0)
         goto layout;
     a = H5Aopen(h5->file, "scope_profiler_schema", H5P_DEFAULT);
     SX_CHECK(a >= 0, SX_ERR_IO, err, src, "%s cannot be read", src);
-    st = h5_read_attr_value(a, &v, src, err);
+    st = sx_h5_read_attr_value(a, &v, src, err);
     if (st != SX_OK)
         goto out;
     if (v.kind != SX_V_INT && v.kind != SX_V_UINT) {
@@ -132,14 +132,14 @@ static enum sx_status read_schema(struct sx_h5 *h5, struct sx_run *run,
 layout:
     run->layout = run->schema >= 2 ? SX_LAYOUT_COLUMNAR : SX_LAYOUT_SCHEMA1;
     if (run->schema >= 2 && H5Aexists(h5->file, "storage_layout") > 0) {
-        h5_close_id(a);
+        sx_h5_close_id(a);
         a = H5Aopen(h5->file, "storage_layout", H5P_DEFAULT);
         t = a >= 0 ? H5Aget_type(a) : -1;
         /* Only a str compares equal in Python: a fixed-length (bytes) value reads as
          * columnar. */
         if (t >= 0 && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) > 0) {
             sx_value_free(&v);
-            st = h5_read_attr_value(a, &v, src, err);
+            st = sx_h5_read_attr_value(a, &v, src, err);
             if (st != SX_OK)
                 goto out;
             if (v.kind == SX_V_STR && strcmp(v.u.str.s, "aggregate") == 0)
@@ -148,8 +148,8 @@ layout:
     }
 out:
     sx_value_free(&v);
-    h5_close_id(t);
-    h5_close_id(a);
+    sx_h5_close_id(t);
+    sx_h5_close_id(a);
     return st;
 }
 
@@ -171,9 +171,9 @@ static void free_index(struct index_cols *ix) {
     free(ix->counts);
     free(ix->lines);
     free(ix->excl);
-    h5_free_strv(ix->files, ix->n_files);
-    h5_free_strv(ix->texts, ix->n_texts);
-    h5_free_strv(ix->tags, ix->n_tags);
+    sx_h5_free_strv(ix->files, ix->n_files);
+    sx_h5_free_strv(ix->texts, ix->n_texts);
+    sx_h5_free_strv(ix->tags, ix->n_tags);
 }
 
 static int cmp_rows(const void *a, const void *b, void *ctx) {
@@ -220,7 +220,7 @@ static enum sx_status validate_index(const struct sx_h5 *h5, const struct index_
     enum sx_status st = SX_OK;
     uint64_t *order = NULL;
     char src[1100];
-    h5_src_name(src, sizeof src, h5->path, "/rank_region_index");
+    sx_h5_src_name(src, sizeof src, h5->path, "/rank_region_index");
     uint64_t claimed = 0;
     for (uint64_t r = 0; r < ix->n; r++) {
         uint64_t o = (uint64_t)ix->offsets[r], c = (uint64_t)ix->counts[r];
@@ -257,10 +257,10 @@ static enum sx_status open_events(struct sx_h5 *h5, struct sx_run *run, uint64_t
     enum sx_status st = SX_OK;
     hid_t t = -1;
     char src[1100];
-    run->delta_encoded = h5_link_exists(h5->file, "events/start_deltas");
+    run->delta_encoded = sx_h5_link_exists(h5->file, "events/start_deltas");
     const char *names[SX_NCOLS];
     for (int c = 0; c < SX_NCOLS; c++)
-        names[c] = h5_col_names[c];
+        names[c] = sx_h5_col_names[c];
     if (run->delta_encoded) {
         names[SX_COL_START] = "start_deltas";
         names[SX_COL_END] = "durations";
@@ -269,8 +269,8 @@ static enum sx_status open_events(struct sx_h5 *h5, struct sx_run *run, uint64_t
     for (int c = 0; c < SX_NCOLS; c++) {
         char path[128];
         snprintf(path, sizeof path, "events/%s", names[c]);
-        h5_src_name(src, sizeof src, h5->path, path);
-        if (!h5_link_exists(h5->file, path)) {
+        sx_h5_src_name(src, sizeof src, h5->path, path);
+        if (!sx_h5_link_exists(h5->file, path)) {
             SX_CHECK(c > SX_COL_END || need == 0, SX_ERR_FORMAT, err, src,
                      "%s is missing: the run has events but no event column", src);
             if (c <= SX_COL_END)
@@ -282,13 +282,13 @@ static enum sx_status open_events(struct sx_h5 *h5, struct sx_run *run, uint64_t
         t = H5Dget_type(h5->ev[c]);
         SX_CHECK(t >= 0 && H5Tget_class(t) == H5T_INTEGER, SX_ERR_FORMAT, err, src,
                  "%s has the wrong datatype: integers expected", src);
-        int64_t n = h5_dset_len(h5->ev[c]);
+        int64_t n = sx_h5_dset_len(h5->ev[c]);
         SX_CHECK(n >= 0, SX_ERR_FORMAT, err, src, "%s is not one-dimensional", src);
-        st = h5_check_claim(h5, h5->ev[c], (uint64_t)n, H5Tget_size(t), src, err);
+        st = sx_h5_check_claim(h5, h5->ev[c], (uint64_t)n, H5Tget_size(t), src, err);
         if (st != SX_OK)
             goto out;
         sx_direct_int_col(h5->direct, h5->ev[c], t, &h5->raw[c]);
-        h5_close_id(t);
+        sx_h5_close_id(t);
         t = -1;
         if (c <= SX_COL_END) {
             if ((uint64_t)n < run->nevents)
@@ -304,7 +304,7 @@ static enum sx_status open_events(struct sx_h5 *h5, struct sx_run *run, uint64_t
     if (run->nevents == UINT64_MAX)
         run->nevents = 0;
 out:
-    h5_close_id(t);
+    sx_h5_close_id(t);
     return st;
 }
 
@@ -368,7 +368,7 @@ static void pool_free(struct pool *p) {
     for (size_t i = 0; i < p->n; i++) {
         free(p->s[i]);
         if (p->tags != NULL && p->ntags != NULL && p->ntags[i] > 0)
-            h5_free_strv(p->tags[i], p->ntags[i] - 1);
+            sx_h5_free_strv(p->tags[i], p->ntags[i] - 1);
     }
     free(p->tags);
     free(p->ntags);
@@ -380,7 +380,7 @@ static void pool_free(struct pool *p) {
 
 /*
  * Read a string column of the index in pieces into a pool: a row's string
- * costs 4 bytes and each h5_distinct string is kept once (a run's rows of one
+ * costs 4 bytes and each sx_h5_distinct string is kept once (a run's rows of one
  * region share their source file, text and tags). Strings are decoded as the
  * full read decodes them. Through HDF5: read once at open, they gain nothing from
  * the heap walker (h5_direct.h).
@@ -396,7 +396,7 @@ static enum sx_status read_pool(hid_t d, uint64_t nrows, struct pool *p, const c
     SX_CHECK(p->id != NULL && off != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     for (uint64_t at = 0; at < nrows; at += PIECE) {
         size_t n = nrows - at < PIECE ? (size_t)(nrows - at) : PIECE;
-        st = h5_read_point_strings(d, NULL, at, n, &text, off, src, err);
+        st = sx_h5_read_point_strings(d, NULL, at, n, &text, off, src, err);
         if (st != SX_OK)
             goto out;
         bool ok = true;
@@ -425,10 +425,10 @@ static enum sx_status open_lazy_cols(struct sx_h5 *h5, uint64_t nrows,
     char src[1100];
     for (int k = 0; k < RD_N; k++) {
         char p[128];
-        snprintf(p, sizeof p, "rank_region_index/%s", h5_rd_names[k]);
-        if (!h5_link_exists(h5->file, p))
+        snprintf(p, sizeof p, "rank_region_index/%s", sx_h5_rd_names[k]);
+        if (!sx_h5_link_exists(h5->file, p))
             continue;
-        h5_src_name(src, sizeof src, h5->path, p);
+        sx_h5_src_name(src, sizeof src, h5->path, p);
         h5->rd[k] = H5Dopen2(h5->file, p, H5P_DEFAULT);
         SX_CHECK(h5->rd[k] >= 0, SX_ERR_FORMAT, err, src, "%s cannot be opened", src);
         t = H5Dget_type(h5->rd[k]);
@@ -436,24 +436,24 @@ static enum sx_status open_lazy_cols(struct sx_h5 *h5, uint64_t nrows,
         SX_CHECK(t >= 0 && H5Tget_class(t) == (strings ? H5T_STRING : H5T_INTEGER),
                  SX_ERR_FORMAT, err, src, "%s has the wrong datatype: %s expected", src,
                  strings ? "strings" : "integers");
-        int64_t n = h5_dset_len(h5->rd[k]);
+        int64_t n = sx_h5_dset_len(h5->rd[k]);
         SX_CHECK(n >= 0, SX_ERR_FORMAT, err, src, "%s is not one-dimensional", src);
-        st = h5_check_claim(h5, h5->rd[k], (uint64_t)n,
-                            strings && H5Tis_variable_str(t) > 0 ? 16 : H5Tget_size(t),
-                            src, err);
+        st = sx_h5_check_claim(h5, h5->rd[k], (uint64_t)n,
+                               strings && H5Tis_variable_str(t) > 0 ? 16 : H5Tget_size(t),
+                               src, err);
         if (st == SX_OK)
-            st = h5_req_len(h5, p, (uint64_t)n, nrows, err);
+            st = sx_h5_req_len(h5, p, (uint64_t)n, nrows, err);
         if (st == SX_OK && strings && !h5->open_only)
             st = read_pool(h5->rd[k], nrows, &h5->pool[k], src, err);
         if (st != SX_OK)
             goto out;
         if (!strings)
             sx_direct_int_col(h5->direct, h5->rd[k], t, &h5->rdraw[k]);
-        h5_close_id(t);
+        sx_h5_close_id(t);
         t = -1;
     }
 out:
-    h5_close_id(t);
+    sx_h5_close_id(t);
     return st;
 }
 
@@ -462,19 +462,19 @@ static enum sx_status open_meta(struct sx_h5 *h5, struct sx_run *run, uint64_t n
                                 struct sx_error *err) {
     enum sx_status st = SX_OK;
     char src[1100];
-    if (!h5_link_exists(h5->file, "rank_region_index/event_metadata"))
+    if (!sx_h5_link_exists(h5->file, "rank_region_index/event_metadata"))
         return SX_OK;
     h5->meta = H5Dopen2(h5->file, "rank_region_index/event_metadata", H5P_DEFAULT);
-    h5_src_name(src, sizeof src, h5->path, "/rank_region_index/event_metadata");
+    sx_h5_src_name(src, sizeof src, h5->path, "/rank_region_index/event_metadata");
     SX_CHECK(h5->meta >= 0, SX_ERR_FORMAT, err, src, "%s cannot be opened", src);
-    int64_t nm = h5_dset_len(h5->meta);
+    int64_t nm = sx_h5_dset_len(h5->meta);
     hid_t mt = H5Dget_type(h5->meta);
     bool is_str = mt >= 0 && H5Tget_class(mt) == H5T_STRING;
-    h5_close_id(mt);
+    sx_h5_close_id(mt);
     SX_CHECK(is_str, SX_ERR_FORMAT, err, src,
              "%s has the wrong datatype: strings expected", src);
-    st = h5_req_len(h5, "/rank_region_index/event_metadata", (uint64_t)(nm < 0 ? 0 : nm),
-                    nrows, err);
+    st = sx_h5_req_len(h5, "/rank_region_index/event_metadata",
+                       (uint64_t)(nm < 0 ? 0 : nm), nrows, err);
     if (st == SX_OK)
         st = sx_direct_strings_open(h5->direct, h5->meta, src, &h5->meta_vlen, err);
     if (st == SX_OK)
@@ -495,8 +495,8 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
     int64_t *acols[5] = {0};
     uint32_t *first = NULL;
 
-    if (h5_link_exists(h5->file, "region_table/names")) {
-        st = h5_read_strings(h5, h5->file, "region_table/names", &names, &nnames, err);
+    if (sx_h5_link_exists(h5->file, "region_table/names")) {
+        st = sx_h5_read_strings(h5, h5->file, "region_table/names", &names, &nnames, err);
         if (st != SX_OK)
             goto out;
     }
@@ -504,8 +504,8 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
     run->nnames = (size_t)nnames;
     names = NULL;
 
-    h5_src_name(src, sizeof src, h5->path, "/rank_region_index");
-    if (!h5_link_exists(h5->file, "rank_region_index")) {
+    sx_h5_src_name(src, sizeof src, h5->path, "/rank_region_index");
+    if (!sx_h5_link_exists(h5->file, "rank_region_index")) {
         SX_CHECK(run->nnames == 0, SX_ERR_FORMAT, err, src,
                  "%s is missing: the file is not a scope-profiler run", src);
         goto out;
@@ -515,8 +515,8 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
     if (h5->open_only) {
         /* rank 0 reads and checks the rows and shares them (share_index) */
         hid_t d = H5Dopen2(h5->file, "rank_region_index/region_ids", H5P_DEFAULT);
-        int64_t n = d >= 0 ? h5_dset_len(d) : -1;
-        h5_close_id(d);
+        int64_t n = d >= 0 ? sx_h5_dset_len(d) : -1;
+        sx_h5_close_id(d);
         SX_CHECK(n >= 0, SX_ERR_FORMAT, err, src, "%s/region_ids cannot be opened", src);
         ix.n = (uint64_t)n;
         st = open_lazy_cols(h5, ix.n, err);
@@ -526,14 +526,14 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
             st = open_events(h5, run, 0, err);
         goto out;
     }
-    st = h5_read_ints(h5, h5->file, "rank_region_index/region_ids", false, &ix.region_ids,
-                      &ix.n, err);
+    st = sx_h5_read_ints(h5, h5->file, "rank_region_index/region_ids", false,
+                         &ix.region_ids, &ix.n, err);
     if (st != SX_OK)
         goto out;
-    st =
-        h5_read_ints(h5, h5->file, "rank_region_index/ranks", false, &ix.ranks, &n2, err);
+    st = sx_h5_read_ints(h5, h5->file, "rank_region_index/ranks", false, &ix.ranks, &n2,
+                         err);
     if (st == SX_OK)
-        st = h5_req_len(h5, "/rank_region_index/ranks", n2, ix.n, err);
+        st = sx_h5_req_len(h5, "/rank_region_index/ranks", n2, ix.n, err);
     if (st != SX_OK)
         goto out;
 
@@ -544,22 +544,22 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
         for (int k = 0; k < 5; k++) {
             char p[128];
             snprintf(p, sizeof p, "rank_region_index/%s", an[k]);
-            st = h5_read_ints(h5, h5->file, p, k == 0, &acols[k], &n2, err);
+            st = sx_h5_read_ints(h5, h5->file, p, k == 0, &acols[k], &n2, err);
             if (st == SX_OK)
-                st = h5_req_len(h5, p, n2, ix.n, err);
+                st = sx_h5_req_len(h5, p, n2, ix.n, err);
             if (st != SX_OK)
                 goto out;
         }
     } else {
-        st = h5_read_ints(h5, h5->file, "rank_region_index/event_offsets", true,
-                          &ix.offsets, &n2, err);
+        st = sx_h5_read_ints(h5, h5->file, "rank_region_index/event_offsets", true,
+                             &ix.offsets, &n2, err);
         if (st == SX_OK)
-            st = h5_req_len(h5, "/rank_region_index/event_offsets", n2, ix.n, err);
+            st = sx_h5_req_len(h5, "/rank_region_index/event_offsets", n2, ix.n, err);
         if (st == SX_OK)
-            st = h5_read_ints(h5, h5->file, "rank_region_index/event_counts", true,
-                              &ix.counts, &n2, err);
+            st = sx_h5_read_ints(h5, h5->file, "rank_region_index/event_counts", true,
+                                 &ix.counts, &n2, err);
         if (st == SX_OK)
-            st = h5_req_len(h5, "/rank_region_index/event_counts", n2, ix.n, err);
+            st = sx_h5_req_len(h5, "/rank_region_index/event_counts", n2, ix.n, err);
         if (st != SX_OK)
             goto out;
         if (h5->lazy) {
@@ -567,22 +567,22 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
             if (st != SX_OK)
                 goto out;
         } else {
-            if (h5_link_exists(h5->file, "rank_region_index/source_lines")) {
-                st = h5_read_ints(h5, h5->file, "rank_region_index/source_lines", false,
-                                  &ix.lines, &ix.n_lines, err);
+            if (sx_h5_link_exists(h5->file, "rank_region_index/source_lines")) {
+                st = sx_h5_read_ints(h5, h5->file, "rank_region_index/source_lines",
+                                     false, &ix.lines, &ix.n_lines, err);
                 if (st == SX_OK)
-                    st = h5_req_len(h5, "/rank_region_index/source_lines", ix.n_lines,
-                                    ix.n, err);
+                    st = sx_h5_req_len(h5, "/rank_region_index/source_lines", ix.n_lines,
+                                       ix.n, err);
                 if (st != SX_OK)
                     goto out;
                 ix.has_lines = true;
             }
-            if (h5_link_exists(h5->file, "rank_region_index/exclusive_totals")) {
-                st = h5_read_ints(h5, h5->file, "rank_region_index/exclusive_totals",
-                                  false, &ix.excl, &ix.n_excl, err);
+            if (sx_h5_link_exists(h5->file, "rank_region_index/exclusive_totals")) {
+                st = sx_h5_read_ints(h5, h5->file, "rank_region_index/exclusive_totals",
+                                     false, &ix.excl, &ix.n_excl, err);
                 if (st == SX_OK)
-                    st = h5_req_len(h5, "/rank_region_index/exclusive_totals", ix.n_excl,
-                                    ix.n, err);
+                    st = sx_h5_req_len(h5, "/rank_region_index/exclusive_totals",
+                                       ix.n_excl, ix.n, err);
                 if (st != SX_OK)
                     goto out;
                 ix.has_excl = true;
@@ -593,11 +593,11 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
             for (int k = 0; k < 3; k++) {
                 char p[128];
                 snprintf(p, sizeof p, "rank_region_index/%s", sn[k]);
-                if (!h5_link_exists(h5->file, p))
+                if (!sx_h5_link_exists(h5->file, p))
                     continue;
-                st = h5_read_strings(h5, h5->file, p, sv[k], sc[k], err);
+                st = sx_h5_read_strings(h5, h5->file, p, sv[k], sc[k], err);
                 if (st == SX_OK)
-                    st = h5_req_len(h5, p, *sc[k], ix.n, err);
+                    st = sx_h5_req_len(h5, p, *sc[k], ix.n, err);
                 if (st != SX_OK)
                     goto out;
             }
@@ -617,7 +617,7 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
             goto out;
     }
 
-    h5_src_name(src, sizeof src, h5->path, "/rank_region_index");
+    sx_h5_src_name(src, sizeof src, h5->path, "/rank_region_index");
     first = first_ids(run->names, nnames);
     SX_CHECK(first != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     const bool lazy = h5->lazy && !agg;
@@ -714,7 +714,7 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
         for (size_t i = 0; i < run->metadata.u.obj.n; i++) {
             const struct sx_member *m = &run->metadata.u.obj.items[i];
             if (strcmp(m->key, "mpi_size") == 0)
-                mpi_size = h5_value_as_int(&m->value);
+                mpi_size = sx_h5_value_as_int(&m->value);
         }
         run->num_ranks = mpi_size > max_rank + 1 ? mpi_size : max_rank + 1;
     }
@@ -722,9 +722,9 @@ out:
     free(first);
     for (int k = 0; k < 5; k++)
         free(acols[k]);
-    h5_free_strv(names, nnames);
+    sx_h5_free_strv(names, nnames);
     free_index(&ix);
-    h5_close_id(g);
+    sx_h5_close_id(g);
     return st;
 }
 
@@ -744,13 +744,13 @@ static enum sx_status read_summary(struct sx_h5 *h5, struct sx_run *run,
     hid_t d = -1, mt = -1;
     struct summary_stats *s = NULL;
     char src[1100];
-    h5_src_name(src, sizeof src, h5->path, "/rank_region_index/summary_statistics");
+    sx_h5_src_name(src, sizeof src, h5->path, "/rank_region_index/summary_statistics");
     d = H5Dopen2(h5->file, "rank_region_index/summary_statistics", H5P_DEFAULT);
     SX_CHECK(d >= 0, SX_ERR_FORMAT, err, src, "%s cannot be opened", src);
-    int64_t n = h5_dset_len(d);
+    int64_t n = sx_h5_dset_len(d);
     SX_CHECK(n >= 0 && (uint64_t)n == run->nrows, SX_ERR_FORMAT, err, src,
              "%s has %" PRId64 " rows but the index has %zu", src, n, run->nrows);
-    st = h5_check_claim(h5, d, (uint64_t)n, 88, src, err);
+    st = sx_h5_check_claim(h5, d, (uint64_t)n, 88, src, err);
     if (st != SX_OK)
         goto out;
     mt = H5Tcreate(H5T_COMPOUND, sizeof *s);
@@ -806,8 +806,8 @@ static enum sx_status read_summary(struct sx_h5 *h5, struct sx_run *run,
     }
 out:
     free(s);
-    h5_close_id(mt);
-    h5_close_id(d);
+    sx_h5_close_id(mt);
+    sx_h5_close_id(d);
     return st;
 }
 
@@ -827,13 +827,13 @@ static enum sx_status read_schema1(struct sx_h5 *h5, struct sx_run *run,
     hid_t g = -1, d = -1, t = -1;
     char src[1400];
     size_t cap_rows = 0, cap_names = 0;
-    st = h5_rank_groups(h5, &rg, &nrg, err);
+    st = sx_h5_rank_groups(h5, &rg, &nrg, err);
     if (st != SX_OK)
         goto out;
     run->num_ranks = (int64_t)nrg;
     /* no schema attribute, no metadata, no rank group: some other HDF5 file */
-    if (nrg == 0 && !h5_link_exists(h5->file, "metadata")) {
-        h5_src_name(src, sizeof src, h5->path, "/");
+    if (nrg == 0 && !sx_h5_link_exists(h5->file, "metadata")) {
+        sx_h5_src_name(src, sizeof src, h5->path, "/");
         st = sx_error_set(
             err, SX_ERR_FORMAT, src,
             "%s is an HDF5 file but not a scope-profiler run: it has no "
@@ -844,19 +844,19 @@ static enum sx_status read_schema1(struct sx_h5 *h5, struct sx_run *run,
     for (size_t k = 0; k < nrg; k++) {
         char gp[300];
         snprintf(gp, sizeof gp, "%s/regions", rg[k].name);
-        if (!h5_link_exists(h5->file, gp))
+        if (!sx_h5_link_exists(h5->file, gp))
             continue;
-        h5_src_name(src, sizeof src, h5->path, gp);
+        sx_h5_src_name(src, sizeof src, h5->path, gp);
         g = H5Gopen2(h5->file, gp, H5P_DEFAULT);
         SX_CHECK(g >= 0, SX_ERR_FORMAT, err, src, "%s is not a group", src);
-        h5_free_names(&regs);
-        st = h5_list_links(g, &regs, src, err);
+        sx_h5_free_names(&regs);
+        st = sx_h5_list_links(g, &regs, src, err);
         if (st != SX_OK)
             goto out;
         for (size_t i = 0; i < regs.n; i++) {
             char rp[1100];
             snprintf(rp, sizeof rp, "/%s/regions/%s", rg[k].name, regs.v[i]);
-            h5_src_name(src, sizeof src, h5->path, rp);
+            sx_h5_src_name(src, sizeof src, h5->path, rp);
             char *name = sx_utf8_sanitize(regs.v[i], strlen(regs.v[i]));
             SX_CHECK(name != NULL, SX_ERR_NOMEM, err, src, "out of memory");
             int64_t id = name_index(run, name);
@@ -888,29 +888,30 @@ static enum sx_status read_schema1(struct sx_h5 *h5, struct sx_run *run,
             SX_CHECK(row->group != NULL, SX_ERR_NOMEM, err, src, "out of memory");
             hid_t rgp = H5Gopen2(g, regs.v[i], H5P_DEFAULT);
             SX_CHECK(rgp >= 0, SX_ERR_FORMAT, err, src, "%s is not a region group", src);
-            h5_close_id(d);
+            sx_h5_close_id(d);
             d = rgp; /* closed below or at out */
-            SX_CHECK(
-                h5_link_exists(rgp, "start_times") && h5_link_exists(rgp, "end_times"),
-                SX_ERR_FORMAT, err, src,
-                "%s has no start_times/end_times datasets; the file is damaged", src);
+            SX_CHECK(sx_h5_link_exists(rgp, "start_times") &&
+                         sx_h5_link_exists(rgp, "end_times"),
+                     SX_ERR_FORMAT, err, src,
+                     "%s has no start_times/end_times datasets; the file is damaged",
+                     src);
             row->cols = SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END);
             uint64_t count = 0;
             for (int c = 0; c < 5; c++) {
                 static const int cc[5] = {SX_COL_START, SX_COL_END, SX_COL_GPU,
                                           SX_COL_CALL, SX_COL_PARENT};
-                if (!h5_link_exists(rgp, h5_col_names[cc[c]]))
+                if (!sx_h5_link_exists(rgp, sx_h5_col_names[cc[c]]))
                     continue;
-                hid_t ds = H5Dopen2(rgp, h5_col_names[cc[c]], H5P_DEFAULT);
+                hid_t ds = H5Dopen2(rgp, sx_h5_col_names[cc[c]], H5P_DEFAULT);
                 char cs[1500];
-                snprintf(cs, sizeof cs, "%s/%s", src, h5_col_names[cc[c]]);
+                snprintf(cs, sizeof cs, "%s/%s", src, sx_h5_col_names[cc[c]]);
                 SX_CHECK(ds >= 0, SX_ERR_FORMAT, err, cs, "%s cannot be opened", cs);
                 t = H5Dget_type(ds);
                 bool isint = t >= 0 && H5Tget_class(t) == H5T_INTEGER;
-                int64_t n = h5_dset_len(ds);
+                int64_t n = sx_h5_dset_len(ds);
                 if (isint && n >= 0)
-                    st = h5_check_claim(h5, ds, (uint64_t)n, H5Tget_size(t), cs, err);
-                h5_close_id(t);
+                    st = sx_h5_check_claim(h5, ds, (uint64_t)n, H5Tget_size(t), cs, err);
+                sx_h5_close_id(t);
                 t = -1;
                 H5Dclose(ds);
                 if (st != SX_OK)
@@ -928,34 +929,34 @@ static enum sx_status read_schema1(struct sx_h5 *h5, struct sx_run *run,
             }
             row->count = count;
             bool found = false;
-            st = h5_attr_string(h5, rgp, rp, "source_file", &row->source_file, &found,
-                                err);
+            st = sx_h5_attr_string(h5, rgp, rp, "source_file", &row->source_file, &found,
+                                   err);
             if (st == SX_OK)
-                st = h5_attr_string(h5, rgp, rp, "source_text", &row->source_text, &found,
-                                    err);
+                st = sx_h5_attr_string(h5, rgp, rp, "source_text", &row->source_text,
+                                       &found, err);
             if (st != SX_OK)
                 goto out;
             struct sx_value lv = {0};
-            st = h5_attr_number(h5, rgp, rp, "source_lineno", &lv, &found, err);
+            st = sx_h5_attr_number(h5, rgp, rp, "source_lineno", &lv, &found, err);
             if (st != SX_OK)
                 goto out;
             if (found) {
                 row->has_lineno = true;
-                row->source_lineno = h5_value_as_int(&lv);
+                row->source_lineno = sx_h5_value_as_int(&lv);
             }
-            st = h5_attr_strings(h5, rgp, rp, "tags", &row->tags, &row->ntags, err);
+            st = sx_h5_attr_strings(h5, rgp, rp, "tags", &row->tags, &row->ntags, err);
             if (st != SX_OK)
                 goto out;
         }
-        h5_close_id(g);
+        sx_h5_close_id(g);
         g = -1;
     }
 out:
-    h5_free_names(&regs);
-    h5_free_rank_groups(rg, nrg);
-    h5_close_id(t);
-    h5_close_id(d);
-    h5_close_id(g);
+    sx_h5_free_names(&regs);
+    sx_h5_free_rank_groups(rg, nrg);
+    sx_h5_close_id(t);
+    sx_h5_close_id(d);
+    sx_h5_close_id(g);
     return st;
 }
 
@@ -1080,7 +1081,7 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
     struct stat sb;
     int rank = 0;
     bool opened_mpi = false; /* every rank passed the agreement on the file */
-    h5_quiet_begin(&q);
+    sx_h5_quiet_begin(&q);
     *out = NULL;
     *run_out = NULL;
     if (comm != MPI_COMM_NULL)
@@ -1140,7 +1141,7 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
     if (hfd >= 0 && fstat(hfd, &sb) == 0)
         h5->file_size = sb.st_size;
     sx_direct_open(h5->file, path, &h5->direct);
-    st = h5_refuse_foreign(h5->file, path, err);
+    st = sx_h5_refuse_foreign(h5->file, path, err);
     if (st != SX_OK)
         goto out;
     run = sx_run_new();
@@ -1160,7 +1161,7 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
     } else {
         st = read_columnar(h5, run, err);
         if (st == SX_OK && summary && run->layout == SX_LAYOUT_COLUMNAR &&
-            h5_link_exists(h5->file, "rank_region_index/summary_statistics"))
+            sx_h5_link_exists(h5->file, "rank_region_index/summary_statistics"))
             st = read_summary(h5, run, err);
     }
     if (st != SX_OK)
@@ -1168,14 +1169,14 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
     /* read_h5_summary flags the run; a file without statistics falls back to read_h5 */
     if (summary && run->layout != SX_LAYOUT_SCHEMA1 &&
         (run->layout == SX_LAYOUT_AGGREGATE ||
-         h5_link_exists(h5->file, "rank_region_index/summary_statistics")))
+         sx_h5_link_exists(h5->file, "rank_region_index/summary_statistics")))
         run->event_data_available = false;
 out:
     /* NOTE: collective: every rank of a lazy open joins, whatever its status */
     if (h5 != NULL && h5->lazy && comm != MPI_COMM_NULL && opened_mpi)
         st = share_index(comm, h5, run, st, err);
-    h5_close_id(fapl);
-    h5_quiet_end(&q);
+    sx_h5_close_id(fapl);
+    sx_h5_quiet_end(&q);
     if (st != SX_OK) {
         sx_run_free(run);
         run = NULL;
@@ -1189,17 +1190,17 @@ static void h5_close_impl(struct sx_h5 *h5) {
     if (h5 == NULL)
         return;
     struct h5_quiet q;
-    h5_quiet_begin(&q);
+    sx_h5_quiet_begin(&q);
     for (int c = 0; c < SX_NCOLS; c++)
-        h5_close_id(h5->ev[c]);
+        sx_h5_close_id(h5->ev[c]);
     sx_vlen_close(h5->meta_vlen);
-    h5_close_id(h5->meta);
+    sx_h5_close_id(h5->meta);
     for (int k = 0; k < RD_N; k++)
-        h5_close_id(h5->rd[k]);
+        sx_h5_close_id(h5->rd[k]);
     for (int k = 0; k < 3; k++)
         pool_free(&h5->pool[k]);
-    h5_close_id(h5->file);
-    h5_quiet_end(&q);
+    sx_h5_close_id(h5->file);
+    sx_h5_quiet_end(&q);
     sx_direct_close(h5->direct);
     free(h5->scratch);
     free(h5->path);
@@ -1218,7 +1219,7 @@ static enum sx_status h5_fill_rows_impl(struct sx_h5 *h5, const struct sx_run *r
     int64_t *iv = NULL;
     struct sx_buf text = {0};
     char src[1100];
-    h5_quiet_begin(&q);
+    sx_h5_quiet_begin(&q);
     const unsigned cols =
         SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END) | run->file_cols;
     for (size_t k = 0; k < n; k++) {
@@ -1248,12 +1249,12 @@ static enum sx_status h5_fill_rows_impl(struct sx_h5 *h5, const struct sx_run *r
         if (h5->rd[c] < 0)
             continue;
         char obj[128];
-        snprintf(obj, sizeof obj, "rank_region_index/%s", h5_rd_names[c]);
-        h5_src_name(src, sizeof src, h5->path, obj);
+        snprintf(obj, sizeof obj, "rank_region_index/%s", sx_h5_rd_names[c]);
+        sx_h5_src_name(src, sizeof src, h5->path, obj);
         if (c == RD_LINES || c == RD_EXCL) {
             st = h5->rdraw[c].ok ? sx_direct_read_points(h5->direct, &h5->rdraw[c], pts,
                                                          n, iv, src, err)
-                                 : h5_read_point_ints(h5->rd[c], pts, n, iv, src, err);
+                                 : sx_h5_read_point_ints(h5->rd[c], pts, n, iv, src, err);
             if (st != SX_OK)
                 goto out;
             for (size_t k = 0; k < n; k++) {
@@ -1314,38 +1315,38 @@ out:
     free(iv);
     free(off);
     free(pts);
-    h5_quiet_end(&q);
+    sx_h5_quiet_end(&q);
     return st;
 }
 
 enum sx_status sx_h5_open(MPI_Comm comm, const char *path, bool summary,
                           struct sx_h5 **h5, struct sx_run **run, struct sx_error *err) {
-    h5_enter(path);
+    sx_h5_enter(path);
     enum sx_status st = h5_open_impl(comm, path, summary, false, h5, run, err);
-    h5_leave();
+    sx_h5_leave();
     return st;
 }
 
 enum sx_status sx_h5_open_index(MPI_Comm comm, const char *path, bool summary,
                                 struct sx_h5 **h5, struct sx_run **run,
                                 struct sx_error *err) {
-    h5_enter(path);
+    sx_h5_enter(path);
     enum sx_status st = h5_open_impl(comm, path, summary, true, h5, run, err);
-    h5_leave();
+    sx_h5_leave();
     return st;
 }
 
 enum sx_status sx_h5_fill_rows(struct sx_h5 *h5, const struct sx_run *run,
                                const struct sx_index_row *const *ix, size_t n,
                                struct sx_row *out, struct sx_error *err) {
-    h5_enter(h5->path);
+    sx_h5_enter(h5->path);
     enum sx_status st = h5_fill_rows_impl(h5, run, ix, n, out, err);
-    h5_leave();
+    sx_h5_leave();
     return st;
 }
 
 void sx_h5_close(struct sx_h5 *h5) {
-    h5_enter(h5 != NULL ? h5->path : NULL);
+    sx_h5_enter(h5 != NULL ? h5->path : NULL);
     h5_close_impl(h5);
-    h5_leave();
+    sx_h5_leave();
 }

@@ -79,8 +79,8 @@ out:
 
 enum sx_status sx_h5_load(const char *path, bool summary, struct sx_run **run,
                           struct sx_error *err) {
-    h5_enter(path);
+    sx_h5_enter(path);
     enum sx_status st = h5_load_impl(path, summary, run, err);
-    h5_leave();
+    sx_h5_leave();
     return st;
 }

@@ -79,7 +79,7 @@ static enum sx_status read_names(hid_t loc, const char *src, char ***out, size_t
         H5Tset_cset(mt, H5T_CSET_UTF8);
         char where[1200];
         snprintf(where, sizeof where, "%.1100s@event_names", src);
-        st = h5_vlen_guard(a, H5S_ALL, H5S_ALL, where, err);
+        st = sx_h5_vlen_guard(a, H5S_ALL, H5S_ALL, where, err);
         if (st != SX_OK)
             goto out;
         SX_CHECK(H5Aread(a, mt, v) >= 0, SX_ERR_IO, err, src,
@@ -114,10 +114,10 @@ out:
         free(v);
     }
     free(fixed);
-    h5_close_id(mt);
-    h5_close_id(ft);
-    h5_close_id(sp);
-    h5_close_id(a);
+    sx_h5_close_id(mt);
+    sx_h5_close_id(ft);
+    sx_h5_close_id(sp);
+    sx_h5_close_id(a);
     return st;
 }
 
@@ -154,10 +154,10 @@ static enum sx_status read_region(hid_t pe, const char *path, int64_t rank,
                                r->values) >= 0,
              SX_ERR_IO, err, src, "%s/values cannot be read", src);
 out:
-    h5_close_id(sp);
-    h5_close_id(d);
-    h5_close_id(a);
-    h5_close_id(g);
+    sx_h5_close_id(sp);
+    sx_h5_close_id(d);
+    sx_h5_close_id(a);
+    sx_h5_close_id(g);
     return st;
 }
 
@@ -181,13 +181,13 @@ enum sx_status sx_h5_perf_read(const char *path, int64_t num_ranks,
     f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     SX_CHECK(f >= 0, SX_ERR_OPEN, err, path, "%s cannot be opened for its perf events",
              path);
-    st = h5_refuse_foreign(f, path, err);
+    st = sx_h5_refuse_foreign(f, path, err);
     if (st != SX_OK)
         goto out;
     /* the rank groups the file has: a loop up to 'num_ranks', a number the file
      * gives, would cost minutes for one damaged index row */
     struct sx_h5 root = {.file = f, .path = (char *)path};
-    st = h5_rank_groups(&root, &rg, &nrg, err);
+    st = sx_h5_rank_groups(&root, &rg, &nrg, err);
     if (st != SX_OK)
         goto out;
     for (size_t k = 0; k < nrg; k++) {
@@ -224,16 +224,16 @@ enum sx_status sx_h5_perf_read(const char *path, int64_t num_ranks,
         for (size_t i = 0; i < l.n; i++)
             free(l.v[i]);
         l.n = 0;
-        h5_close_id(pe);
+        sx_h5_close_id(pe);
         pe = -1;
     }
 out:
     for (size_t i = 0; i < l.n; i++)
         free(l.v[i]);
     free(l.v);
-    h5_free_rank_groups(rg, nrg);
-    h5_close_id(pe);
-    h5_close_id(f);
+    sx_h5_free_rank_groups(rg, nrg);
+    sx_h5_close_id(pe);
+    sx_h5_close_id(f);
     H5Eset_auto2(H5E_DEFAULT, func, data);
     if (st != SX_OK) {
         sx_perf_free(p, n);
@@ -279,13 +279,13 @@ enum sx_status sx_h5_perf_write(const char *path, const struct sx_perf_rank *p, 
             a = H5Acreate2(rg, "calls", H5T_STD_I64LE, one, H5P_DEFAULT, H5P_DEFAULT);
             SX_CHECK(a >= 0 && H5Awrite(a, H5T_NATIVE_INT64, &calls) >= 0, SX_ERR_IO, err,
                      path, "%s: perf calls of %s cannot be written", path, r->name);
-            h5_close_id(a);
+            sx_h5_close_id(a);
             hsize_t dim = r->nevents;
             sp = H5Screate_simple(1, &dim, NULL);
             a = H5Acreate2(rg, "event_names", st_t, sp, H5P_DEFAULT, H5P_DEFAULT);
             SX_CHECK(a >= 0 && H5Awrite(a, st_t, r->event_names) >= 0, SX_ERR_IO, err,
                      path, "%s: perf event names of %s cannot be written", path, r->name);
-            h5_close_id(a);
+            sx_h5_close_id(a);
             a = -1;
             d = H5Dcreate2(rg, "values", H5T_STD_U64LE, sp, H5P_DEFAULT, H5P_DEFAULT,
                            H5P_DEFAULT);
@@ -294,27 +294,27 @@ enum sx_status sx_h5_perf_write(const char *path, const struct sx_perf_rank *p, 
                                                H5P_DEFAULT, r->values) >= 0),
                      SX_ERR_IO, err, path, "%s: perf values of %s cannot be written",
                      path, r->name);
-            h5_close_id(d);
+            sx_h5_close_id(d);
             d = -1;
-            h5_close_id(sp);
+            sx_h5_close_id(sp);
             sp = -1;
-            h5_close_id(rg);
+            sx_h5_close_id(rg);
             rg = -1;
         }
-        h5_close_id(pe);
+        sx_h5_close_id(pe);
         pe = -1;
-        h5_close_id(g);
+        sx_h5_close_id(g);
         g = -1;
     }
 out:
-    h5_close_id(d);
-    h5_close_id(a);
-    h5_close_id(sp);
-    h5_close_id(rg);
-    h5_close_id(pe);
-    h5_close_id(g);
-    h5_close_id(one);
-    h5_close_id(st_t);
+    sx_h5_close_id(d);
+    sx_h5_close_id(a);
+    sx_h5_close_id(sp);
+    sx_h5_close_id(rg);
+    sx_h5_close_id(pe);
+    sx_h5_close_id(g);
+    sx_h5_close_id(one);
+    sx_h5_close_id(st_t);
     if (f >= 0 && H5Fclose(f) < 0 && st == SX_OK)
         st = sx_error_set(err, SX_ERR_IO, path, "%s cannot be closed", path);
     H5Eset_auto2(H5E_DEFAULT, func, data);

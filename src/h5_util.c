@@ -1,5 +1,6 @@
 /* h5_util.c - HDF5 helpers the readers share: ids, a quiet error stack, typed reads of
  * datasets and attributes, group listings, object names for messages */
+#include "cli_support.h"
 #include "fault.h"
 #include "h5_int.h"
 #include "json_write.h"
@@ -17,31 +18,31 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *const h5_col_names[SX_NCOLS] = {
+const char *const sx_h5_col_names[SX_NCOLS] = {
     "start_times", "end_times",  "gpu_durations", "call_ids",
     "parent_ids",  "thread_ids", "task_ids",      "await_ns",
 };
 
-const char *const h5_rd_names[RD_N] = {"source_files", "source_texts", "tags",
-                                       "source_lines", "exclusive_totals"};
+const char *const sx_h5_rd_names[RD_N] = {"source_files", "source_texts", "tags",
+                                          "source_lines", "exclusive_totals"};
 
-void h5_quiet_begin(struct h5_quiet *q) {
+void sx_h5_quiet_begin(struct h5_quiet *q) {
     q->func = NULL;
     q->data = NULL;
     H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
 
-void h5_quiet_end(const struct h5_quiet *q) {
+void sx_h5_quiet_end(const struct h5_quiet *q) {
     H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
 }
 
 /* Each read may fail on purpose in the fault tests (SX_FAULT_READ). */
-herr_t h5_dread(hid_t d, hid_t mt, hid_t ms, hid_t fs, hid_t x, void *buf) {
+herr_t sx_h5_dread(hid_t d, hid_t mt, hid_t ms, hid_t fs, hid_t x, void *buf) {
     return sx_fault(SX_FAULT_READ, 0) ? -1 : (H5Dread)(d, mt, ms, fs, x, buf);
 }
 
-herr_t h5_aread(hid_t a, hid_t mt, void *buf) {
+herr_t sx_h5_aread(hid_t a, hid_t mt, void *buf) {
     return sx_fault(SX_FAULT_READ, 0) ? -1 : (H5Aread)(a, mt, buf);
 }
 
@@ -97,8 +98,8 @@ static uint64_t sel_row(hid_t fs, uint64_t k) {
     return k;
 }
 
-enum sx_status h5_vlen_guard(hid_t obj, hid_t ms, hid_t fs, const char *src,
-                             struct sx_error *err) {
+enum sx_status sx_h5_vlen_guard(hid_t obj, hid_t ms, hid_t fs, const char *src,
+                                struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t t = -1, sup = -1, sp = -1, file = -1, fcpl = -1, op = -1;
     unsigned char *raw = NULL;
@@ -197,12 +198,12 @@ out:
         H5Tunregister(H5T_PERS_SOFT, vlen_desc_tag, t, op, vlen_desc_conv);
     free(rows);
     free(raw);
-    h5_close_id(op);
-    h5_close_id(fcpl);
-    h5_close_id(file);
-    h5_close_id(sp);
-    h5_close_id(sup);
-    h5_close_id(t);
+    sx_h5_close_id(op);
+    sx_h5_close_id(fcpl);
+    sx_h5_close_id(file);
+    sx_h5_close_id(sp);
+    sx_h5_close_id(sup);
+    sx_h5_close_id(t);
     return st;
 }
 
@@ -248,13 +249,13 @@ static herr_t foreign_cb(hid_t g, const char *name, const H5L_info_t *info, void
              "must be in one file",
              src);
 out:
-    h5_close_id(dcpl);
-    h5_close_id(d);
+    sx_h5_close_id(dcpl);
+    sx_h5_close_id(d);
     w->st = st;
     return st == SX_OK ? 0 : 1;
 }
 
-enum sx_status h5_refuse_foreign(hid_t file, const char *path, struct sx_error *err) {
+enum sx_status sx_h5_refuse_foreign(hid_t file, const char *path, struct sx_error *err) {
     struct foreign_walk w = {path, err, SX_OK};
     herr_t rc = H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, foreign_cb, &w);
     if (w.st == SX_OK && rc < 0)
@@ -265,7 +266,7 @@ enum sx_status h5_refuse_foreign(hid_t file, const char *path, struct sx_error *
     return w.st;
 }
 
-void h5_close_id(hid_t id) {
+void sx_h5_close_id(hid_t id) {
     if (id < 0)
         return;
     switch (H5Iget_type(id)) {
@@ -296,12 +297,12 @@ void h5_close_id(hid_t id) {
 }
 
 /* "file.h5:/object" for error sources. */
-const char *h5_src_name(char *buf, size_t n, const char *path, const char *obj) {
+const char *sx_h5_src_name(char *buf, size_t n, const char *path, const char *obj) {
     snprintf(buf, n, "%s:%s", path, obj);
     return buf;
 }
 
-bool h5_link_exists(hid_t loc, const char *name) {
+bool sx_h5_link_exists(hid_t loc, const char *name) {
     /* H5Lexists fails on a missing intermediate group; check step by step. */
     char tmp[1024];
     snprintf(tmp, sizeof tmp, "%s", name);
@@ -320,7 +321,7 @@ bool h5_link_exists(hid_t loc, const char *name) {
 /* Generic dataset readers                                            */
 
 /* Length of a 1-D dataset (a scalar counts as 1); -1 when not 1-D. */
-int64_t h5_dset_len(hid_t d) {
+int64_t sx_h5_dset_len(hid_t d) {
     hid_t sp = H5Dget_space(d);
     if (sp < 0)
         return -1;
@@ -340,8 +341,8 @@ int64_t h5_dset_len(hid_t d) {
  * unfiltered dataset's bytes are in the file; a filtered one compresses
  * at most ~1032:1 (deflate's limit).
  */
-enum sx_status h5_check_claim(const struct sx_h5 *h5, hid_t d, uint64_t n, size_t elem,
-                              const char *src, struct sx_error *err) {
+enum sx_status sx_h5_check_claim(const struct sx_h5 *h5, hid_t d, uint64_t n, size_t elem,
+                                 const char *src, struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t dcpl = H5Dget_create_plist(d);
     int nfilters = dcpl >= 0 ? H5Pget_nfilters(dcpl) : 0;
@@ -387,22 +388,22 @@ out:
 }
 
 /* Read a whole 1-D integer dataset as int64 (or uint64 bits when 'as_unsigned'). */
-enum sx_status h5_read_ints(struct sx_h5 *h5, hid_t loc, const char *name,
-                            bool as_unsigned, int64_t **out, uint64_t *n_out,
-                            struct sx_error *err) {
+enum sx_status sx_h5_read_ints(struct sx_h5 *h5, hid_t loc, const char *name,
+                               bool as_unsigned, int64_t **out, uint64_t *n_out,
+                               struct sx_error *err) {
     enum sx_status st = SX_OK;
     char src[1100];
     hid_t d = -1, t = -1;
     int64_t *v = NULL;
-    h5_src_name(src, sizeof src, h5->path, name);
+    sx_h5_src_name(src, sizeof src, h5->path, name);
     d = H5Dopen2(loc, name, H5P_DEFAULT);
     SX_CHECK(d >= 0, SX_ERR_FORMAT, err, src, "%s cannot be opened", src);
     t = H5Dget_type(d);
     SX_CHECK(t >= 0 && H5Tget_class(t) == H5T_INTEGER, SX_ERR_FORMAT, err, src,
              "%s has the wrong datatype: integers expected", src);
-    int64_t n = h5_dset_len(d);
+    int64_t n = sx_h5_dset_len(d);
     SX_CHECK(n >= 0, SX_ERR_FORMAT, err, src, "%s is not one-dimensional", src);
-    st = h5_check_claim(h5, d, (uint64_t)n, H5Tget_size(t), src, err);
+    st = sx_h5_check_claim(h5, d, (uint64_t)n, H5Tget_size(t), src, err);
     if (st != SX_OK)
         goto out;
     v = sx_malloc(((size_t)n + 1) * sizeof *v);
@@ -428,19 +429,19 @@ enum sx_status h5_read_ints(struct sx_h5 *h5, hid_t loc, const char *name,
     *n_out = (uint64_t)n;
 out:
     free(v);
-    h5_close_id(t);
-    h5_close_id(d);
+    sx_h5_close_id(t);
+    sx_h5_close_id(d);
     return st;
 }
 
-enum sx_status h5_read_doubles(struct sx_h5 *h5, hid_t loc, const char *name,
-                               double **out, uint64_t *n_out, hsize_t *dims2, int *ndims,
-                               struct sx_error *err) {
+static enum sx_status sx_h5_read_doubles(struct sx_h5 *h5, hid_t loc, const char *name,
+                                         double **out, uint64_t *n_out, hsize_t *dims2,
+                                         int *ndims, struct sx_error *err) {
     enum sx_status st = SX_OK;
     char src[1100];
     hid_t d = -1, t = -1, sp = -1;
     double *v = NULL;
-    h5_src_name(src, sizeof src, h5->path, name);
+    sx_h5_src_name(src, sizeof src, h5->path, name);
     d = H5Dopen2(loc, name, H5P_DEFAULT);
     SX_CHECK(d >= 0, SX_ERR_FORMAT, err, src, "%s cannot be opened", src);
     t = H5Dget_type(d);
@@ -454,7 +455,7 @@ enum sx_status h5_read_doubles(struct sx_h5 *h5, hid_t loc, const char *name,
              "%s has %d dimensions; at most 2 expected", src, nd);
     H5Sget_simple_extent_dims(sp, dims, NULL);
     uint64_t n = nd == 0 ? 1 : nd == 1 ? dims[0] : dims[0] * dims[1];
-    st = h5_check_claim(h5, d, n, H5Tget_size(t), src, err);
+    st = sx_h5_check_claim(h5, d, n, H5Tget_size(t), src, err);
     if (st != SX_OK)
         goto out;
     v = sx_malloc((n + 1) * sizeof *v);
@@ -474,9 +475,9 @@ enum sx_status h5_read_doubles(struct sx_h5 *h5, hid_t loc, const char *name,
     *n_out = n;
 out:
     free(v);
-    h5_close_id(sp);
-    h5_close_id(t);
-    h5_close_id(d);
+    sx_h5_close_id(sp);
+    sx_h5_close_id(t);
+    sx_h5_close_id(d);
     return st;
 }
 
@@ -495,7 +496,7 @@ static enum sx_status convert_strings(hid_t obj, bool is_attr, hid_t ftype, uint
         mt = H5Tcopy(H5T_C_S1);
         H5Tset_size(mt, H5T_VARIABLE);
         H5Tset_cset(mt, H5Tget_cset(ftype));
-        st = h5_vlen_guard(obj, H5S_ALL, H5S_ALL, src, err);
+        st = sx_h5_vlen_guard(obj, H5S_ALL, H5S_ALL, src, err);
         if (st != SX_OK)
             goto out;
         vl = sx_calloc(n, sizeof *vl);
@@ -545,38 +546,38 @@ out:
     }
     free(vl);
     free(raw);
-    h5_close_id(sp);
-    h5_close_id(mt);
+    sx_h5_close_id(sp);
+    sx_h5_close_id(mt);
     return st;
 }
 
-enum sx_status h5_read_strings(struct sx_h5 *h5, hid_t loc, const char *name, char ***out,
-                               uint64_t *n_out, struct sx_error *err) {
+enum sx_status sx_h5_read_strings(struct sx_h5 *h5, hid_t loc, const char *name,
+                                  char ***out, uint64_t *n_out, struct sx_error *err) {
     enum sx_status st = SX_OK;
     char src[1100];
     hid_t d = -1, t = -1;
-    h5_src_name(src, sizeof src, h5->path, name);
+    sx_h5_src_name(src, sizeof src, h5->path, name);
     d = H5Dopen2(loc, name, H5P_DEFAULT);
     SX_CHECK(d >= 0, SX_ERR_FORMAT, err, src, "%s cannot be opened", src);
     t = H5Dget_type(d);
     SX_CHECK(t >= 0 && H5Tget_class(t) == H5T_STRING, SX_ERR_FORMAT, err, src,
              "%s has the wrong datatype: strings expected", src);
-    int64_t n = h5_dset_len(d);
+    int64_t n = sx_h5_dset_len(d);
     SX_CHECK(n >= 0, SX_ERR_FORMAT, err, src, "%s is not one-dimensional", src);
-    st = h5_check_claim(h5, d, (uint64_t)n,
-                        H5Tis_variable_str(t) > 0 ? 16 : H5Tget_size(t), src, err);
+    st = sx_h5_check_claim(h5, d, (uint64_t)n,
+                           H5Tis_variable_str(t) > 0 ? 16 : H5Tget_size(t), src, err);
     if (st != SX_OK)
         goto out;
     st = convert_strings(d, false, t, (uint64_t)n, out, src, err);
     if (st == SX_OK)
         *n_out = (uint64_t)n;
 out:
-    h5_close_id(t);
-    h5_close_id(d);
+    sx_h5_close_id(t);
+    sx_h5_close_id(d);
     return st;
 }
 
-void h5_free_strv(char **v, uint64_t n) {
+void sx_h5_free_strv(char **v, uint64_t n) {
     if (v == NULL)
         return;
     for (uint64_t i = 0; i < n; i++)
@@ -710,8 +711,8 @@ fail:
 }
 
 /* An attribute as a metadata value (h5reader._decode_attribute + _metadata_value). */
-enum sx_status h5_read_attr_value(hid_t a, struct sx_value *out, const char *src,
-                                  struct sx_error *err) {
+enum sx_status sx_h5_read_attr_value(hid_t a, struct sx_value *out, const char *src,
+                                     struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t t = -1, sp = -1;
     struct sx_value *flat = NULL;
@@ -753,15 +754,15 @@ out:
             sx_value_free(&flat[i]);
         free(flat);
     }
-    h5_close_id(sp);
-    h5_close_id(t);
+    sx_h5_close_id(sp);
+    sx_h5_close_id(t);
     return st;
 }
 
 /* Optional scalar attributes of a group. */
-enum sx_status h5_attr_string(struct sx_h5 *h5, hid_t loc, const char *obj,
-                              const char *name, char **out, bool *found,
-                              struct sx_error *err) {
+enum sx_status sx_h5_attr_string(struct sx_h5 *h5, hid_t loc, const char *obj,
+                                 const char *name, char **out, bool *found,
+                                 struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t a = -1;
     struct sx_value v = {0};
@@ -774,7 +775,7 @@ enum sx_status h5_attr_string(struct sx_h5 *h5, hid_t loc, const char *obj,
     snprintf(src, sizeof src, "%s:%s@%s", h5->path, obj, name);
     a = H5Aopen(loc, name, H5P_DEFAULT);
     SX_CHECK(a >= 0, SX_ERR_IO, err, src, "%s cannot be read", src);
-    st = h5_read_attr_value(a, &v, src, err);
+    st = sx_h5_read_attr_value(a, &v, src, err);
     if (st != SX_OK)
         goto out;
     SX_CHECK(v.kind == SX_V_STR, SX_ERR_FORMAT, err, src, "%s is not a string", src);
@@ -784,13 +785,13 @@ enum sx_status h5_attr_string(struct sx_h5 *h5, hid_t loc, const char *obj,
         *found = true;
 out:
     sx_value_free(&v);
-    h5_close_id(a);
+    sx_h5_close_id(a);
     return st;
 }
 
-enum sx_status h5_attr_number(struct sx_h5 *h5, hid_t loc, const char *obj,
-                              const char *name, struct sx_value *out, bool *found,
-                              struct sx_error *err) {
+enum sx_status sx_h5_attr_number(struct sx_h5 *h5, hid_t loc, const char *obj,
+                                 const char *name, struct sx_value *out, bool *found,
+                                 struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t a = -1;
     char src[1200];
@@ -800,7 +801,7 @@ enum sx_status h5_attr_number(struct sx_h5 *h5, hid_t loc, const char *obj,
     snprintf(src, sizeof src, "%s:%s@%s", h5->path, obj, name);
     a = H5Aopen(loc, name, H5P_DEFAULT);
     SX_CHECK(a >= 0, SX_ERR_IO, err, src, "%s cannot be read", src);
-    st = h5_read_attr_value(a, out, src, err);
+    st = sx_h5_read_attr_value(a, out, src, err);
     if (st != SX_OK)
         goto out;
     SX_CHECK(out->kind == SX_V_INT || out->kind == SX_V_FLOAT || out->kind == SX_V_BOOL ||
@@ -808,11 +809,11 @@ enum sx_status h5_attr_number(struct sx_h5 *h5, hid_t loc, const char *obj,
              SX_ERR_FORMAT, err, src, "%s is not a number", src);
     *found = true;
 out:
-    h5_close_id(a);
+    sx_h5_close_id(a);
     return st;
 }
 
-int64_t h5_value_as_int(const struct sx_value *v) {
+int64_t sx_h5_value_as_int(const struct sx_value *v) {
     switch (v->kind) {
     case SX_V_INT:
         return v->u.i;
@@ -828,9 +829,9 @@ int64_t h5_value_as_int(const struct sx_value *v) {
 }
 
 /* A 1-D string array attribute (tags, event_names, ...); absent -> empty. */
-enum sx_status h5_attr_strings(struct sx_h5 *h5, hid_t loc, const char *obj,
-                               const char *name, char ***out, size_t *n_out,
-                               struct sx_error *err) {
+enum sx_status sx_h5_attr_strings(struct sx_h5 *h5, hid_t loc, const char *obj,
+                                  const char *name, char ***out, size_t *n_out,
+                                  struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t a = -1;
     struct sx_value v = {0};
@@ -842,7 +843,7 @@ enum sx_status h5_attr_strings(struct sx_h5 *h5, hid_t loc, const char *obj,
     snprintf(src, sizeof src, "%s:%s@%s", h5->path, obj, name);
     a = H5Aopen(loc, name, H5P_DEFAULT);
     SX_CHECK(a >= 0, SX_ERR_IO, err, src, "%s cannot be read", src);
-    st = h5_read_attr_value(a, &v, src, err);
+    st = sx_h5_read_attr_value(a, &v, src, err);
     if (st != SX_OK)
         goto out;
     if (v.kind == SX_V_STR) { /* a scalar string: one element */
@@ -861,7 +862,7 @@ enum sx_status h5_attr_strings(struct sx_h5 *h5, hid_t loc, const char *obj,
     for (size_t i = 0; i < v.u.arr.n; i++) {
         struct sx_value *it = &v.u.arr.items[i];
         if (it->kind != SX_V_STR) {
-            h5_free_strv(s, i);
+            sx_h5_free_strv(s, i);
             st =
                 sx_error_set(err, SX_ERR_FORMAT, src, "%s is not a list of strings", src);
             goto out;
@@ -873,15 +874,15 @@ enum sx_status h5_attr_strings(struct sx_h5 *h5, hid_t loc, const char *obj,
     *n_out = v.u.arr.n;
 out:
     sx_value_free(&v);
-    h5_close_id(a);
+    sx_h5_close_id(a);
     return st;
 }
 
-enum sx_status h5_req_len(const struct sx_h5 *h5, const char *name, uint64_t got,
-                          uint64_t want, struct sx_error *err) {
+enum sx_status sx_h5_req_len(const struct sx_h5 *h5, const char *name, uint64_t got,
+                             uint64_t want, struct sx_error *err) {
     enum sx_status st = SX_OK;
     char src[1100];
-    h5_src_name(src, sizeof src, h5->path, name);
+    sx_h5_src_name(src, sizeof src, h5->path, name);
     SX_CHECK(got == want, SX_ERR_FORMAT, err, src,
              "%s has %" PRIu64 " rows but rank_region_index/region_ids has %" PRIu64
              "; the index is damaged",
@@ -896,9 +897,9 @@ out:
  * trailing NULs): string k is text->data[off[k] .. off[k + 1]). One H5Dread
  * instead of one per row: each read costs HDF5 a type-conversion buffer.
  */
-enum sx_status h5_read_point_strings(hid_t d, const hsize_t *pts, hsize_t first, size_t n,
-                                     struct sx_buf *text, size_t *off, const char *src,
-                                     struct sx_error *err) {
+enum sx_status sx_h5_read_point_strings(hid_t d, const hsize_t *pts, hsize_t first,
+                                        size_t n, struct sx_buf *text, size_t *off,
+                                        const char *src, struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t fs = -1, ms = -1, t = -1, mt = -1;
     char **vl = NULL, *raw = NULL;
@@ -920,7 +921,7 @@ enum sx_status h5_read_point_strings(hid_t d, const hsize_t *pts, hsize_t first,
         mt = H5Tcopy(H5T_C_S1);
         H5Tset_size(mt, H5T_VARIABLE);
         H5Tset_cset(mt, H5Tget_cset(t));
-        st = h5_vlen_guard(d, ms, fs, src, err);
+        st = sx_h5_vlen_guard(d, ms, fs, src, err);
         if (st != SX_OK)
             goto out;
         vl = sx_calloc(n, sizeof *vl);
@@ -956,10 +957,10 @@ out:
         free(vl);
     }
     free(raw);
-    h5_close_id(mt);
-    h5_close_id(t);
-    h5_close_id(ms);
-    h5_close_id(fs);
+    sx_h5_close_id(mt);
+    sx_h5_close_id(t);
+    sx_h5_close_id(ms);
+    sx_h5_close_id(fs);
     return st;
 }
 
@@ -988,8 +989,8 @@ static herr_t collect_cb(hid_t g, const char *name, const H5L_info_t *info, void
 }
 
 /* Link names of a group in h5py order (by name). */
-enum sx_status h5_list_links(hid_t g, struct h5_name_list *l, const char *src,
-                             struct sx_error *err) {
+enum sx_status sx_h5_list_links(hid_t g, struct h5_name_list *l, const char *src,
+                                struct sx_error *err) {
     enum sx_status st = SX_OK;
     hsize_t idx = 0;
     herr_t rc = H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, collect_cb, l);
@@ -999,7 +1000,7 @@ out:
     return st;
 }
 
-void h5_free_names(struct h5_name_list *l) {
+void sx_h5_free_names(struct h5_name_list *l) {
     for (size_t i = 0; i < l->n; i++)
         free(l->v[i]);
     free(l->v);
@@ -1031,15 +1032,15 @@ static void free_names_v(struct h5_rank_group *v, size_t n) {
 }
 
 /* Rank groups of the root in numeric order. */
-enum sx_status h5_rank_groups(struct sx_h5 *h5, struct h5_rank_group **out, size_t *n_out,
-                              struct sx_error *err) {
+enum sx_status sx_h5_rank_groups(struct sx_h5 *h5, struct h5_rank_group **out,
+                                 size_t *n_out, struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct h5_name_list l = {0};
     struct h5_rank_group *v = NULL;
     size_t n = 0;
     char src[1100];
-    h5_src_name(src, sizeof src, h5->path, "/");
-    st = h5_list_links(h5->file, &l, src, err);
+    sx_h5_src_name(src, sizeof src, h5->path, "/");
+    st = sx_h5_list_links(h5->file, &l, src, err);
     if (st != SX_OK)
         goto out;
     v = sx_calloc(l.n + 1, sizeof *v);
@@ -1077,11 +1078,11 @@ enum sx_status h5_rank_groups(struct sx_h5 *h5, struct h5_rank_group **out, size
     v = NULL;
 out:
     free(v);
-    h5_free_names(&l);
+    sx_h5_free_names(&l);
     return st;
 }
 
-void h5_free_rank_groups(struct h5_rank_group *v, size_t n) {
+void sx_h5_free_rank_groups(struct h5_rank_group *v, size_t n) {
     for (size_t i = 0; v != NULL && i < n; i++)
         free(v[i].name);
     free(v);
@@ -1093,7 +1094,7 @@ static int cmp_i64v(const void *a, const void *b) {
 }
 
 /* Distinct ranks of a lane table, ascending. */
-size_t h5_distinct(const int64_t *ranks, uint64_t n, int64_t *out) {
+size_t sx_h5_distinct(const int64_t *ranks, uint64_t n, int64_t *out) {
     memcpy(out, ranks, n * sizeof *out);
     qsort(out, n, sizeof *out, cmp_i64v);
     size_t k = 0;
@@ -1103,42 +1104,42 @@ size_t h5_distinct(const int64_t *ranks, uint64_t n, int64_t *out) {
     return k;
 }
 
-enum sx_status h5_read_ints_opt(struct sx_h5 *h5, hid_t loc, const char *name,
-                                int64_t **out, size_t *n, struct sx_error *err) {
+enum sx_status sx_h5_read_ints_opt(struct sx_h5 *h5, hid_t loc, const char *name,
+                                   int64_t **out, size_t *n, struct sx_error *err) {
     uint64_t m = 0;
     *out = NULL;
     *n = 0;
-    if (!h5_link_exists(loc, name))
+    if (!sx_h5_link_exists(loc, name))
         return SX_OK;
-    enum sx_status st = h5_read_ints(h5, loc, name, false, out, &m, err);
+    enum sx_status st = sx_h5_read_ints(h5, loc, name, false, out, &m, err);
     *n = (size_t)m;
     return st;
 }
 
-enum sx_status h5_read_doubles_opt(struct sx_h5 *h5, hid_t loc, const char *name,
-                                   double **out, size_t *n, struct sx_error *err) {
+enum sx_status sx_h5_read_doubles_opt(struct sx_h5 *h5, hid_t loc, const char *name,
+                                      double **out, size_t *n, struct sx_error *err) {
     uint64_t m = 0;
     *out = NULL;
     *n = 0;
-    if (!h5_link_exists(loc, name))
+    if (!sx_h5_link_exists(loc, name))
         return SX_OK;
-    enum sx_status st = h5_read_doubles(h5, loc, name, out, &m, NULL, NULL, err);
+    enum sx_status st = sx_h5_read_doubles(h5, loc, name, out, &m, NULL, NULL, err);
     *n = (size_t)m;
     return st;
 }
 
-enum sx_status h5_read_matrix(struct sx_h5 *h5, hid_t loc, const char *name,
-                              struct sx_matrix *m, const char *src,
-                              struct sx_error *err) {
+enum sx_status sx_h5_read_matrix(struct sx_h5 *h5, hid_t loc, const char *name,
+                                 struct sx_matrix *m, const char *src,
+                                 struct sx_error *err) {
     enum sx_status st = SX_OK;
     uint64_t n = 0;
     hsize_t dims[2] = {0, 0};
     int nd = 0;
     m->v = NULL;
     m->rows = m->cols = 0;
-    if (!h5_link_exists(loc, name))
+    if (!sx_h5_link_exists(loc, name))
         goto out;
-    st = h5_read_doubles(h5, loc, name, &m->v, &n, dims, &nd, err);
+    st = sx_h5_read_doubles(h5, loc, name, &m->v, &n, dims, &nd, err);
     if (st != SX_OK)
         goto out;
     if (nd == 2) {
@@ -1155,8 +1156,8 @@ out:
 }
 
 /* Integers of a 1-D dataset at 'n' points in one read. */
-enum sx_status h5_read_point_ints(hid_t d, const hsize_t *pts, size_t n, int64_t *out,
-                                  const char *src, struct sx_error *err) {
+enum sx_status sx_h5_read_point_ints(hid_t d, const hsize_t *pts, size_t n, int64_t *out,
+                                     const char *src, struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t fs = -1, ms = -1;
     if (n == 0)
@@ -1170,8 +1171,8 @@ enum sx_status h5_read_point_ints(hid_t d, const hsize_t *pts, size_t n, int64_t
     SX_CHECK(H5Dread(d, H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, out) >= 0, SX_ERR_IO, err,
              src, "%s cannot be read; the file is truncated or damaged", src);
 out:
-    h5_close_id(ms);
-    h5_close_id(fs);
+    sx_h5_close_id(ms);
+    sx_h5_close_id(fs);
     return st;
 }
 
@@ -1188,12 +1189,12 @@ static volatile sig_atomic_t h5_depth;
 
 const char *sx_hdf5_file_in_use(void) { return h5_depth > 0 ? h5_file_in_use : NULL; }
 
-void h5_enter(const char *path) {
+void sx_h5_enter(const char *path) {
     if (h5_depth++ == 0)
         h5_file_in_use = path;
 }
 
-void h5_leave(void) {
+void sx_h5_leave(void) {
     if (--h5_depth == 0)
         h5_file_in_use = NULL;
 }

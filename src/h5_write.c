@@ -155,7 +155,7 @@ static const char *src(struct sx_h5w *w, const char *obj) {
 
 /* Close any kind of id and mark it closed. */
 static void close_id(hid_t *id) {
-    h5_close_id(*id);
+    sx_h5_close_id(*id);
     *id = -1;
 }
 
@@ -459,9 +459,9 @@ void sx_h5w_abort(struct sx_h5w *w) {
     struct h5_quiet q;
     if (w == NULL)
         return;
-    h5_quiet_begin(&q);
+    sx_h5_quiet_begin(&q);
     close_all(w);
-    h5_quiet_end(&q);
+    sx_h5_quiet_end(&q);
     if (w->tmp != NULL && w->rank == 0) {
         unlink(w->tmp);
         sx_tmp_forget(w->tmp);
@@ -551,7 +551,7 @@ enum sx_status sx_h5w_create_mpi(MPI_Comm comm, const char *path,
     static const char *const groups[] = {"metadata", "region_table", "rank_region_index",
                                          "events"};
 
-    h5_quiet_begin(&q);
+    sx_h5_quiet_begin(&q);
     *wp = NULL;
     if (comm != MPI_COMM_NULL && MPI_Comm_dup(comm, &dup) != MPI_SUCCESS) {
         /* The default handler aborts first; this is for a caller's own handler. */
@@ -608,7 +608,7 @@ out:
     close_id(&fapl);
     st = agree(w, st, err);
 early:
-    h5_quiet_end(&q);
+    sx_h5_quiet_end(&q);
     if (st != SX_OK) {
         sx_h5w_abort(w); /* NOTE: collective: every process failed alike */
         w = NULL;
@@ -743,7 +743,7 @@ enum sx_status sx_h5w_metadata(struct sx_h5w *w, const struct sx_value *meta,
     hid_t g = H5I_INVALID_HID;
     struct h5_quiet q;
 
-    h5_quiet_begin(&q);
+    sx_h5_quiet_begin(&q);
     SX_CHECK(!w->failed, SX_ERR_USAGE, err, src(w, NULL), "writer used after a failure");
     if (meta == NULL || meta->kind == SX_V_NULL)
         goto out;
@@ -763,7 +763,7 @@ enum sx_status sx_h5w_metadata(struct sx_h5w *w, const struct sx_value *meta,
 out:
     close_id(&g);
     st = agree(w, st, err);
-    h5_quiet_end(&q);
+    sx_h5_quiet_end(&q);
     if (st != SX_OK)
         w->failed = true;
     return st;
@@ -775,7 +775,7 @@ enum sx_status sx_h5w_names(struct sx_h5w *w, char *const *names, size_t n,
     hid_t g = H5I_INVALID_HID;
     struct h5_quiet q;
 
-    h5_quiet_begin(&q);
+    sx_h5_quiet_begin(&q);
     SX_CHECK(!w->failed && !w->names_done, SX_ERR_USAGE, err, src(w, "/region_table"),
              "region names written twice or after a failure");
     g = H5Gopen2(w->file, "region_table", H5P_DEFAULT);
@@ -787,7 +787,7 @@ out:
     close_id(&g);
     st = agree(w, st, err);
     w->names_done = st == SX_OK;
-    h5_quiet_end(&q);
+    sx_h5_quiet_end(&q);
     if (st != SX_OK)
         w->failed = true;
     return st;
@@ -1017,7 +1017,7 @@ enum sx_status sx_h5w_index(struct sx_h5w *w, const struct sx_row *const *rows, 
     struct h5_quiet q;
     const char *obj = "/rank_region_index";
 
-    h5_quiet_begin(&q);
+    sx_h5_quiet_begin(&q);
     st = index_prepare(w, rows, n, &ib, err);
     if ((st = agree(w, st, err)) != SX_OK)
         goto out;
@@ -1103,7 +1103,7 @@ out:
     close_id(&g);
     st = agree(w, st, err);
     w->index_done = st == SX_OK;
-    h5_quiet_end(&q);
+    sx_h5_quiet_end(&q);
     if (st != SX_OK)
         w->failed = true;
     return st;
@@ -1226,7 +1226,7 @@ enum sx_status sx_h5w_events(struct sx_h5w *w, size_t row, uint64_t first, uint6
     hsize_t off = 0, cnt = n ? n : 1;
     static const int64_t none = 0; /* a valid buffer for an empty selection */
 
-    h5_quiet_begin(&q);
+    sx_h5_quiet_begin(&q);
     st = events_prepare(w, row, first, n, col, err);
     if ((st = agree(w, st, err)) != SX_OK || (n == 0 && !w->collective))
         goto out;
@@ -1299,7 +1299,7 @@ enum sx_status sx_h5w_events(struct sx_h5w *w, size_t row, uint64_t first, uint6
 out:
     close_id(&mspace);
     st = agree(w, st, err);
-    h5_quiet_end(&q);
+    sx_h5_quiet_end(&q);
     if (st != SX_OK)
         w->failed = true;
     return st;
@@ -1346,7 +1346,7 @@ enum sx_status sx_h5w_threads(struct sx_h5w *w, const struct sx_lane_rank *lanes
     static const char *const cols[] = {"index",    "ident",  "native_id",
                                        "start_ns", "end_ns", "cpu_ns"};
 
-    h5_quiet_begin(&q);
+    sx_h5_quiet_begin(&q);
     st = lanes_check(w, lanes, n, true, &total, err);
     if (st == SX_OK) {
         ranks = sx_calloc(total ? total : 1, sizeof *ranks);
@@ -1392,7 +1392,7 @@ out:
     free(v);
     free(daemon);
     free(ranks);
-    h5_quiet_end(&q);
+    sx_h5_quiet_end(&q);
     if (st != SX_OK)
         w->failed = true;
     return st;
@@ -1412,7 +1412,7 @@ enum sx_status sx_h5w_tasks(struct sx_h5w *w, const struct sx_lane_rank *lanes, 
                                        "steps", "running_ns",   "suspended_ns"};
     static const char *const scols[] = {"kind", "name", "coro_name"};
 
-    h5_quiet_begin(&q);
+    sx_h5_quiet_begin(&q);
     st = lanes_check(w, lanes, n, false, &total, err);
     if (st == SX_OK) {
         ranks = sx_calloc(total ? total : 1, sizeof *ranks);
@@ -1458,7 +1458,7 @@ out:
     free(s);
     free(v);
     free(ranks);
-    h5_quiet_end(&q);
+    sx_h5_quiet_end(&q);
     if (st != SX_OK)
         w->failed = true;
     return st;
@@ -1564,7 +1564,7 @@ enum sx_status sx_h5w_likwid(struct sx_h5w *w, const struct sx_likwid_rank *lk, 
     struct likwid_buf lb = {0};
     struct h5_quiet q;
 
-    h5_quiet_begin(&q);
+    sx_h5_quiet_begin(&q);
     st = likwid_prepare(w, lk, n, &lb, err);
     if ((st = agree(w, st, err)) != SX_OK)
         goto out;
@@ -1597,7 +1597,7 @@ out:
     free(lb.strs);
     free(lb.name);
     st = agree(w, st, err);
-    h5_quiet_end(&q);
+    sx_h5_quiet_end(&q);
     if (st != SX_OK)
         w->failed = true;
     return st;
@@ -1662,7 +1662,7 @@ enum sx_status sx_h5w_line_profile(struct sx_h5w *w, const struct sx_lp_rank *lp
     char rname[32], name[24], obj[128];
     struct h5_quiet q;
 
-    h5_quiet_begin(&q);
+    sx_h5_quiet_begin(&q);
     st = lp_prepare(w, lp, n, &order, err);
     if ((st = agree(w, st, err)) != SX_OK)
         goto out;
@@ -1692,7 +1692,7 @@ out:
     close_id(&gl);
     close_id(&gr);
     st = agree(w, st, err);
-    h5_quiet_end(&q);
+    sx_h5_quiet_end(&q);
     if (st != SX_OK)
         w->failed = true;
     return st;
@@ -1949,7 +1949,7 @@ enum sx_status sx_h5w_finish(struct sx_h5w *w, struct sx_error *err) {
         st = sx_h5w_index(w, NULL, 0, err);
     if (st != SX_OK)
         goto out;
-    h5_quiet_begin(&q);
+    sx_h5_quiet_begin(&q);
     quieted = true;
     SX_CHECK(!w->failed, SX_ERR_USAGE, err, src(w, NULL), "writer used after a failure");
     if ((st = write_stats(w, err)) != SX_OK)
@@ -2010,7 +2010,7 @@ enum sx_status sx_h5w_finish(struct sx_h5w *w, struct sx_error *err) {
 out:
     free(img);
     if (quieted)
-        h5_quiet_end(&q);
+        sx_h5_quiet_end(&q);
     if (st != SX_OK)
         sx_h5w_abort(w);
     else

@@ -1,4 +1,5 @@
 /* names.c - output file names and run labels, as export_json chooses them */
+#include "cli_support.h"
 #include "h5_read.h"
 #include "mpi_util.h"
 #include "regex.h"

@@ -119,8 +119,8 @@ static int64_t dset_len(hid_t f, const char *path) {
     if (sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 &&
         H5Sget_simple_extent_dims(sp, dims, NULL) == 1)
         n = (int64_t)dims[0];
-    h5_close_id(sp);
-    h5_close_id(d);
+    sx_h5_close_id(sp);
+    sx_h5_close_id(d);
     return n;
 }
 
@@ -142,7 +142,7 @@ static int io_column(hid_t f, const char *path, hid_t mem, size_t elem, void **b
     }
     rc = 0;
 out:
-    h5_close_id(d);
+    sx_h5_close_id(d);
     if (rc != 0)
         fprintf(stderr, "scope-export-damage: %s: cannot %s %s\n", out_path,
                 write ? "write" : "read", path);
@@ -163,8 +163,8 @@ static int replace_dataset(hid_t f, const char *path, hid_t ftype, hsize_t n, hi
         H5TRY(H5Dwrite(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf), path);
     rc = 0;
 out:
-    h5_close_id(d);
-    h5_close_id(sp);
+    sx_h5_close_id(d);
+    sx_h5_close_id(sp);
     return rc;
 }
 
@@ -276,7 +276,7 @@ static int damage_huge_claim(hid_t f) {
     rc = replace_dataset(f, "events/durations", H5T_STD_I64LE, (hsize_t)1 << 40, dcpl,
                          H5T_NATIVE_INT64, NULL);
 out:
-    h5_close_id(dcpl);
+    sx_h5_close_id(dcpl);
     return rc;
 }
 
@@ -315,7 +315,7 @@ out:
         free(s[i]);
     free(s);
     free(v);
-    h5_close_id(t);
+    sx_h5_close_id(t);
     return rc;
 }
 
@@ -333,9 +333,9 @@ static int write_string_attr(hid_t loc, const char *name, const char *const *v, 
     H5TRY(H5Awrite(a, t, v), name);
     rc = 0;
 out:
-    h5_close_id(a);
-    h5_close_id(sp);
-    h5_close_id(t);
+    sx_h5_close_id(a);
+    sx_h5_close_id(sp);
+    sx_h5_close_id(t);
     return rc;
 }
 
@@ -382,15 +382,15 @@ out:
     if (names != NULL && d >= 0) {
         hid_t sp = H5Dget_space(d);
         H5Dvlen_reclaim(t, sp, H5P_DEFAULT, names);
-        h5_close_id(sp);
+        sx_h5_close_id(sp);
     }
     for (int64_t i = 0; bad != NULL && i < n; i++)
         free(bad[i]);
     free(bad);
     free(names);
-    h5_close_id(g);
-    h5_close_id(d);
-    h5_close_id(t);
+    sx_h5_close_id(g);
+    sx_h5_close_id(d);
+    sx_h5_close_id(t);
     return rc;
 }
 
@@ -414,7 +414,7 @@ static int damage_deflate(hid_t f) {
                          H5T_NATIVE_INT64, v);
 out:
     free(v);
-    h5_close_id(dcpl);
+    sx_h5_close_id(dcpl);
     return rc;
 }
 
@@ -483,8 +483,8 @@ static int damage_schema(hid_t f, bool as_float) {
     }
     rc = 0;
 out:
-    h5_close_id(a);
-    h5_close_id(sp);
+    sx_h5_close_id(a);
+    sx_h5_close_id(sp);
     return rc;
 }
 
@@ -510,7 +510,7 @@ static int find_names(hid_t f) {
     names_offset = (long long)a;
     rc = 0;
 out:
-    h5_close_id(d);
+    sx_h5_close_id(d);
     return rc;
 }
 
@@ -524,7 +524,7 @@ static int add_hostile_meta(hid_t f) {
     H5TRY(g, "open /metadata");
     rc = write_string_attr(g, "sx_hostile", v, 1, true);
 out:
-    h5_close_id(g);
+    sx_h5_close_id(g);
     return rc;
 }
 
@@ -616,7 +616,7 @@ static int damage_external_storage(hid_t f) {
                          (hsize_t)n, dcpl, H5T_NATIVE_UINT64, v);
 out:
     free(v);
-    h5_close_id(dcpl);
+    sx_h5_close_id(dcpl);
     return rc;
 }
 
@@ -657,8 +657,8 @@ static int damage_virtual(hid_t f, const char *base) {
     rc = replace_dataset(f, "events/durations", ft, dim, dcpl, ft, NULL);
     H5Tclose(ft);
 out:
-    h5_close_id(sp);
-    h5_close_id(dcpl);
+    sx_h5_close_id(sp);
+    sx_h5_close_id(dcpl);
     return rc;
 }
 
@@ -710,10 +710,10 @@ static int damage_bad_tags(hid_t f) {
     H5TRY(H5Dwrite(d, t, ms, fs, H5P_DEFAULT, v), "write rank_region_index/tags");
     rc = 0;
 out:
-    h5_close_id(ms);
-    h5_close_id(fs);
-    h5_close_id(d);
-    h5_close_id(t);
+    sx_h5_close_id(ms);
+    sx_h5_close_id(fs);
+    sx_h5_close_id(d);
+    sx_h5_close_id(t);
     return rc;
 }
 
@@ -741,9 +741,9 @@ static int write_not_profile(const char *path) {
         goto out;
     rc = 0;
 out:
-    h5_close_id(d);
-    h5_close_id(sp);
-    h5_close_id(g);
+    sx_h5_close_id(d);
+    sx_h5_close_id(sp);
+    sx_h5_close_id(g);
     if (f >= 0 && H5Fclose(f) < 0)
         rc = -1;
     return rc;
@@ -840,7 +840,7 @@ int main(int argc, char **argv) {
         goto out;
     rc = 0;
 out:
-    h5_close_id(f);
+    sx_h5_close_id(f);
     if (rc != 0)
         remove(out_path);
     return rc;

@@ -5,6 +5,7 @@
 
 /* The library's allocations (src/internal.h; the command links the static library): the
  * fault tests that fail the Nth allocation reach the command's own ones too. */
+#include "cli_support.h"
 #include "internal.h"
 
 #include <errno.h>

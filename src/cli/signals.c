@@ -2,6 +2,7 @@
  * reports in one line */
 #include "signals.h"
 
+#include "cli_support.h"
 #include "scope_export.h"
 
 #include <fcntl.h>

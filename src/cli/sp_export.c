@@ -4,6 +4,7 @@
 #include "scope_export.h"
 #include "signals.h"
 
+#include "cli_support.h"
 #include "internal.h"
 
 #include <errno.h>

@@ -56,6 +56,15 @@ if [ -n "${SX_TEST_TIMEOUT:-}" ] && [ "${SX_TEST_TIMEOUT:-0}" -gt 0 ]; then
         done
     ) </dev/null >/dev/null 2>/dev/null &
 fi
+# sx_api_names HEADER: the names of the functions HEADER declares with SX_API, one a line,
+# sorted (a declaration may run over several lines: its name is the word before its first
+# parenthesis)
+sx_api_names() {
+    awk '/^SX_API / { d = ""; on = 1 }
+         on { d = d " " $0 }
+         on && /;/ { sub(/\(.*/, "", d); n = split(d, w, /[ *]+/); print w[n]; on = 0 }' "$1" |
+        sort
+}
 ok() { passes=$((passes + 1)); }
 bad() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 # mpirun with a timeout: a hang is a failure

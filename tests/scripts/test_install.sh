@@ -50,8 +50,7 @@ soname=$(readelf -d "$P/lib/libscope_export.so" | sed -n 's/.*SONAME.*\[\(.*\)\]
 # is hidden, and missing here)
 nm -D --defined-only "$P/lib/libscope_export.so" | awk '$2 ~ /^[TDBR]$/ {print $3}' |
     sort >"$TMP/exported"
-sed -nE 's/^(SX_API )?[a-z][^(]*[ *](sx_[a-z0-9_]+)\(.*/\2/p' "$P/include/scope_export.h" |
-    sort >"$TMP/declared"
+sx_api_names "$P/include/scope_export.h" >"$TMP/declared"
 [ -s "$TMP/declared" ] && cmp -s "$TMP/exported" "$TMP/declared" && ok ||
     bad "exported symbols differ from the header's: $(diff "$TMP/declared" "$TMP/exported" | tr '\n' ' ')"
 

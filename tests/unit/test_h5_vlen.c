@@ -488,7 +488,7 @@ static void check_unknown_version(const char *path, const char *name) {
     enum sx_status st =
         sx_direct_read_strings(dr, &v, d, rows, dim, &text, off, "t.h5:/ds", &e);
     enum sx_status st2 =
-        h5_read_point_strings(d, rows, 0, dim, &text2, off, "t.h5:/ds", &e2);
+        sx_h5_read_point_strings(d, rows, 0, dim, &text2, off, "t.h5:/ds", &e2);
     CHECK(v == NULL); /* the walker is given up for HDF5 */
     CHECK(st == st2 && strcmp(e.text, e2.text) == 0);
     CHECK(strstr(e.text, "version") == NULL);

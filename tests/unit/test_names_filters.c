@@ -1,5 +1,6 @@
 /* test_names_filters.c - output names as export_json picks them; region and rank filters
  */
+#include "cli_support.h"
 #include "doc.h"
 #include "h5_read.h"
 #include "json_write.h"

@@ -3,6 +3,7 @@
  * process without MPI: MPI is never initialized here, and the documents are
  * scope-profiler's text all the same.
  */
+#include "cli_support.h"
 #include "scope_export.h"
 #include "sx_test.h"
 #include "sx_test_doc.h"
