@@ -22,6 +22,7 @@ struct sx_run;
 struct sx_native;
 struct sx_filter;
 struct sx_perf_rank;
+struct sx_trace;
 
 /* What the document is made from, as its stages see it. Owned by the pipeline. */
 struct sx_pipe {
@@ -100,6 +101,14 @@ extern const struct sx_doc_type sx_doc_perfetto;   /* trace_export.c, trace_perf
  * to the blocks' owners before the stream (plan_native). */
 enum sx_status sx_native_json_plan(const struct sx_pipe *p, struct sx_doc_state *d,
                                    struct sx_error *err);
+
+/*
+ * NOTE: collective over 'p->comm', agreed inside. The trace plan 't' of the
+ * run (sx_trace_plan): every row's first start, each rank reading its share
+ * and all of them min-reduced, then the region order and the selection.
+ */
+enum sx_status sx_pipe_trace_plan(const struct sx_pipe *p, struct sx_trace *t,
+                                  struct sx_error *err);
 
 /* The input of an export: one file, or the files of a native run. */
 struct sx_pipe_input {

@@ -557,7 +557,6 @@ static enum sx_status prof_plan(const struct sx_pipe *p, struct sx_doc_state *ds
     enum sx_status st = SX_OK;
     MPI_Comm comm = p->comm;
     struct sx_run *run = p->run;
-    int64_t *mins = NULL;
     struct prof_state *s = sx_calloc(1, sizeof *s);
     ds->ctx = s;
     ds->free = prof_free;
@@ -568,16 +567,8 @@ static enum sx_status prof_plan(const struct sx_pipe *p, struct sx_doc_state *ds
         goto out;
     struct sx_trace *t = &s->t;
 
-    /* Stage: the rows' first starts (this rank's share), then the region order. */
-    st = sx_trace_row_mins(run, p->h5, p->events, p->rank, p->size, &mins, err);
-    st = sx_all_ok(comm, st, err);
-    if (st == SX_OK)
-        st = sx_all_min_i64(comm, mins, run->nrows, run->path, err);
-    st = sx_all_ok(comm, st, err);
-    if (st != SX_OK)
-        goto out;
-    st = sx_trace_plan(t, run, p->h5, p->events, p->filter, p->o, mins, err);
-    mins = NULL;
+    /* Stages: the region order (NOTE: collective). */
+    st = sx_pipe_trace_plan(p, t, err);
     if (st == SX_OK && t->nregions == 0)
         st = sx_trace_value_error(t, SX_ERR_VALUE,
                                   "No regions matched the selected filters.", err);
@@ -593,7 +584,6 @@ static enum sx_status prof_plan(const struct sx_pipe *p, struct sx_doc_state *ds
             st = sx_error_set(err, SX_ERR_NOMEM, run->path, "out of memory");
     }
 out:
-    free(mins);
     return st;
 }
 

@@ -410,7 +410,6 @@ static enum sx_status stats_plan(const struct sx_pipe *p, struct sx_doc_state *d
     enum sx_status st = SX_OK;
     MPI_Comm comm = p->comm;
     struct sx_run *run = p->run;
-    int64_t *mins = NULL;
     struct stats_state *s = sx_calloc(1, sizeof *s);
     ds->ctx = s;
     ds->free = stats_free;
@@ -420,16 +419,8 @@ static enum sx_status stats_plan(const struct sx_pipe *p, struct sx_doc_state *d
     if (st != SX_OK)
         goto out;
 
-    /* Stage: the rows' first starts (this rank's share), then the region order. */
-    st = sx_trace_row_mins(run, p->h5, p->events, p->rank, p->size, &mins, err);
-    st = sx_all_ok(comm, st, err);
-    if (st == SX_OK)
-        st = sx_all_min_i64(comm, mins, run->nrows, run->path, err);
-    st = sx_all_ok(comm, st, err);
-    if (st != SX_OK)
-        goto out;
-    st = sx_trace_plan(&s->t, run, p->h5, p->events, p->filter, p->o, mins, err);
-    mins = NULL;
+    /* Stages: the region order (NOTE: collective). */
+    st = sx_pipe_trace_plan(p, &s->t, err);
     s->sd = (struct stats_doc){&s->t, p->o, p->input};
     uint64_t units = 0;
     for (size_t b = 0; st == SX_OK && b < s->t.nregions; b++)
@@ -437,7 +428,6 @@ static enum sx_status stats_plan(const struct sx_pipe *p, struct sx_doc_state *d
     ds->prod = (struct sx_producer){&s->sd,   s->t.nregions, units,     doc_head,
                                     doc_tail, region_block,  doc_units, NULL};
 out:
-    free(mins);
     return st;
 }
 

@@ -337,7 +337,7 @@ static enum sx_status trace_plan(const struct sx_pipe *p, struct sx_doc_state *d
     MPI_Comm comm = p->comm;
     const struct sx_options *o = p->o;
     struct sx_run *run = p->run;
-    int64_t *mins = NULL, *rec = NULL, *all = NULL;
+    int64_t *rec = NULL, *all = NULL;
     size_t nrec = 0, nall = 0;
     struct trace_state *s = sx_calloc(1, sizeof *s);
     ds->ctx = s;
@@ -350,16 +350,8 @@ static enum sx_status trace_plan(const struct sx_pipe *p, struct sx_doc_state *d
     struct sx_trace *t = &s->t;
     struct trace_doc *d = &s->d;
 
-    /* Stage: the rows' first starts (this rank's share), then the region order. */
-    st = sx_trace_row_mins(run, p->h5, p->events, p->rank, p->size, &mins, err);
-    st = sx_all_ok(comm, st, err);
-    if (st == SX_OK)
-        st = sx_all_min_i64(comm, mins, run->nrows, run->path, err);
-    st = sx_all_ok(comm, st, err);
-    if (st != SX_OK)
-        goto out;
-    st = sx_trace_plan(t, run, p->h5, p->events, p->filter, o, mins, err);
-    mins = NULL;
+    /* Stages: the region order (NOTE: collective). */
+    st = sx_pipe_trace_plan(p, t, err);
     t->perf = p->perf;
     t->nperf = p->nperf; /* borrowed */
     d->t = t;
@@ -401,7 +393,6 @@ static enum sx_status trace_plan(const struct sx_pipe *p, struct sx_doc_state *d
     ds->prod = (struct sx_producer){d,        d->nblocks, units,     doc_head,
                                     doc_tail, doc_block,  doc_units, NULL};
 out:
-    free(mins);
     free(rec);
     free(all);
     return st;
