@@ -43,6 +43,9 @@ struct gcol {
     uint32_t nobj;
 };
 
+/* Bytes of a window over the heap when the file is not mapped. */
+#define HEAP_WIN ((size_t)64 << 10)
+
 struct sx_vlen {
     int fd;
     struct sx_file_map *map; /* or NULL: pread */
@@ -57,7 +60,8 @@ struct sx_vlen {
     size_t ncol, col_cap;
     uint32_t *obj;
     size_t nobj, obj_cap;
-    struct sx_file_win *win; /* over the element table */
+    struct sx_file_win *win;  /* over the element table */
+    struct sx_file_win *hwin; /* over the heap, without 'map' (NULL: pread each) */
 };
 
 /* One requested row on its way through a read. */
@@ -110,6 +114,10 @@ static enum sx_status read_at(const struct sx_vlen *v, void *buf, size_t n, uint
     size_t got = 0;
     if (v->map != NULL)
         return sx_file_map_read(v->map, at, n, buf, src, err);
+    /* the heap's objects lie side by side: one read per window, not per object (a
+     * read past the end goes on to the message below) */
+    if (v->hwin != NULL && at <= v->file_size && n <= v->file_size - at)
+        return sx_file_win_read(v->hwin, at, n, buf, src, err);
     SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, src,
              "%s cannot be read; the file is truncated or damaged", src);
     while (got < n) {
@@ -463,6 +471,8 @@ enum sx_status sx_vlen_check_heap(int fd, uint64_t file_size, uint64_t base, uns
                         .col_cap = 16};
     v.col = sx_calloc(v.col_cap, sizeof *v.col);
     SX_CHECK(v.col != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    /* HEAP_WIN bytes a window; without the memory, a pread per object */
+    v.hwin = sx_file_win_new(fd, NULL, HEAP_WIN, 2);
     for (size_t k = 0; k < n; k++) {
         const unsigned char *e = elems + k * v.esize;
         struct req r = {.row = rows != NULL ? rows[k] : k,
@@ -503,6 +513,7 @@ enum sx_status sx_vlen_check_heap(int fd, uint64_t file_size, uint64_t base, uns
             goto out;
     }
 out:
+    sx_file_win_free(v.hwin);
     free(buf);
     free(v.col);
     free(v.obj);
