@@ -28,6 +28,12 @@ struct sx_file_map {
     uint64_t *seen;      /* one bit per frame read since the last drop */
     size_t nwords;
     unsigned long drops;
+    /* The kernel's id of the thread that read first, asked once: a read is a few
+     * bytes, a gettid per read cost a tenth of an export. Reads of one map do not
+     * run concurrently (scope_export.h), so it is set once and then only read. */
+    bool reader_known;
+    pthread_t reader;
+    int reader_tid;
 };
 
 /*
@@ -172,9 +178,22 @@ static bool guarded_memcpy(sigjmp_buf *volatile *jump, void *dst, const void *sr
     return true;
 }
 
-/* Copy under the SIGBUS guard: false when the file lost the bytes. */
-static bool copy(const struct sx_file_map *m, void *dst, uint64_t at, size_t n) {
+/* The calling thread's kernel id, as the handler finds it. */
+static int reader_id(struct sx_file_map *m) {
+    if (m->reader_known && pthread_equal(pthread_self(), m->reader))
+        return m->reader_tid;
     const int me = thread_id();
+    if (!m->reader_known) {
+        m->reader = pthread_self();
+        m->reader_tid = me;
+        m->reader_known = true;
+    }
+    return me;
+}
+
+/* Copy under the SIGBUS guard: false when the file lost the bytes. */
+static bool copy(struct sx_file_map *m, void *dst, uint64_t at, size_t n) {
+    const int me = reader_id(m);
     for (int i = 0; i < MAX_COPIERS; i++) {
         int free_tid = 0;
         if (atomic_compare_exchange_strong(&copiers[i].tid, &free_tid, me)) {
