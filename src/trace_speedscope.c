@@ -49,6 +49,237 @@ static int cmp_i64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/*
+ * The calls' order, cheaply. They are made in region order, each region's
+ * calls in call order, which a program records by start: within a lane they
+ * are a few sorted runs (one per region), merged here in one pass. What is
+ * not (many lanes, unsorted rows) falls back to qsort; the order is the same.
+ */
+
+/* Lanes beyond this many distinct values: qsort. */
+#define LANES_MAX 4096
+
+static bool call_before(const struct call *x, const struct call *y) {
+    return cmp_call(x, y) < 0;
+}
+
+/* Merge the sorted runs 'run[0 .. nrun)' (starts; run[nrun] the end) of 'c' into 'out'.
+ */
+static void merge_runs(const struct call *c, size_t *run, size_t *heap, size_t *pos,
+                       size_t nrun, struct call *out) {
+    size_t nh = 0;
+    for (size_t r = 0; r < nrun; r++) { /* a min-heap of run numbers by their heads */
+        pos[r] = run[r];
+        size_t i = nh++;
+        while (i > 0 && call_before(&c[pos[r]], &c[pos[heap[(i - 1) / 2]]])) {
+            heap[i] = heap[(i - 1) / 2];
+            i = (i - 1) / 2;
+        }
+        heap[i] = r;
+    }
+    while (nh > 0) {
+        const size_t r = heap[0];
+        *out++ = c[pos[r]++];
+        size_t top = r;
+        if (pos[r] == run[r + 1]) { /* the run is done: the last leaf sifts down */
+            top = heap[--nh];
+            if (nh == 0)
+                break;
+        }
+        size_t i = 0;
+        for (;;) {
+            size_t l = 2 * i + 1, m = i;
+            const struct call *best = &c[pos[top]];
+            if (l < nh && call_before(&c[pos[heap[l]]], best)) {
+                m = l;
+                best = &c[pos[heap[l]]];
+            }
+            if (l + 1 < nh && call_before(&c[pos[heap[l + 1]]], best))
+                m = l + 1;
+            if (m == i)
+                break;
+            heap[i] = heap[m];
+            i = m;
+        }
+        heap[i] = top;
+    }
+}
+
+/* Sort one lane's calls [0, n) by start, -end, seq; 'tmp' has room for n calls. */
+static bool sort_lane(struct call *c, size_t n, struct call *tmp) {
+    size_t nrun = 1;
+    for (size_t i = 1; i < n; i++)
+        nrun += call_before(&c[i], &c[i - 1]);
+    if (nrun <= 1)
+        return true;
+    if (nrun > 64 && nrun > n / 16) { /* not a few runs: a sort does as well */
+        qsort(c, n, sizeof *c, cmp_call);
+        return true;
+    }
+    size_t *run = sx_malloc((3 * nrun + 1) * sizeof *run);
+    if (run == NULL)
+        return false;
+    size_t r = 0;
+    run[r++] = 0;
+    for (size_t i = 1; i < n; i++)
+        if (call_before(&c[i], &c[i - 1]))
+            run[r++] = i;
+    run[nrun] = n;
+    merge_runs(c, run, run + nrun + 1, run + 2 * nrun + 1, nrun, tmp);
+    memcpy(c, tmp, n * sizeof *c);
+    free(run);
+    return true;
+}
+
+struct lane_slot {
+    int64_t lane;
+    size_t count; /* calls; after the prefix sum, where the lane's calls go */
+    bool used;
+};
+
+static int cmp_slot(const void *a, const void *b) {
+    const struct lane_slot *x = a, *y = b;
+    return (x->lane > y->lane) - (x->lane < y->lane);
+}
+
+/* Stable partition of the calls by lane, in ascending lane order, through 'tmp'.
+ * False: too many lanes (the caller sorts) or no memory ('*nomem'). */
+static bool by_lane(struct call *c, size_t n, struct call *tmp, bool *nomem) {
+    size_t cap = 64, nl = 0;
+    struct lane_slot *h = sx_calloc(cap, sizeof *h);
+    *nomem = h == NULL;
+    if (h == NULL)
+        return false;
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++) { /* distinct lanes: open addressing */
+        uint64_t x = (uint64_t)c[i].lane * UINT64_C(0x9e3779b97f4a7c15);
+        size_t j = (size_t)(x >> 32) & (cap - 1);
+        while (h[j].used && h[j].lane != c[i].lane)
+            j = (j + 1) & (cap - 1);
+        if (!h[j].used) {
+            if (++nl > LANES_MAX) {
+                ok = false;
+                break;
+            }
+            h[j] = (struct lane_slot){c[i].lane, 0, true};
+            if (2 * nl > cap) { /* grow: rehash */
+                struct lane_slot *g = sx_calloc(2 * cap, sizeof *g);
+                if (g == NULL) {
+                    *nomem = true;
+                    ok = false;
+                    break;
+                }
+                for (size_t q = 0; q < cap; q++)
+                    if (h[q].used) {
+                        uint64_t y = (uint64_t)h[q].lane * UINT64_C(0x9e3779b97f4a7c15);
+                        size_t t = (size_t)(y >> 32) & (2 * cap - 1);
+                        while (g[t].used)
+                            t = (t + 1) & (2 * cap - 1);
+                        g[t] = h[q];
+                    }
+                free(h);
+                h = g;
+                cap *= 2;
+            }
+        }
+    }
+    struct lane_slot *v = ok ? sx_malloc((nl + 1) * sizeof *v) : NULL;
+    if (ok && v == NULL)
+        *nomem = true;
+    if (v != NULL) {
+        size_t k = 0;
+        for (size_t q = 0; q < cap; q++)
+            if (h[q].used)
+                v[k++] = h[q];
+        qsort(v, nl, sizeof *v, cmp_slot);
+        /* the slot of each lane in the table: its place in the sorted order */
+        for (size_t q = 0; q < nl; q++) {
+            uint64_t x = (uint64_t)v[q].lane * UINT64_C(0x9e3779b97f4a7c15);
+            size_t j = (size_t)(x >> 32) & (cap - 1);
+            while (h[j].lane != v[q].lane)
+                j = (j + 1) & (cap - 1);
+            h[j].count = q;
+            v[q].count = 0;
+        }
+        for (size_t i = 0; i < n; i++) { /* calls per lane, then where they go */
+            uint64_t x = (uint64_t)c[i].lane * UINT64_C(0x9e3779b97f4a7c15);
+            size_t j = (size_t)(x >> 32) & (cap - 1);
+            while (h[j].lane != c[i].lane)
+                j = (j + 1) & (cap - 1);
+            v[h[j].count].count++;
+        }
+        size_t at = 0;
+        for (size_t q = 0; q < nl; q++) {
+            size_t m = v[q].count;
+            v[q].count = at;
+            at += m;
+        }
+        for (size_t i = 0; i < n; i++) {
+            uint64_t x = (uint64_t)c[i].lane * UINT64_C(0x9e3779b97f4a7c15);
+            size_t j = (size_t)(x >> 32) & (cap - 1);
+            while (h[j].lane != c[i].lane)
+                j = (j + 1) & (cap - 1);
+            tmp[v[h[j].count].count++] = c[i];
+        }
+        memcpy(c, tmp, n * sizeof *c);
+    }
+    free(v);
+    free(h);
+    return v != NULL;
+}
+
+/* Sort a rank's calls by lane, start, -end, seq (cmp_call). False: out of memory. */
+static bool sort_calls(struct call *c, size_t n, bool lanes, struct call *tmp) {
+    bool nomem = false;
+    if (lanes && !by_lane(c, n, tmp, &nomem)) {
+        if (nomem)
+            return false;
+        qsort(c, n, sizeof *c, cmp_call);
+        return true;
+    }
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && c[j].lane == c[i].lane)
+            j++;
+        if (!sort_lane(c + i, j - i, tmp))
+            return false;
+        i = j;
+    }
+    return true;
+}
+
+/* Sort 'n' int64 ascending: LSD radix by bytes through 'tmp' (room for n), skipping the
+ * bytes every value shares (the high bytes of a lane's times). */
+static void radix_i64(int64_t *v, size_t n, int64_t *tmp) {
+    const uint64_t flip = UINT64_C(1) << 63;
+    size_t cnt[8][256];
+    memset(cnt, 0, sizeof cnt);
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t x = (uint64_t)v[i] ^ flip;
+        for (int d = 0; d < 8; d++)
+            cnt[d][(x >> (8 * d)) & 0xff]++;
+    }
+    int64_t *src = v, *dst = tmp;
+    for (int d = 0; d < 8; d++) {
+        size_t *c = cnt[d];
+        if (c[((((uint64_t)v[0]) ^ flip) >> (8 * d)) & 0xff] == n)
+            continue; /* one value of this byte: the pass would move nothing */
+        size_t at = 0;
+        for (size_t b = 0; b < 256; b++) {
+            const size_t m = c[b];
+            c[b] = at;
+            at += m;
+        }
+        for (size_t i = 0; i < n; i++)
+            dst[c[((((uint64_t)src[i]) ^ flip) >> (8 * d)) & 0xff]++] = src[i];
+        int64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != v)
+        memcpy(v, src, n * sizeof *v);
+}
+
 /* Python's repr() of a str, for the nesting error's region names. */
 static void py_repr(struct sx_buf *b, const char *s) {
     char q = strchr(s, '\'') != NULL && strchr(s, '"') == NULL ? '"' : '\'';
@@ -108,7 +339,10 @@ static enum sx_status nest_lane(const struct sx_trace *t, struct call *c, size_t
     /* closed(i) = ends (doubled, zero-length + 1) at or before 2 * start(i) */
     for (size_t i = 0; i < n; i++)
         scratch[i] = 2 * c[i].end + (c[i].end == c[i].start ? 1 : 0);
-    qsort(scratch, n, sizeof *scratch, cmp_i64);
+    if (n > 64) /* 'parent' is free until the parents are found */
+        radix_i64(scratch, n, parent);
+    else
+        qsort(scratch, n, sizeof *scratch, cmp_i64);
     size_t closed = 0;
     for (size_t i = 0; i < n; i++) {
         const int64_t s2 = 2 * c[i].start;
@@ -195,7 +429,12 @@ enum sx_status sx_ss_build(const struct sx_trace *t, size_t k, struct sx_ss_rank
                                       "a recorded call ends before it starts", err);
             goto out;
         }
-    qsort(r->calls, n, sizeof *r->calls, cmp_call);
+    struct call *tmp = sx_malloc((n + 1) * sizeof *tmp);
+    bool sorted = tmp != NULL && sort_calls(r->calls, n, lanes, tmp);
+    free(tmp);
+    SX_CHECK(sorted, SX_ERR_NOMEM, err, t->run->path,
+             "%s: out of memory sorting the %zu calls of rank %" PRId64, t->run->path, n,
+             rank);
     /* Profiles: runs of one lane, in ascending lane order. */
     /* one profile per lane: the sorted calls change lane that many times */
     size_t nlanes = n > 0 ? 1 : 0;
