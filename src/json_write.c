@@ -297,7 +297,9 @@ static bool fast_digits(double v, uint64_t *m_out, int *e_out) {
         return false;
     const uint64_t M = frac | (UINT64_C(1) << 52);
     const int E = eb - 1075;
-    int k = 16 - (int)floor(log10(v));
+    /* floor(log10(v)) is floor((E + 52) log10 2) or one more: the loop below settles it
+     */
+    int k = 16 - (((E + 52) * 78913) >> 18);
     u128 av = 0;
     int s = 0;
     for (int tries = 0; tries < 3; tries++) {
