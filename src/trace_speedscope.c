@@ -59,8 +59,13 @@ static int cmp_i64(const void *a, const void *b) {
 /* Lanes beyond this many distinct values: qsort. */
 #define LANES_MAX 4096
 
-static bool call_before(const struct call *x, const struct call *y) {
-    return cmp_call(x, y) < 0;
+/* cmp_call(x, y) < 0 for calls of one lane. */
+static inline bool call_before(const struct call *x, const struct call *y) {
+    if (x->start != y->start)
+        return x->start < y->start;
+    if (x->end != y->end)
+        return x->end > y->end;
+    return x->seq < y->seq;
 }
 
 /* Merge the sorted runs 'run[0 .. nrun)' (starts; run[nrun] the end) of 'c' into 'out'.
