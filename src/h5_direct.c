@@ -239,6 +239,75 @@ out:
     return st;
 }
 
+void sx_direct_later_init(const struct sx_direct *dr, const struct sx_direct_col *start,
+                          const struct sx_direct_col *end, struct sx_direct_later *out) {
+    struct stat sb;
+    memset(out, 0, sizeof *out);
+    if (dr == NULL || !start->ok || !end->ok || fstat(dr->fd, &sb) != 0)
+        return;
+    out->dev = (uint64_t)sb.st_dev;
+    out->ino = (uint64_t)sb.st_ino;
+    out->size = dr->size;
+    out->col[0] = *start;
+    out->col[1] = *end;
+    out->ok = true;
+}
+
+enum sx_status sx_direct_later_open(const struct sx_direct_later *dl, const char *path,
+                                    int *fd, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct stat sb;
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    SX_CHECK(*fd >= 0, SX_ERR_OPEN, err, path, "%s: %s", path, strerror(errno));
+    SX_CHECK(fstat(*fd, &sb) == 0 && (uint64_t)sb.st_dev == dl->dev &&
+                 (uint64_t)sb.st_ino == dl->ino && (uint64_t)sb.st_size == dl->size,
+             SX_ERR_FORMAT, err, path, "%s: the file changed while it was read", path);
+out:
+    if (st != SX_OK && *fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+    return st;
+}
+
+enum sx_status sx_direct_later_read(int fd, const struct sx_direct_col *c, uint64_t first,
+                                    uint64_t n, int64_t *dst, const char *src,
+                                    struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const bool host_be = sx_direct_host_big_endian();
+    const bool in_place = c->size == 8 && c->big_endian == host_be;
+    unsigned char tmp[65536];
+    SX_CHECK(first <= c->nelem && n <= c->nelem - first, SX_ERR_FORMAT, err, src,
+             "%s: events %" PRIu64 "..%" PRIu64 " are out of range", src, first,
+             first + n);
+    SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, src,
+             "%s cannot be read; the file is truncated or damaged", src);
+    /* into place when the bytes are already int64 of this host, else through 'tmp' */
+    const uint64_t per = in_place ? n : sizeof tmp / c->size;
+    for (uint64_t at = 0; at < n;) {
+        const uint64_t k = n - at < per ? n - at : per;
+        unsigned char *p = in_place ? (unsigned char *)(dst + at) : tmp;
+        const size_t bytes = (size_t)k * c->size;
+        const uint64_t off = c->addr + (first + at) * c->size;
+        for (size_t got = 0; got < bytes;) {
+            ssize_t r = pread(fd, p + got, bytes - got, (off_t)(off + got));
+            if (r < 0 && errno == EINTR)
+                continue;
+            SX_CHECK(r > 0, SX_ERR_IO, err, src,
+                     "%s cannot be read (events %" PRIu64 "..%" PRIu64
+                     "); the file is truncated or damaged",
+                     src, first, first + n);
+            got += (size_t)r;
+        }
+        if (!in_place)
+            sx_direct_decode(tmp, c->size, c->is_signed, c->big_endian, host_be, k,
+                             dst + at);
+        at += k;
+    }
+out:
+    return st;
+}
+
 enum sx_status sx_direct_read_points(struct sx_direct *dr, const struct sx_direct_col *c,
                                      const hsize_t *pts, size_t n, int64_t *out,
                                      const char *src, struct sx_error *err) {

@@ -120,6 +120,32 @@ enum sx_status sx_direct_read_strings(struct sx_direct *dr, struct sx_vlen **v, 
                                       const hsize_t *pts, size_t n, struct sx_buf *text,
                                       size_t *off, const char *src, struct sx_error *err);
 
+/*
+ * A run's event columns read again after the run is closed, without HDF5: a
+ * native run indexes its per-process files first and reads their rows while
+ * it writes, file after file, where opening each file again through HDF5
+ * (its strings, its index) cost more than the events. 'ok' false: the file
+ * is read through HDF5 again (no direct reads at the index, or the columns
+ * not eligible).
+ */
+struct sx_direct_later {
+    bool ok;
+    uint64_t dev, ino, size;     /* the file HDF5 opened at the index */
+    struct sx_direct_col col[2]; /* the start and end columns */
+};
+/* What sx_direct_later_read needs of columns 'start' and 'end' of the open 'dr'. */
+void sx_direct_later_init(const struct sx_direct *dr, const struct sx_direct_col *start,
+                          const struct sx_direct_col *end, struct sx_direct_later *out);
+/*
+ * Open 'path' again into '*fd': SX_ERR_FORMAT when it is no longer the file
+ * 'dl' describes (replaced or resized since its index was read).
+ */
+enum sx_status sx_direct_later_open(const struct sx_direct_later *dl, const char *path,
+                                    int *fd, struct sx_error *err);
+/* Elements [first, first + n) of column 'c' (dl->col[0] or [1]) from 'fd' to 'dst'. */
+enum sx_status sx_direct_later_read(int fd, const struct sx_direct_col *c, uint64_t first,
+                                    uint64_t n, int64_t *dst, const char *src,
+                                    struct sx_error *err);
 /* How many reads of this open went around HDF5 (tests: the switch takes effect). */
 unsigned long sx_direct_reads(const struct sx_direct *dr);
 

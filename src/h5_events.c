@@ -681,3 +681,11 @@ struct sx_event_source sx_h5_event_source(struct sx_h5 *h5) {
         return (struct sx_event_source){NULL, NULL};
     return (struct sx_event_source){&ops, h5};
 }
+
+void sx_h5_events_later(const struct sx_h5 *h5, const struct sx_run *run,
+                        struct sx_direct_later *out) {
+    memset(out, 0, sizeof *out);
+    if (!run->delta_encoded && h5->ev[SX_COL_START] >= 0 && h5->ev[SX_COL_END] >= 0)
+        sx_direct_later_init(h5->direct, &h5->raw[SX_COL_START], &h5->raw[SX_COL_END],
+                             out);
+}

@@ -46,6 +46,15 @@ void sx_h5_close(struct sx_h5 *h5);
 enum sx_status sx_h5_read_extras(struct sx_h5 *h5, struct sx_run *run,
                                  struct sx_error *err);
 
+struct sx_direct_later;
+/*
+ * What reading the start and end events of 'run' again without HDF5, after
+ * 'h5' is closed, needs (h5_direct.h); 'out->ok' false when HDF5 must read
+ * them (no direct reads, columns not eligible, starts stored as deltas).
+ */
+void sx_h5_events_later(const struct sx_h5 *h5, const struct sx_run *run,
+                        struct sx_direct_later *out);
+
 /*
  * Read events [first, first + n) of 'row' into 'out[c]' (arrays of n int64,
  * caller-allocated) for every column c in 'cols'; SX_COL_START and

@@ -2,6 +2,7 @@
 #ifndef SX_NATIVE_H
 #define SX_NATIVE_H
 
+#include "h5_direct.h"
 #include "run.h"
 #include "value.h"
 
@@ -25,7 +26,8 @@ struct sx_nrow {
     uint64_t count;
     int64_t min_start;   /* of the starts; valid when count > 0 */
     int64_t first_start; /* starts[0]; valid when count > 0 */
-    uint64_t loc; /* .spt: byte offset of the starts; .h5: row of the file's index */
+    uint64_t loc;    /* .spt: byte offset of the starts; .h5: row of the file's index */
+    uint64_t offset; /* .h5: its first event in the file's event columns */
 };
 
 /* One input file and what it contributes. */
@@ -38,6 +40,8 @@ struct sx_nfile {
     struct sx_nrow *rows; /* ranks ascending; within a rank, the file's region order */
     size_t nrows;
     struct sx_value metadata; /* .h5: the file's metadata (SX_V_OBJECT); else NULL kind */
+    /* .h5: its events read without HDF5 when 'ok' (h5_direct.h), else through HDF5 */
+    struct sx_direct_later later;
 };
 
 void sx_nfile_clear(struct sx_nfile *f);

@@ -189,6 +189,21 @@ static void put_file(struct pk *k, uint64_t index, const struct sx_nfile *f) {
         put_u64(k, (uint64_t)r->min_start);
         put_u64(k, (uint64_t)r->first_start);
         put_u64(k, r->loc);
+        put_u64(k, r->offset);
+    }
+    put_u64(k, f->later.ok);
+    if (f->later.ok) {
+        put_u64(k, f->later.dev);
+        put_u64(k, f->later.ino);
+        put_u64(k, f->later.size);
+        for (int c = 0; c < 2; c++) {
+            const struct sx_direct_col *col = &f->later.col[c];
+            put_u64(k, col->ok | (uint64_t)col->is_signed << 1 |
+                           (uint64_t)col->big_endian << 2);
+            put_u64(k, col->size);
+            put_u64(k, col->addr);
+            put_u64(k, col->nelem);
+        }
     }
     put_value(k, &f->metadata);
 }
@@ -236,8 +251,27 @@ static void get_file(struct pk *k, struct sx_nfile *files, size_t nfiles) {
         r->min_start = (int64_t)get_u64(k);
         r->first_start = (int64_t)get_u64(k);
         r->loc = get_u64(k);
+        r->offset = get_u64(k);
         if (r->name == NULL)
             k->bad = true;
+    }
+    f->later.ok = get_u64(k) != 0;
+    if (f->later.ok) {
+        f->later.dev = get_u64(k);
+        f->later.ino = get_u64(k);
+        f->later.size = get_u64(k);
+        for (int c = 0; c < 2; c++) {
+            struct sx_direct_col *col = &f->later.col[c];
+            const uint64_t bits = get_u64(k);
+            col->ok = bits & 1;
+            col->is_signed = (bits >> 1) & 1;
+            col->big_endian = (bits >> 2) & 1;
+            col->size = (size_t)get_u64(k);
+            col->addr = get_u64(k);
+            col->nelem = get_u64(k);
+            if (!(col->size == 1 || col->size == 2 || col->size == 4 || col->size == 8))
+                k->bad = true;
+        }
     }
     if (!k->bad)
         f->metadata = get_value(k, 0);

@@ -694,6 +694,7 @@ static enum sx_status read_h5_index(struct sx_nfile *f, struct sx_error *err) {
     st = sx_h5_open(MPI_COMM_NULL, path, false, &h5, &run, err);
     if (st != SX_OK)
         goto out;
+    sx_h5_events_later(h5, run, &f->later);
     SX_CHECK(run->layout != SX_LAYOUT_AGGREGATE, SX_ERR_UNSUPPORTED, err, path,
              "%s: a run in the aggregate layout has no per-call events to import", path);
     buf = sx_malloc(H5_CHUNK * sizeof *buf);
@@ -710,7 +711,8 @@ static enum sx_status read_h5_index(struct sx_nfile *f, struct sx_error *err) {
     SX_CHECK(has_key != NULL, SX_ERR_NOMEM, err, path, "out of memory");
     for (size_t i = 0; i < run->nrows; i++) {
         const struct sx_row *sr = &run->rows[i];
-        row = (struct sx_nrow){.rank = sr->rank, .count = sr->count, .loc = i};
+        row = (struct sx_nrow){
+            .rank = sr->rank, .count = sr->count, .loc = i, .offset = sr->offset};
         for (uint64_t at = 0; at < sr->count && st == SX_OK;) {
             uint64_t n = sr->count - at < H5_CHUNK ? sr->count - at : H5_CHUNK;
             int64_t *cols[SX_NCOLS] = {buf};
@@ -823,7 +825,7 @@ void sx_nreader_close(struct sx_nreader *rd) {
         sx_run_free(rd->run);
         sx_h5_close(rd->h5);
     }
-    if (rd->f != NULL && !rd->f->h5 && rd->fd >= 0)
+    if (rd->f != NULL && (!rd->f->h5 || rd->f->later.ok) && rd->fd >= 0)
         close(rd->fd);
     *rd = (struct sx_nreader){0};
 }
@@ -850,7 +852,11 @@ enum sx_status sx_native_read_events(struct sx_nreader *rd, const struct sx_nfil
     if (rd->f != f) {
         sx_nreader_close(rd);
         rd->fd = -1;
-        if (f->h5) {
+        if (f->h5 && f->later.ok) {
+            st = sx_direct_later_open(&f->later, f->path, &rd->fd, err);
+            if (st != SX_OK)
+                return st;
+        } else if (f->h5) {
             st = sx_h5_open(MPI_COMM_NULL, f->path, false, &rd->h5, &rd->run, err);
             if (st != SX_OK) {
                 sx_h5_close(rd->h5);
@@ -866,6 +872,15 @@ enum sx_status sx_native_read_events(struct sx_nreader *rd, const struct sx_nfil
                                     strerror(errno));
         }
         rd->f = f;
+    }
+    if (f->h5 && f->later.ok) {
+        if (start != NULL)
+            st = sx_direct_later_read(rd->fd, &f->later.col[0], r->offset + first, n,
+                                      start, f->path, err);
+        if (st == SX_OK && end != NULL)
+            st = sx_direct_later_read(rd->fd, &f->later.col[1], r->offset + first, n, end,
+                                      f->path, err);
+        return st;
     }
     if (f->h5) {
         SX_CHECK(r->loc < rd->run->nrows && rd->run->rows[r->loc].count == r->count,

@@ -32,6 +32,13 @@ mkdir -p "$TMP/mix"
     --endian mixed --empty-ranks 1 --seed 3 || bad "synth mixed"
 bare "$X" export --native "$TMP/mix" -o "$TMP/ref.json" --label L -q || bad "bare export"
 grep -q '"num_ranks": 4,' "$TMP/ref.json" && ok || bad "an empty highest rank is not dropped"
+# Its .h5 files' events read through HDF5 (the reads around it switched off) and at 3 ranks
+# (rows of files another rank indexed): the same document.
+SCOPE_EXPORT_DIRECT_READS=0 bare "$X" export --native "$TMP/mix" -o "$TMP/off.json" --label L \
+    -q && "$CMP" "$TMP/off.json" "$TMP/ref.json" && ok || bad "direct reads off: another document"
+SCOPE_EXPORT_DIRECT_READS=0 run_np 3 "$X" export --native "$TMP/mix" -o "$TMP/off3.json" \
+    --label L -q && "$CMP" "$TMP/off3.json" "$TMP/ref.json" && ok ||
+    bad "direct reads off at -n 3: another document"
 for np in 1 2 3 6; do
     sx_sample 2 || continue
     run_np "$np" "$X" export --native "$TMP/mix" -o "$TMP/m.$np.json.gz" --label L -q \
