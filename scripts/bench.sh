@@ -204,7 +204,7 @@ for r in rows1k rows4k rows16k; do
 done
 RUN_LABEL[gz6m]="$(human "$zev")-gzip4"
 # cases a run times (all when unset)
-declare -A RUN_CASES=([gz6m]="start.1 start.2 json.1 json.2 cat"
+declare -A RUN_CASES=([gz6m]="start.1 start.2 json.1 json.s json.2 cat"
                       [rows4k]="start.2 json.1 json.2" [rows16k]="start.2 json.1 json.2")
 runs_case() {
     case $2 in # the trace formats are timed on the few-row runs
@@ -441,6 +441,60 @@ if [ -f "$W/run.nest.h5" ]; then
         done
     done
 fi
+# speedscope of every rank of the nested run (speedscope needs calls that nest), its -n 1
+# -> -n 2 scaling net of the launch and rank 0's memory, against cat of the same bytes.
+declare -A PW PR PE PRALL
+# pth_time KEY N ARGS...: one timed command (wall, rank 0 RSS, every rank's largest RSS,
+# --stats time) appended to PW/PR/PE/PRALL[KEY]; N 0 runs it without mpiexec
+pth_time() {
+    local key=$1 n=$2 t0 t1 k m allm=0
+    shift 2
+    rm -f "$W"/time.r0.* "$W/time.outer"
+    sync
+    t0=$(now_us)
+    if [ "$n" = 0 ]; then
+        timeout "$TO" /usr/bin/time -f "%e %M" -o "$W/time.r0.0" "$@" 2>"$W/err" || return 1
+        n=1
+    else
+        timeout "$TO" "$MPIEXEC" --oversubscribe -n "$n" "$W/r0" "$W/time.r0" "$@" \
+            2>"$W/err" || return 1
+    fi
+    t1=$(now_us)
+    for ((k = 0; k < n; k++)); do
+        m=$(lastline "$W/time.r0.$k" | cut -d' ' -f2)
+        [ "${m:-0}" -gt "$allm" ] && allm=$m
+    done
+    PW[$key]+=" $(calc 3 "($t1 - $t0) / 1e6")"
+    PR[$key]+=" $(lastline "$W/time.r0.0" | cut -d' ' -f2)"
+    PRALL[$key]+=" $allm"
+    PE[$key]+=" $(sed -n 's/.* bytes in \([0-9.]*\) s .*/\1/p' "$W/err" | tail -1)"
+}
+pth_fail() { echo "bench: $1 failed: $(grep -v -e '^-*$' -e '^ *$' "$W/err" | head -2 | tr '\n' ' ')" >&2; broke=1; }
+SSB=0
+if [ -f "$W/run.nest.h5" ]; then
+    for ((rep = 1; rep <= reps; rep++)); do
+        for n in 1 2; do
+            echo "bench: rep $rep/$reps ${RUN_LABEL[large]} speedscope.$n" >&2
+            rm -f "$W/ss.$n.json"
+            pth_time "ss:$n" "$n" "$X" export "$W/run.nest.h5" -o "$W/ss.$n.json" --quiet --stats \
+                --format speedscope --ranks 0-7 || pth_fail "speedscope -n $n"
+            pth_time "ss:s$n" "$n" "$X" export "$W/tiny.h5" -o "$W/tiny.json" --quiet ||
+                pth_fail "launch -n $n"
+        done
+        if [ -f "$W/ss.1.json" ]; then
+            echo "bench: rep $rep/$reps cat of the speedscope document" >&2
+            # shellcheck disable=SC2016
+            pth_time "ss:cat" 0 sh -c 'cat "$1" >"$2"' sh "$W/ss.1.json" "$W/ss.cat" ||
+                pth_fail "cat"
+            SSB=$(fsize "$W/ss.1.json")
+            if [ "$rep" = 1 ]; then
+                if cmp -s "$W/ss.1.json" "$W/ss.2.json"; then verified=$((verified + 1))
+                else verify_fail=$((verify_fail + 1)); vnote+=("speedscope: -n 2 differs from -n 1"); fi
+            fi
+        fi
+        rm -f "$W"/ss.*
+    done
+fi
 rm -rf "$W"/ps.* "$W/run.nest.h5"
 
 rm -f "$W"/*.json "$W"/*.gz "$W"/run.*.h5
@@ -497,6 +551,45 @@ for ((rep = 1; rep <= reps; rep++)); do
         done
     done
 done
+# The 256-file run again, as one process writes it bare (.json) and as the two steps it
+# saves (import-native, then export of the merged file), against cat of the same bytes; and
+# its Chrome trace of every rank at 1 and 2 ranks.
+if [[ " ${native_runs[*]} " == *" 256 "* ]]; then
+    for ((rep = 1; rep <= reps; rep++)); do
+        echo "bench: rep $rep/$reps native 256 files: bare .json, import + export, cat, traces" >&2
+        # (the same output name in two directories: the same label in both documents)
+        rm -rf "$W/natb" "$W/natm"
+        mkdir -p "$W/natb" "$W/natm"
+        pth_time "nat:bare" 0 "$X" export --native "$W/nat256" -o "$W/natb/nat.json" --quiet \
+            --stats || pth_fail "native bare .json"
+        pth_time "nat:imp" 0 "$X" import-native "$W/nat256" -o "$W/natm/nat.h5" --quiet ||
+            pth_fail "import-native"
+        pth_time "nat:exp" 0 "$X" export "$W/natm/nat.h5" -o "$W/natm/nat.json" --quiet \
+            --stats || pth_fail "export of the merged file"
+        if [ "$rep" = 1 ] && [ -f "$W/natm/nat.json" ]; then
+            if cmp -s "$W/natb/nat.json" "$W/natm/nat.json"; then verified=$((verified + 1))
+            else verify_fail=$((verify_fail + 1)); vnote+=("native: bare .json differs from import + export"); fi
+        fi
+        # shellcheck disable=SC2016
+        pth_time "nat:cat" 0 sh -c 'cat "$1" >"$2"' sh "$W/natb/nat.json" "$W/nat.cat" ||
+            pth_fail "cat"
+        NATB=$(fsize "$W/natb/nat.json")
+        for n in 1 2; do
+            mkdir -p "$W/nat.tr$n"   # one output name: the trace's label is the same
+            pth_time "nat:tr$n" "$n" "$X" export --native "$W/nat256" \
+                -o "$W/nat.tr$n/nat.trace.json" --format chrome-trace --ranks 0-255 --quiet \
+                --stats || pth_fail "native trace -n $n"
+            pth_time "nat:s$n" "$n" "$X" export "$W/tiny.h5" -o "$W/tiny.json" --quiet ||
+                pth_fail "launch -n $n"
+        done
+        if [ "$rep" = 1 ] && [ -f "$W/nat.tr2/nat.trace.json" ]; then
+            if cmp -s "$W/nat.tr1/nat.trace.json" "$W/nat.tr2/nat.trace.json"; then
+                verified=$((verified + 1))
+            else verify_fail=$((verify_fail + 1)); vnote+=("native trace: -n 2 differs from -n 1"); fi
+        fi
+        rm -rf "$W"/nat.tr* "$W/nat.cat" "$W/natb" "$W/natm"
+    done
+fi
 rm -rf "$W"/nat*
 
 native_report() {
@@ -852,6 +945,56 @@ targets() {
     [ "$broke" = 0 ] || echo "ERRORS: some commands failed (see above and stderr)"
 }
 
-{ report; native_report; ps_report; targets; } | tee "$outdir/bench.txt"
+# The paths besides the JSON profile of an HDF5 run: speedscope, native runs both ways and
+# their traces, and the text rate of one process.
+paths_report() {
+    local a b r k run
+    # shellcheck disable=SC2086
+    med() { [ -n "${PW[$1]:-}" ] && median ${PW[$1]}; }
+    # shellcheck disable=SC2086
+    mede() { [ -n "${PE[$1]// /}" ] && median ${PE[$1]}; }
+    echo
+    echo "== other paths: speedscope (${RUN_LABEL[large]} nested calls, 8 x 20, every rank), native 256 files, text rates"
+    for k in ss:1 ss:2 ss:s1 ss:s2 ss:cat nat:bare nat:imp nat:exp nat:cat nat:tr1 nat:tr2 nat:s1 nat:s2; do
+        [ -n "${PW[$k]:-}" ] || continue
+        # shellcheck disable=SC2086
+        printf '%-9s wall %7s s  exp %6s s  r0 %7s MiB  every rank <= %7s MiB\n' "$k" "$(med "$k")" \
+            "$(mede "$k" || echo -)" "$(calc 1 "$(maxof ${PR[$k]}) / 1024")" \
+            "$(calc 1 "$(maxof ${PRALL[$k]}) / 1024")"
+    done
+    if [ -n "${PW[ss:2]:-}" ] && [ -n "${PW[ss:cat]:-}" ]; then
+        r=$(ratio_of "$(med ss:2)" "$(med ss:cat)")
+        verdict "$(le "$r" 3)" "speedscope $(calc 0 "$SSB / 1e6") MB: -n 2 $(med ss:2) s = ${r}x cat ($(med ss:cat) s); target <= 3x"
+        a=$(calc 3 "$(med ss:1) - $(med ss:s1)") b=$(calc 3 "$(med ss:2) - $(med ss:s2)")
+        r=$(ratio_of "$a" "$b")
+        verdict "$(le 1.6 "$r")" "speedscope: 1 -> 2 ranks net $a s -> $b s = ${r}x faster; target >= 1.6x"
+        # shellcheck disable=SC2086
+        a=$(maxof ${PR[ss:2]})
+        verdict "$(le "$a" $((128 * 1024 - 1)))" "speedscope -n 2: rank 0 peak $(calc 1 "$a / 1024") MiB; target < 128 MiB"
+        r=$(awk -v b="$SSB" -v t="$(mede ss:1)" 'BEGIN { printf "%.0f", (t > 0 ? b / 1e6 / t : 0) }')
+        verdict "$(le 500 "$r")" "speedscope formatter, one process: $r MB/s of text (export's own time); target >= 500 MB/s"
+    else verdict SKIP "speedscope: not measured"; fi
+    if [ -n "${PW[nat:bare]:-}" ] && [ -n "${PW[nat:exp]:-}" ]; then
+        a=$(med nat:bare) b=$(calc 3 "$(med nat:imp) + $(med nat:exp)")
+        r=$(ratio_of "$a" "$b")
+        verdict "$(le "$r" 1.0)" "native 256 files $(calc 0 "${NATB:-0} / 1e6") MB: bare .json $a s = ${r}x (import-native + export: $b s); target <= 1.0x"
+        r=$(ratio_of "$a" "$(med nat:cat)")
+        verdict "$(le "$r" 5)" "native 256 files: bare .json $a s = ${r}x cat ($(med nat:cat) s); target <= 5x"
+        a=$(calc 3 "$(med nat:tr1) - $(med nat:s1)") b=$(calc 3 "$(med nat:tr2) - $(med nat:s2)")
+        r=$(ratio_of "$a" "$b")
+        verdict "$(le 1.6 "$r")" "native 256 files, Chrome trace of every rank: 1 -> 2 ranks net $a s -> $b s = ${r}x faster; target >= 1.6x"
+    else verdict SKIP "native both ways: not measured"; fi
+    for run in gz6m rows1k; do
+        have "$run:json.s" || continue
+        r=$(awk -v b="${JSONB[$run]}" -v t="${EXP[$run:json.s]}" 'BEGIN { printf "%.0f", (t > 0 ? b / 1e6 / t : 0) }')
+        verdict "$(le 1000 "$r")" "${RUN_LABEL[$run]}: .json one process, bare: $r MB/s of text (export's own time); target >= 1000 MB/s"
+    done
+    if have "large:trace.1"; then
+        r=$(awk -v b="${TRACEB[large]:-0}" -v t="${EXP[large:trace.1]}" 'BEGIN { printf "%.0f", (t > 0 ? b / 1e6 / t : 0) }')
+        verdict "$(le 500 "$r")" "${RUN_LABEL[large]}: Chrome trace, one process: $r MB/s of text (export's own time); target >= 500 MB/s"
+    fi
+}
+
+{ report; native_report; ps_report; paths_report; targets; } | tee "$outdir/bench.txt"
 echo "bench: table in $outdir/bench.txt, every repetition in $raw" >&2
 [ "$broke" = 0 ] && [ "$verify_fail" = 0 ]

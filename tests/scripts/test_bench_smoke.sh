@@ -78,6 +78,12 @@ for run in 64x16 256x16 1024x25 100k-gzip4; do
 done
 grep -Eq '^(PASS|FAIL)  64x16 -> 256x16: peak RSS at -n 2 grows' "$out" && ok ||
     bad "no growth-per-row target"
+# The other paths: speedscope, native runs both ways and their traces, text rates.
+for what in "speedscope .* MB: -n 2" "speedscope: 1 -> 2 ranks net" "speedscope formatter" \
+    "native 256 files .* MB: bare .json" "native 256 files, Chrome trace of every rank" \
+    "100k-gzip4: .json one process, bare"; do
+    grep -Eq "^(PASS|FAIL)  $what" "$out" && ok || bad "no target line '$what'"
+done
 
 # The targets are checked and summed up (pass or miss does not matter here).
 grep -q '^== targets' "$out" && ok || bad "no targets section"
@@ -100,8 +106,10 @@ done
 # ranks, gz 1 and 2 ranks, isal 1 and 2 ranks; on the other three (the compressed and the
 # larger many-row runs, which time fewer cases) json 2 ranks; on the three few-row runs the
 # Chrome trace at 2 ranks and its .gz at 1 and 2; the native runs at 2 ranks; the pstats
-# files (rank 0, every rank) and the region statistics at 2 ranks.
-want=$((4 * (isal ? 6 : 4) + 3 + 3 * 3 + 2 + 3))
+# files (rank 0, every rank) and the region statistics at 2 ranks; the bare run of the
+# compressed one, speedscope at 2 ranks, the bare native .json against import-native +
+# export, the native Chrome trace at 2 ranks.
+want=$((4 * (isal ? 6 : 4) + 3 + 3 * 3 + 2 + 3 + 4))
 grep -q "^outputs verified: $want OK" "$out" && ok ||
     bad "outputs not verified: $(grep -i 'outputs' "$out" || echo 'no verification line')"
 grep -q '^ERRORS' "$out" && bad "bench reports errors"
@@ -110,9 +118,9 @@ grep -q '^ERRORS' "$out" && bad "bench reports errors"
 cmp -s "$out" "$TMP/out/bench.txt" && ok || bad "bench.txt differs from what was printed"
 nraw=$(($(wc -l <"$TMP/out/raw.tsv") - 1))
 ncases=$(($(echo "$cases" | wc -w) + 2))   # and start.1, start.2
-# every case on the few-row runs; all but the 7 trace cases on the first many-row run; 5, 3
+# every case on the few-row runs; all but the 7 trace cases on the first many-row run; 6, 3
 # and 3 on the others
-nwant=$((3 * ncases + ncases - 7 + 11))
+nwant=$((3 * ncases + ncases - 7 + 12))
 [ "$nraw" = "$nwant" ] && ok || bad "raw.tsv has $nraw repetitions, not $nwant"
 left=$(find "$TMP" -maxdepth 1 -name 'sx-bench.*' | head -1)
 [ -z "$left" ] && ok || bad "work directory left behind: $left"
