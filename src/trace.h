@@ -151,6 +151,13 @@ enum sx_status sx_ss_build(const struct sx_trace *t, size_t k, struct sx_ss_rank
                            struct sx_error *err);
 void sx_ss_free(struct sx_ss_rank *r);
 size_t sx_ss_ncalls(const struct sx_ss_rank *r);
+/* Sorted call 'i' (< sx_ss_ncalls): lane as speedscope's, its parent's position or -1. */
+struct sx_ss_call {
+    int64_t start, end, lane;
+    uint32_t region;
+    int64_t parent;
+};
+struct sx_ss_call sx_ss_call(const struct sx_ss_rank *r, size_t i);
 /* The earliest start_ns of the rank's calls (valid when it has calls). */
 int64_t sx_ss_first_start(const struct sx_ss_rank *r);
 /*

@@ -242,6 +242,11 @@ void sx_ss_free(struct sx_ss_rank *r) {
 
 size_t sx_ss_ncalls(const struct sx_ss_rank *r) { return r->n; }
 
+struct sx_ss_call sx_ss_call(const struct sx_ss_rank *r, size_t i) {
+    const struct call *c = &r->calls[i];
+    return (struct sx_ss_call){c->start, c->end, c->lane, c->region, r->parent[i]};
+}
+
 int64_t sx_ss_first_start(const struct sx_ss_rank *r) {
     int64_t m = INT64_MAX;
     for (size_t p = 0; p < r->nprofiles; p++)
