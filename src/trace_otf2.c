@@ -35,7 +35,8 @@
  * place once the archive is closed, the anchor last. A failed export removes that
  * directory and nothing else.
  *
- * Locations: file rank R is location group R ("rank R"); its lanes, in the Chrome
+ * Locations: file rank R is a location group "rank R" (their ids dense, 0, 1, ..., in
+ * the order of the ranks, as readers want them); its lanes, in the Chrome
  * trace's order (the rank's own lane, its tasks, its threads), are locations
  * R * 2^32 + j, so every process numbers its own without asking the others.
  */
@@ -56,7 +57,8 @@ enum { REC = 3 };
 
 struct otf2_state {
     struct sx_trace t;
-    int64_t *ranks; /* the selected file ranks, each once, in the order asked */
+    int64_t *ranks; /* the selected file ranks, each once, ascending (OTF2 readers want
+                     * definitions in the order of their ids) */
     size_t nranks;
 };
 
@@ -330,6 +332,11 @@ out:
 /* ------------------------------------------------------------------ */
 /* The plan                                                            */
 
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
 static enum sx_status otf2_plan(const struct sx_pipe *p, struct sx_doc_state *ds,
                                 struct sx_error *err) {
     enum sx_status st = SX_OK;
@@ -366,6 +373,8 @@ static enum sx_status otf2_plan(const struct sx_pipe *p, struct sx_doc_state *ds
         if (!seen)
             s->ranks[s->nranks++] = t->ranks[k];
     }
+    if (st == SX_OK)
+        qsort(s->ranks, s->nranks, sizeof *s->ranks, cmp_i64);
     return st;
 }
 
@@ -441,12 +450,18 @@ static size_t perf_dict(const struct sx_perf_region *pr, const char **names,
             val = pr->calls;
             calls_seen = true;
         }
-        names[n] = pr->event_names[e];
-        values[n++] = val;
+        if (names != NULL) {
+            names[n] = pr->event_names[e];
+            values[n] = val;
+        }
+        n++;
     }
     if (!calls_seen) {
-        names[n] = "calls";
-        values[n++] = pr->calls;
+        if (names != NULL) {
+            names[n] = "calls";
+            values[n] = pr->calls;
+        }
+        n++;
     }
     return n;
 }
@@ -458,7 +473,7 @@ static struct metric_walk metric_base(const struct otf2_state *s, int64_t rank) 
         const struct sx_perf_rank *pf = perf_of(&s->t, s->ranks[k]);
         for (size_t j = 0; pf != NULL && j < pf->n; j++) {
             w.cls++;
-            w.member += (uint32_t)pf->regions[j].nevents + 1; /* at most */
+            w.member += (uint32_t)perf_dict(&pf->regions[j], NULL, NULL);
         }
     }
     return w;
@@ -649,6 +664,7 @@ static enum sx_status write_defs(const struct otf2_state *s, OTF2_Archive *ar,
     const char **mnames = NULL;
     uint64_t *mvals = NULL;
     OTF2_MetricMemberRef *members = NULL;
+    uint32_t *files = NULL;
     struct defs d = {OTF2_Archive_GetGlobalDefWriter(ar), 0, OTF2_SUCCESS};
     SX_CHECK(d.w != NULL, SX_ERR_IO, err, out, "%s: writing the OTF2 archive: %s", out,
              oe->text[0] ? oe->text : "no definitions writer");
@@ -657,18 +673,25 @@ static enum sx_status write_defs(const struct otf2_state *s, OTF2_Archive *ar,
     d.rc = OTF2_GlobalDefWriter_WriteClockProperties(d.w, 1000000000u, (uint64_t)first,
                                                      (uint64_t)(last - first),
                                                      OTF2_UNDEFINED_TIMESTAMP);
-    uint32_t empty = def_str(&d, "");
-    (void)empty;
     uint32_t node = def_str(&d, t->label);
     uint32_t node_class = def_str(&d, "node");
     if (d.rc == OTF2_SUCCESS)
         d.rc = OTF2_GlobalDefWriter_WriteSystemTreeNode(d.w, 0, node, node_class,
                                                         OTF2_UNDEFINED_SYSTEM_TREE_NODE);
     /* the regions: their position in region order, their source where the run has it */
+    files = sx_malloc((t->nregions + 1) * sizeof *files);
+    SX_CHECK(files != NULL, SX_ERR_NOMEM, err, out, "out of memory");
     for (size_t g = 0; g < t->nregions && d.rc == OTF2_SUCCESS; g++) {
         uint32_t name = def_str(&d, t->run->names[t->regions[g]]);
-        uint32_t file =
-            t->src_file[g] != NULL ? def_str(&d, t->src_file[g]) : OTF2_UNDEFINED_STRING;
+        files[g] = OTF2_UNDEFINED_STRING; /* a file named once, by its first region */
+        for (size_t q = 0; q < g && t->src_file[g] != NULL; q++)
+            if (t->src_file[q] != NULL && strcmp(t->src_file[q], t->src_file[g]) == 0) {
+                files[g] = files[q];
+                break;
+            }
+        if (t->src_file[g] != NULL && files[g] == OTF2_UNDEFINED_STRING)
+            files[g] = def_str(&d, t->src_file[g]);
+        const uint32_t file = files[g];
         int64_t line = t->src_line[g] != NULL ? *t->src_line[g] : 0;
         if (d.rc == OTF2_SUCCESS)
             d.rc = OTF2_GlobalDefWriter_WriteRegion(
@@ -688,7 +711,7 @@ static enum sx_status write_defs(const struct otf2_state *s, OTF2_Archive *ar,
         uint32_t gname = def_str(&d, b.data);
         if (d.rc == OTF2_SUCCESS)
             d.rc = OTF2_GlobalDefWriter_WriteLocationGroup(
-                d.w, (uint32_t)rank, gname, OTF2_LOCATION_GROUP_TYPE_PROCESS, 0,
+                d.w, (uint32_t)k, gname, OTF2_LOCATION_GROUP_TYPE_PROCESS, 0,
                 OTF2_UNDEFINED_LOCATION_GROUP);
         while (at < nrec && rec[at] < rank)
             at += REC;
@@ -707,11 +730,11 @@ static enum sx_status write_defs(const struct otf2_state *s, OTF2_Archive *ar,
             if (d.rc == OTF2_SUCCESS)
                 d.rc = OTF2_GlobalDefWriter_WriteLocation(
                     d.w, ((uint64_t)rank << LOC_SHIFT) | j, lname,
-                    OTF2_LOCATION_TYPE_CPU_THREAD, (uint64_t)rec[at + 2], (uint32_t)rank);
+                    OTF2_LOCATION_TYPE_CPU_THREAD, (uint64_t)rec[at + 2], (uint32_t)k);
         }
     }
     /* the perf counter totals: a member per counter of a region, a class per region */
-    uint32_t member = 0, cls = 0;
+    uint32_t member = 0, cls = 0, unit = OTF2_UNDEFINED_STRING;
     for (size_t k = 0; k < s->nranks && d.rc == OTF2_SUCCESS; k++) {
         const struct sx_perf_rank *pf = perf_of(t, s->ranks[k]);
         struct metric_walk mw = metric_base(s, s->ranks[k]);
@@ -732,7 +755,8 @@ static enum sx_status write_defs(const struct otf2_state *s, OTF2_Archive *ar,
             sx_buf_puts(&b, pr->name);
             SX_CHECK(!b.failed, SX_ERR_NOMEM, err, out, "out of memory");
             uint32_t desc = def_str(&d, b.data);
-            uint32_t unit = def_str(&d, "#");
+            if (unit == OTF2_UNDEFINED_STRING)
+                unit = def_str(&d, "#");
             for (size_t e = 0; e < m && d.rc == OTF2_SUCCESS && m <= 255; e++) {
                 uint32_t name = def_str(&d, mnames[e]);
                 members[e] = member + (uint32_t)e;
@@ -742,7 +766,7 @@ static enum sx_status write_defs(const struct otf2_state *s, OTF2_Archive *ar,
                         OTF2_METRIC_ACCUMULATED_START, OTF2_TYPE_UINT64,
                         OTF2_BASE_DECIMAL, 0, unit);
             }
-            member += (uint32_t)pr->nevents + 1;
+            member += (uint32_t)m;
             if (d.rc == OTF2_SUCCESS && m <= 255)
                 d.rc = OTF2_GlobalDefWriter_WriteMetricClass(
                     d.w, cls, (uint8_t)m, members, OTF2_METRIC_ASYNCHRONOUS,
@@ -756,6 +780,7 @@ out:
     free(mnames);
     free(mvals);
     free(members);
+    free(files);
     return st;
 }
 

@@ -8,7 +8,7 @@ usage: check_otf2.py ARCHIVE.otf2 RUN_JSON CHROME_JSON [--ranks 0,2] [--include 
 RUN_JSON is the run's JSON profile (the calls: rank, region, start and end ns),
 CHROME_JSON its Chrome trace with every rank (the lane each call is on, by its
 thread_name). Checks the clock (1e9 ticks a second), the location groups ("rank R", one
-per selected rank, in order, under one system tree node), that every location's Enter and
+per selected rank, ascending, under one system tree node), that every location's Enter and
 Leave events nest and never go back in time, and that the calls they make are exactly the
 run's, each on its rank's group and its lane's location. Prints the first problems and
 exits 1 on any. --counters writes the metric events, [[group, member, value], ...].
@@ -79,7 +79,7 @@ def main(argv):
         if len(nodes) != 1:
             bad("%d system tree nodes, expected 1" % len(nodes))
         groups = [g.name for g in defs.location_groups]
-        want = ["rank %d" % r for r in dict.fromkeys(ranks)]
+        want = ["rank %d" % r for r in sorted(set(ranks))]
         if groups != want:
             bad("location groups %s, expected %s" % (groups, want))
         for g in defs.location_groups:
