@@ -150,14 +150,16 @@ struct sx_ss_rank;
 enum sx_status sx_ss_build(const struct sx_trace *t, size_t k, struct sx_ss_rank **out,
                            struct sx_error *err);
 void sx_ss_free(struct sx_ss_rank *r);
-size_t sx_ss_ncalls(const struct sx_ss_rank *r);
-/* Sorted call 'i' (< sx_ss_ncalls): lane as speedscope's, its parent's position or -1. */
+/* speedscope's NestingError for call 'c' (region position, call index in its row, times)
+ * that starts inside 'p' but ends after it. */
 struct sx_ss_call {
-    int64_t start, end, lane;
+    int64_t start, end;
     uint32_t region;
-    int64_t parent;
+    uint64_t index;
 };
-struct sx_ss_call sx_ss_call(const struct sx_ss_rank *r, size_t i);
+enum sx_status sx_ss_nest_error(const struct sx_trace *t, const struct sx_ss_call *c,
+                                const struct sx_ss_call *p, struct sx_error *err);
+size_t sx_ss_ncalls(const struct sx_ss_rank *r);
 /* The earliest start_ns of the rank's calls (valid when it has calls). */
 int64_t sx_ss_first_start(const struct sx_ss_rank *r);
 /*

@@ -47,11 +47,6 @@
 #define DEF_CHUNK ((uint64_t)4 << 20)
 #define LOC_SHIFT 32
 
-/* speedscope's columns: the times and the lanes. */
-#define OTF2_COLS                                                                        \
-    (SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END) | SX_COLBIT(SX_COL_THREAD) |        \
-     SX_COLBIT(SX_COL_TASK))
-
 /* One location, as its process reports it to rank 0: [rank, lane, events]. */
 enum { REC = 3 };
 
@@ -386,11 +381,6 @@ static int64_t lane_key(int64_t lane) {
     return lane == -1 ? INT64_MIN : lane >= 0 ? lane : INT64_MAX / 2 + (-2 - lane);
 }
 
-static int cmp_lane(const void *a, const void *b) {
-    int64_t x = lane_key(*(const int64_t *)a), y = lane_key(*(const int64_t *)b);
-    return (x > y) - (x < y);
-}
-
 /* What a process's share of the ranks came to. */
 struct written {
     int64_t *rec; /* REC values per location */
@@ -480,147 +470,502 @@ static struct metric_walk metric_base(const struct otf2_state *s, int64_t rank) 
 }
 
 /*
- * Write selected rank 'rank''s calls: a location per lane, Enter at each start and
- * Leave at each end, nested as speedscope nests them (its error when they do not nest);
- * the perf counter totals as one metric event per perf region on the rank's first
- * location, at its last end. Local.
+ * A rank's calls in the order their events are written: speedscope's sort, by lane
+ * (threads, the rank's own, tasks: so that the first call that does not nest is the one
+ * speedscope names), start, longest first, then region order and call order.
+ * Sorted SORT_CALLS at a time; more than that are sorted in runs written to unlinked
+ * files in the archive's temporary directory and merged, so that a process's memory
+ * does not grow with the run.
  */
-static enum sx_status write_rank(const struct otf2_state *s, OTF2_Archive *ar,
-                                 int64_t rank, struct written *w,
-                                 const struct otf2_errors *oe, const char *out,
-                                 struct sx_error *err) {
+struct ocall {
+    int64_t lane; /* -1 the rank's own lane, >= 0 a task, <= -2 thread -2 - lane */
+    int64_t start, end;
+    uint64_t seq; /* position in region order, call order: the stable tie-break */
+    uint64_t index;
+    uint32_t region;
+};
+
+static int cmp_ocall(const void *a, const void *b) {
+    const struct ocall *x = a, *y = b;
+    if (x->lane != y->lane)
+        return x->lane < y->lane ? -1 : 1;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    if (x->end != y->end)
+        return x->end > y->end ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+#define SORT_CALLS ((size_t)1 << 18) /* 12 MiB of calls */
+/* SCOPE_EXPORT_OTF2_SORT_CALLS (2 .. SORT_CALLS) sorts fewer at a time: the tests' way
+ * to the merge with small runs. */
+static size_t sort_calls(void) {
+    const char *v = getenv("SCOPE_EXPORT_OTF2_SORT_CALLS");
+    long n = v != NULL ? strtol(v, NULL, 10) : 0;
+    return n >= 2 && (size_t)n < SORT_CALLS ? (size_t)n : SORT_CALLS;
+}
+#define MERGE_BYTES ((size_t)8 << 20) /* the merge's read buffers, all runs together */
+#define SLICE ((uint64_t)1 << 15)     /* events read from a row at a time */
+
+struct sort_run {
+    int fd;
+    uint64_t n, next; /* calls in the file, the next to read into 'buf' */
+    struct ocall *buf;
+    size_t bn, bi; /* calls in 'buf', the next to hand out */
+};
+
+struct sorter {
+    const char *dir; /* where runs are written */
+    const char *out; /* for messages */
+    struct ocall *buf;
+    size_t n;
+    struct sort_run *runs;
+    size_t nruns;
+    size_t *heap; /* the merge: run indexes, smallest call first */
+    size_t nheap;
+    size_t at;  /* in memory (no runs): the next call of 'buf' */
+    size_t cap; /* calls sorted at a time */
+};
+
+static void sorter_free(struct sorter *so) {
+    for (size_t i = 0; i < so->nruns; i++) {
+        if (so->runs[i].fd >= 0)
+            close(so->runs[i].fd);
+        free(so->runs[i].buf);
+    }
+    free(so->runs);
+    free(so->heap);
+    free(so->buf);
+    memset(so, 0, sizeof *so);
+}
+
+static enum sx_status io_error(const struct sorter *so, const char *what,
+                               struct sx_error *err) {
+    return sx_error_set(err, SX_ERR_IO, so->out, "%s: sorting the calls in %s: %s: %s",
+                        so->out, so->dir, what, strerror(errno));
+}
+
+/* The gathered calls sorted into a new run file (unlinked at once: nothing is left). */
+static enum sx_status spill(struct sorter *so, struct sx_error *err) {
     enum sx_status st = SX_OK;
-    struct sx_trace *t = (struct sx_trace *)&s->t;
-    struct sx_ss_rank *r = NULL;
-    int64_t *stack = NULL, *lanes = NULL;
+    char *name = NULL;
+    int fd = -1;
+    qsort(so->buf, so->n, sizeof *so->buf, cmp_ocall);
+    struct sort_run *nr = sx_realloc(so->runs, (so->nruns + 1) * sizeof *nr);
+    SX_CHECK(nr != NULL, SX_ERR_NOMEM, err, so->out, "out of memory");
+    so->runs = nr;
+    name = cat(so->dir, "/sort.XXXXXX");
+    SX_CHECK(name != NULL, SX_ERR_NOMEM, err, so->out, "out of memory");
+    fd = mkstemp(name);
+    if (fd < 0)
+        return free(name), io_error(so, "mkstemp", err);
+    unlink(name);
+    const char *p = (const char *)so->buf;
+    for (size_t left = so->n * sizeof *so->buf; left > 0;) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (w == 0)
+                errno = EIO;
+            st = io_error(so, "write", err);
+            close(fd);
+            goto out;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    so->runs[so->nruns++] = (struct sort_run){fd, so->n, 0, NULL, 0, 0};
+    so->n = 0;
+out:
+    free(name);
+    return st;
+}
+
+static enum sx_status sorter_add(struct sorter *so, const struct ocall *c,
+                                 struct sx_error *err) {
+    if (so->buf == NULL) {
+        so->cap = sort_calls();
+        so->buf = sx_malloc(so->cap * sizeof *so->buf);
+        if (so->buf == NULL)
+            return sx_error_set(err, SX_ERR_NOMEM, so->out, "out of memory");
+    }
+    if (so->n == so->cap) {
+        enum sx_status st = spill(so, err);
+        if (st != SX_OK)
+            return st;
+    }
+    so->buf[so->n++] = *c;
+    return SX_OK;
+}
+
+/* Refill run 'r''s buffer; false at its end or on a failed read (errno set). */
+static bool run_fill(struct sort_run *r) {
+    if (r->next == r->n)
+        return false;
+    size_t want = r->n - r->next < r->bn ? (size_t)(r->n - r->next) : r->bn;
+    size_t got = 0;
+    while (got < want * sizeof *r->buf) {
+        ssize_t n = pread(r->fd, (char *)r->buf + got, want * sizeof *r->buf - got,
+                          (off_t)(r->next * sizeof *r->buf + got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0)
+                errno = EIO;
+            return false;
+        }
+        got += (size_t)n;
+    }
+    r->next += want;
+    r->bi = 0;
+    r->bn = want;
+    return true;
+}
+
+static bool heap_less(const struct sorter *so, size_t a, size_t b) {
+    const struct sort_run *x = &so->runs[so->heap[a]], *y = &so->runs[so->heap[b]];
+    return cmp_ocall(&x->buf[x->bi], &y->buf[y->bi]) < 0;
+}
+
+static void heap_down(struct sorter *so, size_t i) {
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < so->nheap && heap_less(so, l, m))
+            m = l;
+        if (l + 1 < so->nheap && heap_less(so, l + 1, m))
+            m = l + 1;
+        if (m == i)
+            return;
+        size_t tmp = so->heap[i];
+        so->heap[i] = so->heap[m];
+        so->heap[m] = tmp;
+        i = m;
+    }
+}
+
+/* Every call added: sorted in memory, or the runs' merge set up. */
+static enum sx_status sorter_done(struct sorter *so, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    if (so->nruns == 0) {
+        qsort(so->buf, so->n, sizeof *so->buf, cmp_ocall);
+        return SX_OK;
+    }
+    if (so->n > 0 && (st = spill(so, err)) != SX_OK)
+        return st;
+    free(so->buf);
+    so->buf = NULL;
+    size_t bn = MERGE_BYTES / sizeof(struct ocall) / so->nruns;
+    if (bn < 64)
+        bn = 64;
+    so->heap = sx_malloc(so->nruns * sizeof *so->heap);
+    SX_CHECK(so->heap != NULL, SX_ERR_NOMEM, err, so->out, "out of memory");
+    for (size_t i = 0; i < so->nruns; i++) {
+        struct sort_run *r = &so->runs[i];
+        r->bn = bn;
+        r->buf = sx_malloc(bn * sizeof *r->buf);
+        SX_CHECK(r->buf != NULL, SX_ERR_NOMEM, err, so->out, "out of memory");
+        if (!run_fill(r))
+            return io_error(so, "read", err);
+        so->heap[so->nheap++] = i;
+    }
+    for (size_t i = so->nheap / 2; i-- > 0;)
+        heap_down(so, i);
+out:
+    return st;
+}
+
+/* The next call in order into '*c': 1, or 0 at the end, or -1 with 'err' set. */
+static int sorter_next(struct sorter *so, struct ocall *c, struct sx_error *err) {
+    if (so->nruns == 0) {
+        if (so->at == so->n)
+            return 0;
+        *c = so->buf[so->at++];
+        return 1;
+    }
+    if (so->nheap == 0)
+        return 0;
+    struct sort_run *r = &so->runs[so->heap[0]];
+    *c = r->buf[r->bi++];
+    if (r->bi == r->bn) {
+        errno = 0;
+        if (!run_fill(r)) {
+            if (errno != 0) {
+                io_error(so, "read", err);
+                return -1;
+            }
+            so->heap[0] = so->heap[--so->nheap];
+        }
+    }
+    heap_down(so, 0);
+    return 1;
+}
+
+/* One location being written: its writer and the calls entered and not yet left. */
+struct lane_out {
+    OTF2_EvtWriter *ew;
+    uint64_t loc, j;
+    int64_t lane;
+    struct ocall *stack;
+    size_t sp, cap;
+};
+
+static OTF2_ErrorCode leave_to(struct lane_out *lo, size_t depth) {
+    OTF2_ErrorCode rc = OTF2_SUCCESS;
+    while (lo->sp > depth && rc == OTF2_SUCCESS) {
+        const struct ocall *o = &lo->stack[--lo->sp];
+        rc = OTF2_EvtWriter_Leave(lo->ew, NULL, (OTF2_TimeStamp)o->end, o->region);
+    }
+    return rc;
+}
+
+/* Close the location: what is open left; on the first, the perf counters. */
+static enum sx_status lane_close(const struct otf2_state *s, OTF2_Archive *ar,
+                                 struct lane_out *lo, int64_t rank, int64_t last,
+                                 struct written *w, const struct otf2_errors *oe,
+                                 const char *out, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const struct sx_trace *t = &s->t;
     const char **mnames = NULL;
     uint64_t *mvals = NULL;
     OTF2_MetricValue *mv = NULL;
     OTF2_Type *mtypes = NULL;
-    OTF2_EvtWriter *ew = NULL;
-    uint64_t loc = 0;
-    size_t k = 0;
-    while (k < t->nranks && t->ranks[k] != rank)
-        k++;
-    st = sx_trace_load_rank(t, rank, OTF2_COLS, err);
-    if (st == SX_OK)
-        st = sx_ss_build(t, k, &r, err);
-    sx_trace_unload_rank(t, rank);
-    if (st != SX_OK)
-        goto out;
-    const size_t n = sx_ss_ncalls(r);
-    stack = sx_malloc((n + 1) * sizeof *stack);
-    lanes = sx_malloc((n + 1) * sizeof *lanes);
-    SX_CHECK(stack != NULL && lanes != NULL, SX_ERR_NOMEM, err, t->run->path,
-             "out of memory");
-    /* the lanes in the Chrome trace's order, and the rank's last end */
-    size_t nl = 0;
-    int64_t last = INT64_MIN;
-    for (size_t i = 0; i < n; i++) {
-        const struct sx_ss_call c = sx_ss_call(r, i);
-        if (nl == 0 || lanes[nl - 1] != c.lane)
-            lanes[nl++] = c.lane;
-        if (c.end > last)
-            last = c.end;
-        SX_CHECK(c.start >= 0, SX_ERR_FORMAT, err, t->run->path,
-                 "%s: rank %" PRId64 ": a call starts at %" PRId64
-                 " ns, before the clock's zero: OTF2 has no negative timestamps",
-                 t->run->path, rank, c.start);
-        if (c.start < w->first)
-            w->first = c.start;
-    }
-    if (last > w->last)
-        w->last = last;
-    qsort(lanes, nl, sizeof *lanes, cmp_lane);
-
+    OTF2_ErrorCode rc = leave_to(lo, 0);
     const struct sx_perf_rank *pf = perf_of(t, rank);
-    struct metric_walk mw = metric_base(s, rank);
-    for (size_t i = 0; i < n;) {
-        const int64_t lane = sx_ss_call(r, i).lane;
-        size_t j = 0;
-        while (lanes[j] != lane)
-            j++;
-        loc = ((uint64_t)rank << LOC_SHIFT) | j;
-        ew = OTF2_Archive_GetEvtWriter(ar, loc);
-        SX_CHECK(ew != NULL, SX_ERR_IO, err, out, "%s: writing the OTF2 archive: %s", out,
-                 oe->text[0] ? oe->text : "no event writer");
-        size_t sp = 0;
-        OTF2_ErrorCode rc = OTF2_SUCCESS;
-        for (; i < n && rc == OTF2_SUCCESS; i++) {
-            const struct sx_ss_call c = sx_ss_call(r, i);
-            if (c.lane != lane)
-                break;
-            /* leave what this call is not inside of: its parent is the stack's top */
-            while (sp > 0 && stack[sp - 1] != c.parent && rc == OTF2_SUCCESS) {
-                const struct sx_ss_call o = sx_ss_call(r, (size_t)stack[--sp]);
-                rc = OTF2_EvtWriter_Leave(ew, NULL, (OTF2_TimeStamp)o.end, o.region);
-            }
-            if (rc == OTF2_SUCCESS)
-                rc = OTF2_EvtWriter_Enter(ew, NULL, (OTF2_TimeStamp)c.start, c.region);
-            stack[sp++] = (int64_t)i;
+    const struct metric_walk mw = metric_base(s, rank);
+    /* the perf counter totals, after the rank's last call (its first location) */
+    for (size_t q = 0; lo->j == 0 && pf != NULL && q < pf->n && rc == OTF2_SUCCESS; q++) {
+        const struct sx_perf_region *pr = &pf->regions[q];
+        free(mnames);
+        free(mvals);
+        free(mv);
+        free(mtypes);
+        mnames = sx_calloc(pr->nevents + 1, sizeof *mnames);
+        mvals = sx_calloc(pr->nevents + 1, sizeof *mvals);
+        mv = sx_calloc(pr->nevents + 1, sizeof *mv);
+        mtypes = sx_calloc(pr->nevents + 1, sizeof *mtypes);
+        SX_CHECK(mnames && mvals && mv && mtypes, SX_ERR_NOMEM, err, t->run->path,
+                 "out of memory");
+        size_t m = perf_dict(pr, mnames, mvals);
+        SX_CHECK(m <= 255, SX_ERR_UNSUPPORTED, err, t->run->path,
+                 "%s: rank %" PRId64 ": perf region %s has %zu counters; an OTF2 "
+                 "metric holds 255 at most",
+                 t->run->path, rank, pr->name, m);
+        for (size_t e = 0; e < m; e++) {
+            mv[e].unsigned_int = mvals[e];
+            mtypes[e] = OTF2_TYPE_UINT64;
         }
-        while (sp > 0 && rc == OTF2_SUCCESS) {
-            const struct sx_ss_call o = sx_ss_call(r, (size_t)stack[--sp]);
-            rc = OTF2_EvtWriter_Leave(ew, NULL, (OTF2_TimeStamp)o.end, o.region);
-        }
-        /* the perf counter totals, after the rank's last call (its first location) */
-        for (size_t q = 0; j == 0 && pf != NULL && q < pf->n && rc == OTF2_SUCCESS; q++) {
-            const struct sx_perf_region *pr = &pf->regions[q];
-            free(mnames);
-            free(mvals);
-            free(mv);
-            free(mtypes);
-            mnames = sx_calloc(pr->nevents + 1, sizeof *mnames);
-            mvals = sx_calloc(pr->nevents + 1, sizeof *mvals);
-            mv = sx_calloc(pr->nevents + 1, sizeof *mv);
-            mtypes = sx_calloc(pr->nevents + 1, sizeof *mtypes);
-            SX_CHECK(mnames && mvals && mv && mtypes, SX_ERR_NOMEM, err, t->run->path,
-                     "out of memory");
-            size_t m = perf_dict(pr, mnames, mvals);
-            SX_CHECK(m <= 255, SX_ERR_UNSUPPORTED, err, t->run->path,
-                     "%s: rank %" PRId64 ": perf region %s has %zu counters; an OTF2 "
-                     "metric holds 255 at most",
-                     t->run->path, rank, pr->name, m);
-            for (size_t e = 0; e < m; e++) {
-                mv[e].unsigned_int = mvals[e];
-                mtypes[e] = OTF2_TYPE_UINT64;
-            }
-            rc = OTF2_EvtWriter_Metric(ew, NULL, (OTF2_TimeStamp)last,
-                                       mw.cls + (uint32_t)q, (uint8_t)m, mtypes, mv);
-        }
-        uint64_t events = 0;
-        if (rc == OTF2_SUCCESS)
-            rc = OTF2_EvtWriter_GetNumberOfEvents(ew, &events);
-        OTF2_ErrorCode rc2 = OTF2_Archive_CloseEvtWriter(ar, ew);
-        ew = NULL;
-        /* an empty local definitions file: readers look for one per location */
-        OTF2_DefWriter *dw = NULL;
-        if (rc == OTF2_SUCCESS && rc2 == OTF2_SUCCESS) {
-            dw = OTF2_Archive_GetDefWriter(ar, loc);
-            rc2 = dw != NULL ? OTF2_Archive_CloseDefWriter(ar, dw)
-                             : OTF2_ERROR_PROCESSED_WITH_FAULTS;
-        }
-        st = otf2_check(rc != OTF2_SUCCESS ? rc : rc2, "writing events", out, oe, err);
-        if (st != SX_OK)
-            goto out;
-        SX_CHECK(push_rec(w, rank, lane, (int64_t)events), SX_ERR_NOMEM, err,
-                 t->run->path, "out of memory");
-        if (sx_stop_requested()) {
-            st = sx_error_set(err, SX_ERR_INTERRUPTED, out, "interrupted");
-            goto out;
-        }
+        rc = OTF2_EvtWriter_Metric(lo->ew, NULL, (OTF2_TimeStamp)last,
+                                   mw.cls + (uint32_t)q, (uint8_t)m, mtypes, mv);
     }
-    /* a rank without calls still reports its perf counters nowhere: no location */
+    uint64_t events = 0;
+    if (rc == OTF2_SUCCESS)
+        rc = OTF2_EvtWriter_GetNumberOfEvents(lo->ew, &events);
+    OTF2_ErrorCode rc2 = OTF2_Archive_CloseEvtWriter(ar, lo->ew);
+    lo->ew = NULL;
+    /* an empty local definitions file: readers look for one per location */
+    if (rc == OTF2_SUCCESS && rc2 == OTF2_SUCCESS) {
+        OTF2_DefWriter *dw = OTF2_Archive_GetDefWriter(ar, lo->loc);
+        rc2 = dw != NULL ? OTF2_Archive_CloseDefWriter(ar, dw)
+                         : OTF2_ERROR_PROCESSED_WITH_FAULTS;
+    }
+    st = otf2_check(rc != OTF2_SUCCESS ? rc : rc2, "writing events", out, oe, err);
+    if (st == SX_OK && !push_rec(w, rank, lo->lane, (int64_t)events))
+        st = sx_error_set(err, SX_ERR_NOMEM, t->run->path, "out of memory");
 out:
-    if (ew != NULL)
-        OTF2_Archive_CloseEvtWriter(ar, ew);
     free(mnames);
     free(mvals);
     free(mv);
     free(mtypes);
-    free(stack);
+    return st;
+}
+
+static int cmp_lane(const void *a, const void *b) {
+    int64_t x = lane_key(*(const int64_t *)a), y = lane_key(*(const int64_t *)b);
+    return (x > y) - (x < y);
+}
+
+/* The lanes of 'v' sorted, each once. */
+static size_t unique_lanes(int64_t *v, size_t n) {
+    qsort(v, n, sizeof *v, cmp_lane);
+    size_t nu = 0;
+    for (size_t i = 0; i < n; i++)
+        if (nu == 0 || v[nu - 1] != v[i])
+            v[nu++] = v[i];
+    return nu;
+}
+
+/* 'lane' added to the list: it grows with the rank's lanes, not its calls. */
+static enum sx_status add_lane(int64_t **v, size_t *n, size_t *cap, int64_t lane,
+                               struct sx_error *err, const struct sx_trace *t) {
+    if (*n == *cap && *n > 0)
+        *n = unique_lanes(*v, *n);
+    if (*n == *cap || *n * 2 > *cap) {
+        size_t nc = *cap ? *cap * 2 : 16;
+        int64_t *nv = sx_realloc(*v, nc * sizeof *nv);
+        if (nv == NULL)
+            return sx_error_set(err, SX_ERR_NOMEM, t->run->path, "out of memory");
+        *v = nv;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = lane;
+    return SX_OK;
+}
+
+/* The lane of event i as the Chrome trace has it: its task, else its thread, else the
+ * rank's own. */
+static int64_t lane_at(const int64_t *task, const int64_t *thread, uint64_t i) {
+    if (task != NULL && task[i] >= 0)
+        return task[i];
+    if (thread != NULL && thread[i] >= 0)
+        return -2 - thread[i];
+    return -1;
+}
+
+/*
+ * Write selected rank 'rank''s calls: a location per lane, Enter at each start and
+ * Leave at each end, nested as speedscope nests them (its error when they do not nest);
+ * the perf counter totals as one metric event per perf region on the rank's first
+ * location, at its last end. Run files of the sort go to 'dir'. Local.
+ */
+static enum sx_status write_rank(const struct otf2_state *s, OTF2_Archive *ar,
+                                 int64_t rank, const char *dir, struct written *w,
+                                 const struct otf2_errors *oe, const char *out,
+                                 struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_trace *t = (struct sx_trace *)&s->t;
+    struct sorter so = {dir, out, NULL, 0, NULL, 0, NULL, 0, 0, 0};
+    struct lane_out lo = {NULL, 0, 0, 0, NULL, 0, 0};
+    int64_t *lanes = NULL; /* the rank's lanes */
+    size_t nl = 0, lcap = 0;
+    int64_t *room[SX_NCOLS] = {0};
+    const unsigned want = SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END) |
+                          SX_COLBIT(SX_COL_THREAD) | SX_COLBIT(SX_COL_TASK);
+    for (int c = 0; c < SX_NCOLS; c++)
+        if (want & SX_COLBIT(c)) {
+            room[c] = sx_malloc(SLICE * sizeof(int64_t));
+            SX_CHECK(room[c] != NULL, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+        }
+
+    /* Stage: read the rank's calls, a slice of a row at a time, into the sort. */
+    int64_t last = INT64_MIN;
+    uint64_t seq = 0;
+    for (size_t g = 0; g < t->nregions; g++) {
+        const struct sx_row *row = sx_trace_row(t, g, rank);
+        if (row == NULL || row->is_aggregate || row->count == 0)
+            continue;
+        for (uint64_t at = 0; at < row->count; at += SLICE) {
+            const uint64_t m = row->count - at < SLICE ? row->count - at : SLICE;
+            const int64_t *col[SX_NCOLS];
+            st = sx_trace_slice(t, row, at, m, want, room, col, err);
+            if (st != SX_OK)
+                goto out;
+            for (uint64_t i = 0; i < m; i++) {
+                struct ocall c = {lane_at(col[SX_COL_TASK], col[SX_COL_THREAD], i),
+                                  col[SX_COL_START][i],
+                                  col[SX_COL_END][i],
+                                  seq++,
+                                  at + i,
+                                  (uint32_t)g};
+                if (nl == 0 || lanes[nl - 1] != c.lane) {
+                    st = add_lane(&lanes, &nl, &lcap, c.lane, err, t);
+                    if (st != SX_OK)
+                        goto out;
+                }
+                if (c.end < c.start) {
+                    st = sx_trace_value_error(
+                        t, SX_ERR_FORMAT, "a recorded call ends before it starts", err);
+                    goto out;
+                }
+                SX_CHECK(c.start >= 0, SX_ERR_FORMAT, err, t->run->path,
+                         "%s: rank %" PRId64 ": a call starts at %" PRId64
+                         " ns, before the clock's zero: OTF2 has no negative timestamps",
+                         t->run->path, rank, c.start);
+                if (c.start < w->first)
+                    w->first = c.start;
+                if (c.end > last)
+                    last = c.end;
+                st = sorter_add(&so, &c, err);
+                if (st != SX_OK)
+                    goto out;
+            }
+        }
+        if (sx_stop_requested())
+            SX_CHECK(false, SX_ERR_INTERRUPTED, err, out, "interrupted");
+    }
+    if (last > w->last)
+        w->last = last;
+    /* the rank's lanes in the Chrome trace's order: the locations' numbers */
+    nl = unique_lanes(lanes, nl);
+    st = sorter_done(&so, err);
+    if (st != SX_OK)
+        goto out;
+
+    /* Stage: the events, lane by lane, in time order. */
+    struct ocall c;
+    int got;
+    bool any = false;
+    while ((got = sorter_next(&so, &c, err)) == 1) {
+        OTF2_ErrorCode rc = OTF2_SUCCESS;
+        if (!any || c.lane != lo.lane) {
+            if (any &&
+                (st = lane_close(s, ar, &lo, rank, last, w, oe, out, err)) != SX_OK)
+                goto out;
+            lo.j = 0;
+            while (lo.j < nl && lanes[lo.j] != c.lane)
+                lo.j++;
+            lo.lane = c.lane;
+            lo.loc = ((uint64_t)rank << LOC_SHIFT) | lo.j;
+            lo.ew = OTF2_Archive_GetEvtWriter(ar, lo.loc);
+            SX_CHECK(lo.ew != NULL, SX_ERR_IO, err, out,
+                     "%s: writing the OTF2 archive: %s", out,
+                     oe->text[0] ? oe->text : "no event writer");
+            any = true;
+        }
+        /* leave the calls closed before this one starts (one of no length at its start
+         * is still open, as in speedscope's nesting); the one left open is its parent */
+        size_t d = lo.sp;
+        while (d > 0 && 2 * lo.stack[d - 1].end +
+                                (lo.stack[d - 1].end == lo.stack[d - 1].start ? 1 : 0) <=
+                            2 * c.start)
+            d--;
+        if (d > 0 && lo.stack[d - 1].end < c.end) {
+            const struct ocall *p = &lo.stack[d - 1];
+            const struct sx_ss_call x = {c.start, c.end, c.region, c.index},
+                                    y = {p->start, p->end, p->region, p->index};
+            st = sx_ss_nest_error(t, &x, &y, err);
+            goto out;
+        }
+        rc = leave_to(&lo, d);
+        if (rc == OTF2_SUCCESS)
+            rc = OTF2_EvtWriter_Enter(lo.ew, NULL, (OTF2_TimeStamp)c.start, c.region);
+        st = otf2_check(rc, "writing events", out, oe, err);
+        if (st != SX_OK)
+            goto out;
+        if (lo.sp == lo.cap) {
+            size_t nc = lo.cap ? lo.cap * 2 : 64;
+            struct ocall *ns = sx_realloc(lo.stack, nc * sizeof *ns);
+            SX_CHECK(ns != NULL, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+            lo.stack = ns;
+            lo.cap = nc;
+        }
+        lo.stack[lo.sp++] = c;
+    }
+    if (got < 0) {
+        st = SX_ERR_IO;
+        goto out;
+    }
+    if (any)
+        st = lane_close(s, ar, &lo, rank, last, w, oe, out, err);
+    /* (a rank without calls has no location, and so no perf counters) */
+out:
+    if (lo.ew != NULL)
+        OTF2_Archive_CloseEvtWriter(ar, lo.ew);
+    free(lo.stack);
     free(lanes);
-    sx_ss_free(r);
+    for (int q = 0; q < SX_NCOLS; q++)
+        free(room[q]);
+    sorter_free(&so);
     return st;
 }
 
@@ -984,7 +1329,7 @@ static enum sx_status otf2_write(const struct sx_pipe *p, void *ctx,
 
     /* Stage: each process writes the locations of its share of the selected ranks. */
     for (size_t k = (size_t)p->rank; k < s->nranks && st == SX_OK; k += (size_t)p->size)
-        st = write_rank(s, ar, s->ranks[k], &w, &oe, out, err);
+        st = write_rank(s, ar, s->ranks[k], n.tmpdir, &w, &oe, out, err);
     st = sx_all_ok(comm, st, err);
     if (st == SX_OK)
         st = gather(comm, p->rank, p->size, &w, &all, &nall, err);

@@ -98,6 +98,13 @@ static enum sx_status overlap_error(const struct sx_trace *t, const struct call 
     return st;
 }
 
+enum sx_status sx_ss_nest_error(const struct sx_trace *t, const struct sx_ss_call *c,
+                                const struct sx_ss_call *p, struct sx_error *err) {
+    const struct call x = {c->start, c->end, 0, c->region, 0, c->index, 0},
+                      y = {p->start, p->end, 0, p->region, 0, p->index, 0};
+    return overlap_error(t, &x, &y, err);
+}
+
 /*
  * Depths and the nesting check of one lane's calls [0, n), sorted by start,
  * -end: as _depths, _parents and the escape check of build_call_arrays.
@@ -241,11 +248,6 @@ void sx_ss_free(struct sx_ss_rank *r) {
 }
 
 size_t sx_ss_ncalls(const struct sx_ss_rank *r) { return r->n; }
-
-struct sx_ss_call sx_ss_call(const struct sx_ss_rank *r, size_t i) {
-    const struct call *c = &r->calls[i];
-    return (struct sx_ss_call){c->start, c->end, c->lane, c->region, r->parent[i]};
-}
 
 int64_t sx_ss_first_start(const struct sx_ss_rank *r) {
     int64_t m = INT64_MAX;

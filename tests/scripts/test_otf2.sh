@@ -66,6 +66,17 @@ for dir in "$SHARED"/golden/*/; do
 done
 [ "$ncases" -ge 8 ] && ok || bad "only $ncases golden cases with calls"
 
+# Sorted a few calls at a time (runs in files, merged): the same archive.
+for case in threads asyncio_tasks mpi4_parallel; do
+    [ -f "$TMP/$case.1/t.otf2.txt" ] || continue
+    mkdir -p "$TMP/$case.sort"
+    SCOPE_EXPORT_OTF2_SORT_CALLS=7 run_np 2 "$X" export "$SHARED/golden/$case/run.h5" \
+        -o "$TMP/$case.sort/t.otf2" -q --format otf2 && archive_only "$TMP/$case.sort" t &&
+        print_archive "$TMP/$case.sort/t.otf2" &&
+        cmp -s "$TMP/$case.sort/t.otf2.txt" "$TMP/$case.1/t.otf2.txt" && ok ||
+        bad "$case: sorted 7 calls at a time, the archive differs"
+done
+
 # A JSON profile gives the same archive; --ranks and --include filter it; an output
 # without .otf2 gets it.
 d="$SHARED/golden/mpi4_parallel"
