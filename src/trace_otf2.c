@@ -41,8 +41,8 @@
  * R * 2^32 + j, so every process numbers its own without asking the others.
  */
 
-/* Events are buffered by OTF2 in chunks of this size, each written out when full: a
- * process holds one chunk, whatever the run's size (one location is open at a time). */
+/* Events are buffered by OTF2 in chunks of this size, written out when the writer's
+ * pool of MAX_CHUNKS is full (one location is open at a time on a process). */
 #define EVT_CHUNK ((uint64_t)1 << 20)
 #define DEF_CHUNK ((uint64_t)4 << 20)
 #define LOC_SHIFT 32
@@ -111,14 +111,61 @@ static OTF2_FlushType pre_flush(void *user, OTF2_FileType type, OTF2_LocationRef
     return OTF2_FLUSH; /* a full chunk goes to its file: memory stays one chunk */
 }
 
-static OTF2_TimeStamp post_flush(void *user, OTF2_FileType type, OTF2_LocationRef loc) {
+/* No post-flush callback: OTF2 then records no BufferFlush event (a flush here is not
+ * the measured program's). */
+static OTF2_FlushCallbacks flush_callbacks = {pre_flush, NULL};
+
+/*
+ * OTF2 keeps a writer's chunks in memory until its pool (128 MiB a writer by default)
+ * runs out, and only then flushes them. Our pool: MAX_CHUNKS chunks a writer, so that a
+ * full pool is written out (pre_flush) and reused: a process's memory is a few chunks,
+ * whatever the number of events.
+ */
+#define MAX_CHUNKS 2
+
+struct chunk_pool {
+    void *chunk[MAX_CHUNKS];
+    size_t n;
+};
+
+static void *pool_alloc(void *user, OTF2_FileType type, OTF2_LocationRef loc,
+                        void **per_buffer, uint64_t size) {
     (void)user;
     (void)type;
     (void)loc;
-    return 0; /* no flush events are recorded */
+    struct chunk_pool *p = *per_buffer;
+    if (p == NULL) {
+        p = sx_calloc(1, sizeof *p);
+        if (p == NULL)
+            return NULL;
+        *per_buffer = p;
+    }
+    if (p->n == MAX_CHUNKS)
+        return NULL; /* the pool is full: OTF2 flushes it and frees all */
+    void *c = sx_malloc((size_t)size);
+    if (c != NULL)
+        p->chunk[p->n++] = c;
+    return c;
 }
 
-static OTF2_FlushCallbacks flush_callbacks = {pre_flush, post_flush};
+static void pool_free_all(void *user, OTF2_FileType type, OTF2_LocationRef loc,
+                          void **per_buffer, bool final) {
+    (void)user;
+    (void)type;
+    (void)loc;
+    struct chunk_pool *p = *per_buffer;
+    if (p == NULL)
+        return;
+    for (size_t i = 0; i < p->n; i++)
+        free(p->chunk[i]);
+    p->n = 0;
+    if (final) {
+        free(p);
+        *per_buffer = NULL;
+    }
+}
+
+static OTF2_MemoryCallbacks memory_callbacks = {pool_alloc, pool_free_all};
 
 /* ------------------------------------------------------------------ */
 /* The archive's names                                                 */
@@ -1289,6 +1336,9 @@ static enum sx_status otf2_write(const struct sx_pipe *p, void *ctx,
     if (st == SX_OK)
         st = otf2_check(OTF2_Archive_SetFlushCallbacks(ar, &flush_callbacks, NULL),
                         "OTF2_Archive_SetFlushCallbacks", out, &oe, err);
+    if (st == SX_OK)
+        st = otf2_check(OTF2_Archive_SetMemoryCallbacks(ar, &memory_callbacks, NULL),
+                        "OTF2_Archive_SetMemoryCallbacks", out, &oe, err);
     if (st == SX_OK)
         st = otf2_check(OTF2_Archive_SetCreator(ar, "scope-export " SX_VERSION_STRING),
                         "OTF2_Archive_SetCreator", out, &oe, err);

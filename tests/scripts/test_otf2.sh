@@ -77,6 +77,21 @@ for case in threads asyncio_tasks mpi4_parallel; do
         bad "$case: sorted 7 calls at a time, the archive differs"
 done
 
+# A location of 600000 events: OTF2's chunks flushed several times (no BufferFlush
+# events), its 300000 calls sorted in two runs and merged.
+g="$TMP/big"
+mkdir -p "$g"
+if "$BIN/scope-export-synth" --ranks 1 --regions 5 --events 300000 --nest "$g/run.h5" &&
+    bare export "$g/run.h5" -o "$g/run.json" -q &&
+    bare export "$g/run.h5" -o "$g/run.chrome.json" -q --format chrome-trace &&
+    run_np 2 "$X" export "$g/run.h5" -o "$g/t.otf2" -q --format otf2 &&
+    [ "$(stat -c %s "$g/t/0.evt")" -gt 4000000 ]; then
+    "$PY" "$CHECK" "$g/t.otf2" "$g/run.json" "$g/run.chrome.json" && ok ||
+        bad "a large location's events"
+else
+    bad "a run of 300000 calls on one rank"
+fi
+
 # A JSON profile gives the same archive; --ranks and --include filter it; an output
 # without .otf2 gets it.
 d="$SHARED/golden/mpi4_parallel"
