@@ -66,6 +66,8 @@ for dir in "$SHARED"/golden/*/; do
 done
 [ "$ncases" -ge 8 ] && ok || bad "only $ncases golden cases with calls"
 
+d="$SHARED/golden/mpi4_parallel"
+
 # Sorted a few calls at a time (runs in files, merged): the same archive.
 for case in threads asyncio_tasks mpi4_parallel; do
     [ -f "$TMP/$case.1/t.otf2.txt" ] || continue
@@ -106,6 +108,45 @@ run_np 2 "$X" export "$d/run.h5" -o "$TMP/r/t.otf2" -q --format otf2 --ranks 2,0
     --include 'compute|rank' && print_archive "$TMP/r/t.otf2" &&
     "$PY" "$CHECK" "$TMP/r/t.otf2" "$d/run.json" "$(golden "$d" run.chrome.json)" \
         --ranks 2,0 --include 'compute|rank' && ok || bad "otf2 --ranks 2,0,2 --include"
+
+# The Python module (comm=None and mpi4py at -n 2) and the Fortran example (use mpi_f08,
+# -n 2) write the command's archive.
+ref="$TMP/mpi4_parallel.1/t.otf2.txt"
+PYM=$(sx_python)
+if [ -n "$PYM" ] && [ -f "$BIN/libscope_export.so" ] && "$PYM" -c 'import otf2' 2>/dev/null; then
+    mkdir -p "$TMP/py"
+    cat >"$TMP/py/app.py" <<'PYEOF'
+import sys
+import scope_export as sx
+if sys.argv[3] == "none":
+    sx.export(None, sys.argv[1], sys.argv[2], format="otf2")
+else:
+    from mpi4py import MPI
+    sx.export(MPI.COMM_WORLD, sys.argv[1], sys.argv[2], format="otf2")
+PYEOF
+    export PYTHONDONTWRITEBYTECODE=1
+    for how in none mpi; do
+        np=$([ "$how" = none ] && echo 1 || echo 2)
+        mkdir -p "$TMP/py/$how"
+        PYTHONPATH="$(cd "$(dirname "$0")/../../src/python" && pwd)" \
+            SCOPE_EXPORT_LIBRARY="$BIN/libscope_export.so" \
+            run_np "$np" "${SX_SAN_ENV[@]}" "$PYM" "$TMP/py/app.py" "$d/run.h5" \
+            "$TMP/py/$how/t.otf2" "$how" && print_archive "$TMP/py/$how/t.otf2" &&
+            cmp -s <(grep -v 'INPUT' "$TMP/py/$how/t.otf2.txt") <(grep -v 'INPUT' "$ref") &&
+            ok || bad "python format=\"otf2\" ($how)"
+    done
+else
+    echo "note: no python3 with mpi4py and the OTF2 reader: the Python module's archive untested"
+fi
+if [ -x "$BIN/example_fortran_export" ]; then
+    mkdir -p "$TMP/f90"
+    run_np 2 "$BIN/example_fortran_export" "$d/run.h5" "$TMP/f90/t.otf2" format=otf2 \
+        >/dev/null && print_archive "$TMP/f90/t.otf2" &&
+        cmp -s <(grep -v 'INPUT' "$TMP/f90/t.otf2.txt") <(grep -v 'INPUT' "$ref") && ok ||
+        bad "fortran format=otf2"
+else
+    echo "note: no Fortran example built: the Fortran module's archive untested"
+fi
 
 # A native run: its files read in place.
 for n in h5_2ranks_basic spt_4ranks; do
