@@ -904,6 +904,7 @@ static enum sx_status write_rank(const struct otf2_state *s, OTF2_Archive *ar,
         for (uint64_t at = 0; at < row->count; at += SLICE) {
             const uint64_t m = row->count - at < SLICE ? row->count - at : SLICE;
             const int64_t *col[SX_NCOLS];
+            SX_CHECK(!sx_stop_requested(), SX_ERR_INTERRUPTED, err, out, "interrupted");
             st = sx_trace_slice(t, row, at, m, want, room, col, err);
             if (st != SX_OK)
                 goto out;
@@ -937,8 +938,6 @@ static enum sx_status write_rank(const struct otf2_state *s, OTF2_Archive *ar,
                     goto out;
             }
         }
-        if (sx_stop_requested())
-            SX_CHECK(false, SX_ERR_INTERRUPTED, err, out, "interrupted");
     }
     if (last > w->last)
         w->last = last;
@@ -952,8 +951,11 @@ static enum sx_status write_rank(const struct otf2_state *s, OTF2_Archive *ar,
     struct ocall c;
     int got;
     bool any = false;
+    uint64_t written = 0;
     while ((got = sorter_next(&so, &c, err)) == 1) {
         OTF2_ErrorCode rc = OTF2_SUCCESS;
+        SX_CHECK((++written & 0xffff) != 0 || !sx_stop_requested(), SX_ERR_INTERRUPTED,
+                 err, out, "interrupted");
         if (!any || c.lane != lo.lane) {
             if (any &&
                 (st = lane_close(s, ar, &lo, rank, last, w, oe, out, err)) != SX_OK)
