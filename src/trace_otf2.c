@@ -543,7 +543,7 @@ static int cmp_ocall(const void *a, const void *b) {
     return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-#define SORT_CALLS ((size_t)1 << 18) /* 12 MiB of calls */
+#define SORT_CALLS ((size_t)1 << 16) /* 3 MiB of calls */
 /* SCOPE_EXPORT_OTF2_SORT_CALLS (2 .. SORT_CALLS) sorts fewer at a time: the tests' way
  * to the merge with small runs. */
 static size_t sort_calls(void) {
@@ -551,12 +551,13 @@ static size_t sort_calls(void) {
     long n = v != NULL ? strtol(v, NULL, 10) : 0;
     return n >= 2 && (size_t)n < SORT_CALLS ? (size_t)n : SORT_CALLS;
 }
-#define MERGE_BYTES ((size_t)8 << 20) /* the merge's read buffers, all runs together */
+#define MERGE_BYTES ((size_t)4 << 20) /* the merge's read buffers, all runs together */
 #define SLICE ((uint64_t)1 << 15)     /* events read from a row at a time */
 
 struct sort_run {
-    int fd;
-    uint64_t n, next; /* calls in the file, the next to read into 'buf' */
+    int fd;           /* the sorter's file, which holds every run */
+    uint64_t first;   /* the run's first call in the file */
+    uint64_t n, next; /* calls in the run, the next to read into 'buf' */
     struct ocall *buf;
     size_t bn, bi; /* calls in 'buf', the next to hand out */
 };
@@ -570,16 +571,17 @@ struct sorter {
     size_t nruns;
     size_t *heap; /* the merge: run indexes, smallest call first */
     size_t nheap;
-    size_t at;  /* in memory (no runs): the next call of 'buf' */
-    size_t cap; /* calls sorted at a time */
+    size_t at;     /* in memory (no runs): the next call of 'buf' */
+    size_t cap;    /* calls sorted at a time */
+    int fd;        /* the runs, one after another (one file: no limit of open files) */
+    uint64_t size; /* calls in it */
 };
 
 static void sorter_free(struct sorter *so) {
-    for (size_t i = 0; i < so->nruns; i++) {
-        if (so->runs[i].fd >= 0)
-            close(so->runs[i].fd);
+    for (size_t i = 0; i < so->nruns; i++)
         free(so->runs[i].buf);
-    }
+    if (so->fd >= 0)
+        close(so->fd);
     free(so->runs);
     free(so->heap);
     free(so->buf);
@@ -592,37 +594,41 @@ static enum sx_status io_error(const struct sorter *so, const char *what,
                         so->out, so->dir, what, strerror(errno));
 }
 
-/* The gathered calls sorted into a new run file (unlinked at once: nothing is left). */
+/* The gathered calls sorted into a new run at the end of the sorter's file (created
+ * on the first, unlinked at once: nothing is left whatever ends the process). */
 static enum sx_status spill(struct sorter *so, struct sx_error *err) {
     enum sx_status st = SX_OK;
     char *name = NULL;
-    int fd = -1;
     qsort(so->buf, so->n, sizeof *so->buf, cmp_ocall);
     struct sort_run *nr = sx_realloc(so->runs, (so->nruns + 1) * sizeof *nr);
     SX_CHECK(nr != NULL, SX_ERR_NOMEM, err, so->out, "out of memory");
     so->runs = nr;
-    name = cat(so->dir, "/sort.XXXXXX");
-    SX_CHECK(name != NULL, SX_ERR_NOMEM, err, so->out, "out of memory");
-    fd = mkstemp(name);
-    if (fd < 0)
-        return free(name), io_error(so, "mkstemp", err);
-    unlink(name);
+    if (so->fd < 0) {
+        name = cat(so->dir, "/sort.XXXXXX");
+        SX_CHECK(name != NULL, SX_ERR_NOMEM, err, so->out, "out of memory");
+        so->fd = mkstemp(name);
+        if (so->fd < 0) {
+            st = io_error(so, "mkstemp", err);
+            goto out;
+        }
+        unlink(name);
+    }
     const char *p = (const char *)so->buf;
     for (size_t left = so->n * sizeof *so->buf; left > 0;) {
-        ssize_t w = write(fd, p, left);
+        ssize_t w = write(so->fd, p, left);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
             if (w == 0)
                 errno = EIO;
             st = io_error(so, "write", err);
-            close(fd);
             goto out;
         }
         p += w;
         left -= (size_t)w;
     }
-    so->runs[so->nruns++] = (struct sort_run){fd, so->n, 0, NULL, 0, 0};
+    so->runs[so->nruns++] = (struct sort_run){so->fd, so->size, so->n, 0, NULL, 0, 0};
+    so->size += so->n;
     so->n = 0;
 out:
     free(name);
@@ -654,7 +660,7 @@ static bool run_fill(struct sort_run *r) {
     size_t got = 0;
     while (got < want * sizeof *r->buf) {
         ssize_t n = pread(r->fd, (char *)r->buf + got, want * sizeof *r->buf - got,
-                          (off_t)(r->next * sizeof *r->buf + got));
+                          (off_t)((r->first + r->next) * sizeof *r->buf + got));
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
@@ -881,7 +887,7 @@ static enum sx_status write_rank(const struct otf2_state *s, OTF2_Archive *ar,
                                  struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_trace *t = (struct sx_trace *)&s->t;
-    struct sorter so = {dir, out, NULL, 0, NULL, 0, NULL, 0, 0, 0};
+    struct sorter so = {dir, out, NULL, 0, NULL, 0, NULL, 0, 0, 0, -1, 0};
     struct lane_out lo = {NULL, 0, 0, 0, NULL, 0, 0};
     int64_t *lanes = NULL; /* the rank's lanes */
     size_t nl = 0, lcap = 0;
