@@ -524,11 +524,11 @@ static struct metric_walk metric_base(const struct otf2_state *s, int64_t rank) 
  * files in the archive's temporary directory and merged, so that a process's memory
  * does not grow with the run.
  */
-struct ocall {
-    int64_t lane; /* -1 the rank's own lane, >= 0 a task, <= -2 thread -2 - lane */
+struct ocall { /* 32 bytes: what the sort moves and writes */
     int64_t start, end;
-    uint64_t seq; /* position in region order, call order: the stable tie-break */
-    uint64_t index;
+    uint64_t seq; /* position in region order, call order: the stable tie-break (its
+                   * call index in its row is seq less the row's first) */
+    int32_t lane; /* -1 the rank's own lane, >= 0 a task, <= -2 thread -2 - lane */
     uint32_t region;
 };
 
@@ -875,6 +875,9 @@ static int64_t lane_at(const int64_t *task, const int64_t *thread, uint64_t i) {
     return -1;
 }
 
+/* A lane index the sort's 32 bits hold (a run has not 2^31 threads or tasks). */
+static bool lane_fits(int64_t lane) { return lane >= INT32_MIN && lane <= INT32_MAX; }
+
 /*
  * Write selected rank 'rank''s calls: a location per lane, Enter at each start and
  * Leave at each end, nested as speedscope nests them (its error when they do not nest);
@@ -892,6 +895,8 @@ static enum sx_status write_rank(const struct otf2_state *s, OTF2_Archive *ar,
     int64_t *lanes = NULL; /* the rank's lanes */
     size_t nl = 0, lcap = 0;
     int64_t *room[SX_NCOLS] = {0};
+    uint64_t *row_seq = sx_malloc((t->nregions + 1) * sizeof *row_seq);
+    SX_CHECK(row_seq != NULL, SX_ERR_NOMEM, err, t->run->path, "out of memory");
     const unsigned want = SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END) |
                           SX_COLBIT(SX_COL_THREAD) | SX_COLBIT(SX_COL_TASK);
     for (int c = 0; c < SX_NCOLS; c++)
@@ -905,6 +910,7 @@ static enum sx_status write_rank(const struct otf2_state *s, OTF2_Archive *ar,
     uint64_t seq = 0;
     for (size_t g = 0; g < t->nregions; g++) {
         const struct sx_row *row = sx_trace_row(t, g, rank);
+        row_seq[g] = seq;
         if (row == NULL || row->is_aggregate || row->count == 0)
             continue;
         for (uint64_t at = 0; at < row->count; at += SLICE) {
@@ -915,12 +921,13 @@ static enum sx_status write_rank(const struct otf2_state *s, OTF2_Archive *ar,
             if (st != SX_OK)
                 goto out;
             for (uint64_t i = 0; i < m; i++) {
-                struct ocall c = {lane_at(col[SX_COL_TASK], col[SX_COL_THREAD], i),
-                                  col[SX_COL_START][i],
-                                  col[SX_COL_END][i],
-                                  seq++,
-                                  at + i,
-                                  (uint32_t)g};
+                const int64_t lane = lane_at(col[SX_COL_TASK], col[SX_COL_THREAD], i);
+                SX_CHECK(lane_fits(lane), SX_ERR_UNSUPPORTED, err, t->run->path,
+                         "%s: rank %" PRId64 ": lane index %" PRId64
+                         " is beyond what the OTF2 export handles (2^31)",
+                         t->run->path, rank, lane < 0 ? -2 - lane : lane);
+                struct ocall c = {col[SX_COL_START][i], col[SX_COL_END][i], seq++,
+                                  (int32_t)lane, (uint32_t)g};
                 if (nl == 0 || lanes[nl - 1] != c.lane) {
                     st = add_lane(&lanes, &nl, &lcap, c.lane, err, t);
                     if (st != SX_OK)
@@ -986,8 +993,10 @@ static enum sx_status write_rank(const struct otf2_state *s, OTF2_Archive *ar,
             d--;
         if (d > 0 && lo.stack[d - 1].end < c.end) {
             const struct ocall *p = &lo.stack[d - 1];
-            const struct sx_ss_call x = {c.start, c.end, c.region, c.index},
-                                    y = {p->start, p->end, p->region, p->index};
+            const struct sx_ss_call x = {c.start, c.end, c.region,
+                                         c.seq - row_seq[c.region]},
+                                    y = {p->start, p->end, p->region,
+                                         p->seq - row_seq[p->region]};
             st = sx_ss_nest_error(t, &x, &y, err);
             goto out;
         }
@@ -1018,6 +1027,7 @@ out:
         OTF2_Archive_CloseEvtWriter(ar, lo.ew);
     free(lo.stack);
     free(lanes);
+    free(row_seq);
     for (int q = 0; q < SX_NCOLS; q++)
         free(room[q]);
     sorter_free(&so);
