@@ -1453,11 +1453,12 @@ out:
     return st;
 }
 
-/* The lanes' names, the perf counter totals; every rank unless --ranks. */
+/* The lanes' names, the perf counter totals (no GPU columns: the events are the calls'
+ * times alone); every rank unless --ranks. */
 const struct sx_doc_type sx_doc_otf2 = {
     .format = SX_FORMAT_OTF2,
     .events_for = "OTF2 archive needs",
-    .needs = SX_NEED_LANES | SX_NEED_PERF | SX_NEED_GPU | SX_NEED_JSON_INPUT,
+    .needs = SX_NEED_LANES | SX_NEED_PERF | SX_NEED_JSON_INPUT,
     .plan = otf2_plan,
     .write = otf2_write,
 };
