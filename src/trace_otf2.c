@@ -1444,6 +1444,8 @@ close:
         st = names_commit(&n, err);
     st = sx_all_ok(comm, st, err);
 out:
+    if (ar != NULL) /* opened here, and no collective set up on it: closed alone */
+        OTF2_Archive_Close(ar);
     if (p->rank == 0 && n.made)
         remove_tree(n.tmpdir, 2); /* what is left: all of it after a failure */
     OTF2_Error_RegisterCallback(prev, NULL);
