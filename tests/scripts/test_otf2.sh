@@ -228,6 +228,35 @@ if [ "$(id -u)" != 0 ]; then
         bad "an export into a read-only directory"
     [ -z "$(ls -A "$o/ro")" ] && ok || bad "read-only directory: $(ls -A "$o/ro")"
 fi
+# A full disk (a small tmpfs, where we may mount one): one error line naming the archive,
+# status 1, nothing left beside the existing archive, which stays as it was.
+m="$TMP/full"
+mkdir -p "$m"
+if [ -f "$TMP/big/run.h5" ] && mount -t tmpfs -o size=1m tmpfs "$m" 2>/dev/null; then
+    trap 'umount "$m" 2>/dev/null; rm -rf "$TMP"' EXIT
+    mkdir -p "$m/keep"
+    cp -r "$TMP/mpi4_parallel.1/t" "$TMP/mpi4_parallel.1/t.def" "$TMP/mpi4_parallel.1/t.otf2" \
+        "$m/keep/"
+    (cd "$m/keep" && find . -type f | sort | xargs md5sum) >"$TMP/full.md5"
+    # 300000 calls on a rank fill it with their sort; 80000 calls in two ranks (sorted in
+    # memory) with their events, which OTF2 fails to write
+    "$BIN/scope-export-synth" --ranks 2 --regions 5 --events 80000 --nest "$TMP/mid.h5" ||
+        bad "scope-export-synth"
+    for run in "$TMP/big/run.h5:sorting the calls" "$TMP/mid.h5:writing the OTF2 archive"; do
+        run_q 2 "$X" export "${run%%:*}" -o "$m/keep/t.otf2" -q --format otf2 2>"$o/err"
+        rc=$?
+        [ "$rc" = 1 ] && [ "$(wc -l <"$o/err")" = 1 ] && grep -q "$m/keep/t.otf2" "$o/err" &&
+            grep -q "${run#*:}.*No space left" "$o/err" && ok ||
+            bad "a full disk (rc $rc): $(cat "$o/err")"
+        [ "$(ls -A "$m/keep" | tr '\n' ' ')" = "t t.def t.otf2 " ] &&
+            (cd "$m/keep" && find . -type f | sort | xargs md5sum | cmp -s - "$TMP/full.md5") &&
+            ok || bad "a full disk changed the existing archive: $(ls -A "$m/keep")"
+    done
+    umount "$m"
+else
+    echo "note: no tmpfs mounted here: the full-disk case untested"
+fi
+
 # --summary has no events
 bare export "$d/run.h5" -o "$o/s.otf2" -q --format otf2 --summary 2>"$o/err" &&
     bad "--summary export"
