@@ -100,8 +100,14 @@ done
 # ranks, gz 1 and 2 ranks, isal 1 and 2 ranks; on the other three (the compressed and the
 # larger many-row runs, which time fewer cases) json 2 ranks; on the three few-row runs the
 # Chrome trace at 2 ranks and its .gz at 1 and 2; the native runs at 2 ranks; the pstats
-# files (rank 0, every rank) and the region statistics at 2 ranks.
-want=$((4 * (isal ? 6 : 4) + 3 + 3 * 3 + 2 + 3))
+# files (rank 0, every rank) and the region statistics at 2 ranks; the OTF2 archives of
+# the two nested runs at 2 ranks.
+want=$((4 * (isal ? 6 : 4) + 3 + 3 * 3 + 2 + 3 + 2))
+for c in otf2.100.1 otf2.100.2 otf2.10k.1 otf2.10k.2 otf2.100k.1 otf2.100k.2; do
+    grep -Eq "^$c +mpiexec .* [0-9]+\.[0-9]{3} " "$out" && ok || bad "no OTF2 row for $c"
+done
+grep -q '^PASS  100k nested: OTF2 archive .* target <= 0.2x' "$out" && ok ||
+    bad "no OTF2 size target"
 grep -q "^outputs verified: $want OK" "$out" && ok ||
     bad "outputs not verified: $(grep -i 'outputs' "$out" || echo 'no verification line')"
 grep -q '^ERRORS' "$out" && bad "bench reports errors"
