@@ -104,7 +104,10 @@ enum sx_format {
     SX_FORMAT_FLAMEGRAPH = 5,
     /* Perfetto's protobuf trace (Perfetto UI, trace_processor): a slice per call on
      * its lane's thread track; every rank unless 'ranks' is given */
-    SX_FORMAT_PERFETTO = 6
+    SX_FORMAT_PERFETTO = 6,
+    /* an OTF2 trace archive OUT.otf2, OUT.def and OUT/ (Vampir, otf2-print); every rank
+     * unless 'ranks' is given */
+    SX_FORMAT_OTF2 = 7
 };
 
 /*
@@ -267,7 +270,7 @@ SX_API int sx_request_stop(void);
  * and "exclude" (a regular expression; each call adds one), "gzip-level"
  * (0..9), "deflate" ("zlib" or "isal"), "block-size" (bytes, 1024..2^30),
  * "format" ("json", "chrome-trace", "speedscope", "region-statistics",
- * "prof", "flamegraph", "perfetto"), "no-call-paths" (as "summary").
+ * "prof", "flamegraph", "perfetto", "otf2"), "no-call-paths" (as "summary").
  * Unset keys keep sx_options_init()'s defaults.
  */
 struct sx_args;

@@ -495,6 +495,81 @@ if [ -f "$W/run.nest.h5" ]; then
         rm -f "$W"/ss.*
     done
 fi
+# ---------------------------------------------------------------- OTF2 archives
+# The OTF2 archive (--format otf2) of every rank of runs whose calls nest (synth --nest:
+# Enter and Leave events need calls that nest, and the few-row runs' overlap at random), of
+# the small and the large run's size, 8 ranks x 20 regions, at 1 and 2 ranks, every rank
+# under /usr/bin/time; its size (all its files) against the Chrome trace JSON of the same
+# run; the launch, the same mpiexec on a 100-event nested run. Verified: the files of -n 2
+# equal those of -n 1 (but the anchor, which holds a random trace id).
+declare -A OWALL ORSS ORANKS OSIZE OCHROME
+otf2_runs=()
+for r in small large; do [[ " ${live[*]} " == *" $r "* ]] && otf2_runs+=("$r"); done
+if [ "${#otf2_runs[@]}" -gt 0 ] &&
+    ! "$SYNTH" --ranks 8 --regions 20 --nest --events 100 "$W/run.otf2.tiny.h5" >/dev/null \
+    2>"$W/err"; then
+    echo "bench: the tiny nested run: $(head -1 "$W/err")" >&2
+    broke=1
+fi
+for r in "${otf2_runs[@]}"; do
+    [ "$r" = large ] && ln "$W/run.nest.h5" "$W/run.otf2.$r.h5" 2>/dev/null && continue
+    "$SYNTH" --ranks 8 --regions 20 --nest --events "${RUN_EVENTS[$r]}" \
+        "$W/run.otf2.$r.h5" >/dev/null 2>"$W/err" ||
+        { echo "bench: the nested run $r: $(head -1 "$W/err")" >&2; broke=1; }
+done
+# otf2_one N RUN: one export to $W/otf2.N; prints "wall peak_rss_kib rank/rank MiB"
+otf2_one() {
+    local n=$1 k m all=0 list="" t0 t1
+    rm -rf "$W/otf2.$n" "$W/otf2.$n.otf2" "$W/otf2.$n.def" "$W"/time.r0.*
+    sync
+    t0=$(now_us)
+    timeout "$TO" "$MPIEXEC" --oversubscribe -n "$n" "$W/r0" "$W/time.r0" "$X" export \
+        "$W/run.otf2.$2.h5" -o "$W/otf2.$n.otf2" --quiet --format otf2 2>"$W/err" || return 1
+    t1=$(now_us)
+    for ((k = 0; k < n; k++)); do
+        m=$(lastline "$W/time.r0.$k" | cut -d' ' -f2)
+        list+="${list:+/}$(calc 0 "${m:-0} / 1024")"
+        [ "${m:-0}" -gt "$all" ] && all=$m
+    done
+    echo "$(calc 3 "($t1 - $t0) / 1e6") $all $list"
+}
+for ((rep = 1; rep <= reps; rep++)); do
+    for r in tiny "${otf2_runs[@]}"; do
+        [ -f "$W/run.otf2.$r.h5" ] || continue
+        for n in 1 2; do
+            echo "bench: rep $rep/$reps otf2 $r -n $n" >&2
+            if ! res=$(otf2_one "$n" "$r"); then
+                echo "bench: otf2 $r -n $n failed: $(head -2 "$W/err" | tr '\n' ' ')" >&2
+                broke=1
+                continue
+            fi
+            read -r w m l <<<"$res"
+            OWALL[$r:$n]+=" $w"
+            if [ "$m" -ge "${ORSS[$r:$n]:-0}" ]; then ORSS[$r:$n]=$m ORANKS[$r:$n]=$l; fi
+        done
+        [ "$rep" = 1 ] && [ "$r" != tiny ] || continue
+        OSIZE[$r]=$(du -sb "$W/otf2.1" "$W/otf2.1.otf2" "$W/otf2.1.def" 2>/dev/null |
+            awk '{ s += $1 } END { print s + 0 }')
+        if diff -r "$W/otf2.1" "$W/otf2.2" >/dev/null && cmp -s "$W/otf2.1.def" "$W/otf2.2.def" &&
+            [ -s "$W/otf2.2.otf2" ]; then
+            verified=$((verified + 1))
+        else
+            verify_fail=$((verify_fail + 1))
+            vnote+=("otf2 ${RUN_LABEL[$r]}: the archive at -n 2 differs from -n 1")
+        fi
+        # the Chrome trace JSON of the same run, every rank, for the size
+        if timeout "$TO" "$MPIEXEC" --oversubscribe -n 2 "$X" export "$W/run.otf2.$r.h5" \
+            -o "$W/otf2.trace.json" --quiet --format chrome-trace --ranks 0-7 2>"$W/err"; then
+            OCHROME[$r]=$(fsize "$W/otf2.trace.json")
+        else
+            echo "bench: the Chrome trace of the nested run $r failed" >&2
+            broke=1
+        fi
+        rm -f "$W/otf2.trace.json"
+    done
+done
+rm -rf "$W"/otf2.* "$W"/run.otf2.*.h5
+
 rm -rf "$W"/ps.* "$W/run.nest.h5"
 
 rm -f "$W"/*.json "$W"/*.gz "$W"/run.*.h5
@@ -660,6 +735,58 @@ ps_report() {
             echo "INFO  $c -n $n: ${RUN_LABEL[large]} events in $w s (whole command), rank 0 $m MiB; Python's $what: $pt s and $pm MB for 1M events; $(calc 1 "$pt * ${EVENTS[large]} / 1000000 / $w")x its rate of events"
         done
     done
+}
+# The OTF2 rows: net of the launch (the same mpiexec on the tiny nested run).
+otf2_net() { # RUN N
+    # shellcheck disable=SC2086
+    awk -v a="$(median ${OWALL[$1:$2]})" -v b="$(median ${OWALL[tiny:$2]})" \
+        'BEGIN { d = a - b; if (d < 0.001) d = 0.001; printf "%.3f", d }'
+}
+otf2_report() {
+    local r n
+    [ -n "${OWALL[tiny:1]:-}" ] || { echo; echo "== OTF2 archives: not run"; return; }
+    echo
+    echo "== OTF2 archives (--format otf2, every rank): 8 ranks x 20 regions, nested calls"
+    printf '%-12s %-52s %7s %7s %9s %10s %6s %s\n' case command "wall s" "net s" \
+        "size MB" "chrome MB" ratio "peak RSS MiB per rank"
+    for r in tiny "${otf2_runs[@]}"; do
+        for n in 1 2; do
+            [ -n "${OWALL[$r:$n]:-}" ] || continue
+            local L=${RUN_LABEL[$r]:-100} sz=- ch=- ra=- net=-
+            [ "$r" = tiny ] && L=100
+            if [ "$r" != tiny ]; then
+                net=$(otf2_net "$r" "$n")
+                sz=$(calc 1 "${OSIZE[$r]:-0} / 1e6") ch=$(calc 1 "${OCHROME[$r]:-0} / 1e6")
+                ra=$(ratio_of "${OSIZE[$r]:-0}" "${OCHROME[$r]:-0}")
+            fi
+            # shellcheck disable=SC2086
+            printf '%-12s %-52s %7s %7s %9s %10s %6s %s\n' "otf2.$L.$n" \
+                "mpiexec -n $n scope-export export run.h5 -o out.otf2" \
+                "$(median ${OWALL[$r:$n]})" "$net" "$sz" "$ch" "$ra" "${ORANKS[$r:$n]:--}"
+        done
+    done
+}
+otf2_targets() {
+    local r a b s l L
+    for r in "${otf2_runs[@]}"; do
+        [ -n "${OSIZE[$r]:-}" ] && [ -n "${OCHROME[$r]:-}" ] || continue
+        L=${RUN_LABEL[$r]}
+        s=$(ratio_of "${OSIZE[$r]}" "${OCHROME[$r]}")
+        verdict "$(le "$s" 0.2)" "$L nested: OTF2 archive $(calc 1 "${OSIZE[$r]} / 1e6") MB = ${s}x the Chrome trace JSON ($(calc 1 "${OCHROME[$r]} / 1e6") MB); target <= 0.2x"
+    done
+    r=large
+    if [ -n "${OWALL[$r:1]:-}" ] && [ -n "${OWALL[$r:2]:-}" ]; then
+        a=$(otf2_net "$r" 1) b=$(otf2_net "$r" 2)
+        s=$(ratio_of "$a" "$b")
+        # shellcheck disable=SC2086
+        verdict "$(le 1.6 "$s")" "${RUN_LABEL[$r]} nested: OTF2 1 -> 2 ranks net $a s -> $b s = ${s}x faster; target >= 1.6x [whole command $(median ${OWALL[$r:1]}) s -> $(median ${OWALL[$r:2]}) s; launch $(median ${OWALL[tiny:1]}) s, $(median ${OWALL[tiny:2]}) s]"
+    fi
+    if [ -n "${ORSS[small:2]:-}" ] && [ -n "${ORSS[large:2]:-}" ]; then
+        for n in 1 2; do
+            a=${ORSS[small:$n]} b=${ORSS[large:$n]}
+            verdict "$(le "$b" "$(calc 0 "$a * 1.2")")" "OTF2 -n $n every rank's peak RSS ${RUN_LABEL[small]} ${ORANKS[small:$n]} MiB -> ${RUN_LABEL[large]} ${ORANKS[large:$n]} MiB: the largest $(calc 1 "$a / 1024") -> $(calc 1 "$b / 1024") MiB; target: does not grow with the run (<= 1.2x)"
+        done
+    fi
 }
 end_load=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -932,6 +1059,7 @@ targets() {
         [ "$peak" -gt 0 ] && echo "INFO  $L: rank 0 peak $(calc 1 "$peak / 1024") MiB against Python's 3.6-3.9 GB ($(calc 0 "3.6e9 / ($peak * 1024)")x less)"
     done
     rows_targets
+    otf2_targets
     echo "(Python figures are fixed references for a 10M-event run: 15-18 s .json, 117-124 s"
     echo " .json.gz at zlib level 9, 3.6-3.9 GB; the lower times are used; here .gz is level 6.)"
     echo
@@ -995,6 +1123,6 @@ paths_report() {
     fi
 }
 
-{ report; native_report; ps_report; paths_report; targets; } | tee "$outdir/bench.txt"
+{ report; native_report; ps_report; otf2_report; paths_report; targets; } | tee "$outdir/bench.txt"
 echo "bench: table in $outdir/bench.txt, every repetition in $raw" >&2
 [ "$broke" = 0 ] && [ "$verify_fail" = 0 ]

@@ -7,6 +7,9 @@ pkgs=(build-essential cmake pkg-config git
       gfortran python3-mpi4py man-db
       pigz gzip time valgrind clang clang-format
       protobuf-compiler # protoc: the Perfetto test decodes the trace with it
+      # --format otf2 writes through the OTF2 library; its test reads the archive back
+      # with otf2-print and the Python reader
+      libopen-trace-format2-dev otf2-tools python3-otf2
       chromium) # chromium: the flame graph test looks at the SVG as a browser draws it
 missing=()
 for p in "${pkgs[@]}"; do

@@ -202,13 +202,13 @@ enum sx_status sx_args_set(struct sx_args *a, const char *key, const char *value
     } else if (strcmp(key, "format") == 0) {
         static const char *const names[] = {
             "json", "chrome-trace", "speedscope", "region-statistics",
-            "prof", "flamegraph",   "perfetto"};
+            "prof", "flamegraph",   "perfetto",   "otf2"};
         size_t f = 0;
         while (f < sizeof names / sizeof names[0] && strcmp(value, names[f]) != 0)
             f++;
         SX_CHECK(f < sizeof names / sizeof names[0], SX_ERR_USAGE, err, "",
                  "option format takes json, chrome-trace, speedscope, region-statistics, "
-                 "prof, flamegraph or perfetto, not '%s'",
+                 "prof, flamegraph, perfetto or otf2, not '%s'",
                  value);
         a->format = (enum sx_format)f; /* the names in the enum's order */
     } else if (strcmp(key, "include") == 0 || strcmp(key, "exclude") == 0) {

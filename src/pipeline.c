@@ -31,7 +31,7 @@ void sx_options_init(struct sx_options *o) {
 
 static const struct sx_doc_type *const doc_types[] = {
     &sx_doc_json, &sx_doc_chrome,     &sx_doc_speedscope, &sx_doc_stats,
-    &sx_doc_prof, &sx_doc_flamegraph, &sx_doc_perfetto,
+    &sx_doc_prof, &sx_doc_flamegraph, &sx_doc_perfetto,   &sx_doc_otf2,
 };
 
 static const struct sx_doc_type *doc_type_of(enum sx_format f) {

@@ -96,6 +96,7 @@ extern const struct sx_doc_type sx_doc_stats;      /* stats_regions.c */
 extern const struct sx_doc_type sx_doc_prof;       /* prof_write.c */
 extern const struct sx_doc_type sx_doc_flamegraph; /* prof_write.c */
 extern const struct sx_doc_type sx_doc_perfetto;   /* trace_export.c, trace_perfetto.c */
+extern const struct sx_doc_type sx_doc_otf2;       /* trace_otf2.c */
 
 /* native_export.c: the JSON profile of a native run, its events moved between ranks
  * to the blocks' owners before the stream (plan_native). */

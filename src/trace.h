@@ -150,6 +150,15 @@ struct sx_ss_rank;
 enum sx_status sx_ss_build(const struct sx_trace *t, size_t k, struct sx_ss_rank **out,
                            struct sx_error *err);
 void sx_ss_free(struct sx_ss_rank *r);
+/* speedscope's NestingError for call 'c' (region position, call index in its row, times)
+ * that starts inside 'p' but ends after it. */
+struct sx_ss_call {
+    int64_t start, end;
+    uint32_t region;
+    uint64_t index;
+};
+enum sx_status sx_ss_nest_error(const struct sx_trace *t, const struct sx_ss_call *c,
+                                const struct sx_ss_call *p, struct sx_error *err);
 size_t sx_ss_ncalls(const struct sx_ss_rank *r);
 /* The earliest start_ns of the rank's calls (valid when it has calls). */
 int64_t sx_ss_first_start(const struct sx_ss_rank *r);

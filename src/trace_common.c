@@ -227,7 +227,8 @@ enum sx_status sx_trace_plan(struct sx_trace *t, struct sx_run *run, struct sx_h
         SX_CHECK(t->ranks != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
         memcpy(t->ranks, o->ranks, o->n_ranks * sizeof *t->ranks);
         t->nranks = o->n_ranks;
-    } else if (o->format == SX_FORMAT_PERFETTO) { /* every rank: its trace stays small */
+    } else if (o->format == SX_FORMAT_PERFETTO || o->format == SX_FORMAT_OTF2) {
+        /* every rank: its trace stays small */
         t->ranks = sx_malloc(((size_t)nr + 1) * sizeof *t->ranks);
         SX_CHECK(t->ranks != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
         for (int64_t r = 0; r < nr; r++)

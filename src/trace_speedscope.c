@@ -334,6 +334,13 @@ static enum sx_status overlap_error(const struct sx_trace *t, const struct call 
     return st;
 }
 
+enum sx_status sx_ss_nest_error(const struct sx_trace *t, const struct sx_ss_call *c,
+                                const struct sx_ss_call *p, struct sx_error *err) {
+    const struct call x = {c->start, c->end, 0, c->region, 0, c->index, 0},
+                      y = {p->start, p->end, 0, p->region, 0, p->index, 0};
+    return overlap_error(t, &x, &y, err);
+}
+
 /*
  * Depths and the nesting check of one lane's calls [0, n), sorted by start,
  * -end: as _depths, _parents and the escape check of build_call_arrays.

@@ -538,10 +538,10 @@ static void gen_piece(const struct opts *o, struct row_gen *g, uint64_t n,
     for (uint64_t i = 0; i < n; i++) {
         int64_t d;
         if (o->nest) {
-            /* in the row's slice of the next slot, ending inside the slice's end inset:
-             * after the children's slices end (they are inset by as much), so the calls
-             * nest */
-            d = g->width - (int64_t)below(&g->rng, (uint64_t)(g->width / 64 + 1));
+            /* in the row's slice of the next slot; the end a little short of the
+             * slice's, never before its children's (inset width / 64 + 1 from it):
+             * the calls nest in time too */
+            d = g->width - (int64_t)below(&g->rng, (uint64_t)g->width / 64 + 1);
             c[SX_COL_START][i] = g->t + g->left;
             c[SX_COL_END][i] = g->t + g->left + d;
             g->t += NEST_SLOT;

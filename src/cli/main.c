@@ -59,6 +59,8 @@ static const char usage_text[] =
     "                        flamegraph: an SVG per rank, OUT_rank<N>.svg\n"
     "                        perfetto: Perfetto's protobuf trace, OUT.pftrace\n"
     "                        (Perfetto UI, trace_processor), every rank\n"
+    "                        otf2: an OTF2 trace archive OUT.otf2, OUT.def and\n"
+    "                        OUT/ (Vampir, otf2-print), every rank\n"
     "  --no-call-paths       prof: one entry per region, not per call path\n"
     "  --width PX            flamegraph: the SVG's width (default 1200)\n"
     "  --block-size BYTES    JSON text per block of work (default 4194304)\n"
@@ -469,9 +471,11 @@ static int cmd_export(int argc, char **argv, int first) {
                 o.format = SX_FORMAT_FLAMEGRAPH;
             else if (strcmp(val, "perfetto") == 0)
                 o.format = SX_FORMAT_PERFETTO;
+            else if (strcmp(val, "otf2") == 0)
+                o.format = SX_FORMAT_OTF2;
             else {
                 rc = usage_error("--format takes json, chrome-trace, speedscope, "
-                                 "region-statistics, prof, flamegraph or perfetto",
+                                 "region-statistics, prof, flamegraph, perfetto or otf2",
                                  val);
                 goto parsed;
             }
@@ -559,16 +563,21 @@ parsed:
         goto out;
     }
 
-    /* A trace output name without a suffix gets the reference's default one. */
+    /* A trace output name without a suffix gets the reference's default one; an OTF2
+     * archive's anchor always ends in .otf2 (the library adds it too). */
     const char *base_name = strrchr(output, '/') ? strrchr(output, '/') + 1 : output;
-    if ((o.format == SX_FORMAT_CHROME_TRACE || o.format == SX_FORMAT_SPEEDSCOPE ||
-         o.format == SX_FORMAT_PROF || o.format == SX_FORMAT_FLAMEGRAPH ||
-         o.format == SX_FORMAT_PERFETTO) &&
-        strchr(base_name, '.') == NULL) {
+    const size_t out_len = strlen(output);
+    if (((o.format == SX_FORMAT_CHROME_TRACE || o.format == SX_FORMAT_SPEEDSCOPE ||
+          o.format == SX_FORMAT_PROF || o.format == SX_FORMAT_FLAMEGRAPH ||
+          o.format == SX_FORMAT_PERFETTO) &&
+         strchr(base_name, '.') == NULL) ||
+        (o.format == SX_FORMAT_OTF2 &&
+         (out_len < 5 || strcmp(output + out_len - 5, ".otf2") != 0))) {
         const char *sfx = o.format == SX_FORMAT_CHROME_TRACE ? ".trace.json"
                           : o.format == SX_FORMAT_PROF       ? ".prof"
                           : o.format == SX_FORMAT_FLAMEGRAPH ? ".svg"
                           : o.format == SX_FORMAT_PERFETTO   ? ".pftrace"
+                          : o.format == SX_FORMAT_OTF2       ? ".otf2"
                                                              : ".speedscope.json";
         trace_base = sx_malloc(strlen(output) + strlen(sfx) + 1);
         if (!all_passed(trace_base != NULL, "the output name")) {

@@ -13,7 +13,8 @@
 ! returns the same status on every rank (SX_OK is 0) and, given 'message', the
 ! library's error line (text, failing rank and source) on every rank. Options
 ! are the command's long option names as keys; see sx_args_set in
-! scope_export.h. The communicator reaches C through MPI_Comm_f2c.
+! scope_export.h ("format" = "otf2" writes an OTF2 trace archive, as the
+! command's --format otf2). The communicator reaches C through MPI_Comm_f2c.
 module scope_export
     use, intrinsic :: iso_c_binding, only: c_int, c_char, c_ptr, c_null_ptr, &
                                            c_null_char, c_associated

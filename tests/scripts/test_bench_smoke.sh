@@ -108,8 +108,14 @@ done
 # Chrome trace at 2 ranks and its .gz at 1 and 2; the native runs at 2 ranks; the pstats
 # files (rank 0, every rank) and the region statistics at 2 ranks; the bare run of the
 # compressed one, speedscope at 2 ranks, the bare native .json against import-native +
-# export, the native Chrome trace at 2 ranks.
-want=$((4 * (isal ? 6 : 4) + 3 + 3 * 3 + 2 + 3 + 4))
+# export, the native Chrome trace at 2 ranks; the OTF2 archives of the two nested runs at
+# 2 ranks.
+want=$((4 * (isal ? 6 : 4) + 3 + 3 * 3 + 2 + 3 + 4 + 2))
+for c in otf2.100.1 otf2.100.2 otf2.10k.1 otf2.10k.2 otf2.100k.1 otf2.100k.2; do
+    grep -Eq "^$c +mpiexec .* [0-9]+\.[0-9]{3} " "$out" && ok || bad "no OTF2 row for $c"
+done
+grep -q '^PASS  100k nested: OTF2 archive .* target <= 0.2x' "$out" && ok ||
+    bad "no OTF2 size target"
 grep -q "^outputs verified: $want OK" "$out" && ok ||
     bad "outputs not verified: $(grep -i 'outputs' "$out" || echo 'no verification line')"
 grep -q '^ERRORS' "$out" && bad "bench reports errors"

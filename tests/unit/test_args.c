@@ -101,6 +101,9 @@ static void test_keys(void) {
     CHECK(set(a, "format", "perfetto") == SX_OK);
     sx_args_options(a, &o);
     CHECK(o.format == SX_FORMAT_PERFETTO);
+    CHECK(set(a, "format", "otf2") == SX_OK);
+    sx_args_options(a, &o);
+    CHECK(o.format == SX_FORMAT_OTF2);
     sx_args_free(a);
 }
 

@@ -189,7 +189,9 @@ def export(
     gzip_level (0..9), deflate ("zlib" or "isal"), block_size (bytes of text
     per block of work), format ("json", "chrome-trace", "speedscope",
     "region-statistics", "prof": pstats files "<stem>_rank<N>.prof" beside
-    'output', or "perfetto": Perfetto's protobuf trace), call_paths (False:
+    'output', "perfetto": Perfetto's protobuf trace, or "otf2": an OTF2 trace
+    archive, 'output' (".otf2" added when missing) with OUT.def and OUT/ beside
+    it), call_paths (False:
     prof entries per region).
 
     Collective over 'comm' (an mpi4py communicator): every rank calls it.
