@@ -1,7 +1,9 @@
 /* trace_perfetto.c - Perfetto's protobuf trace: a slice per call on its lane's track */
 #include "json_write.h"
+#include "pipeline.h"
 #include "run.h"
 #include "trace.h"
+#include "trace_doc.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -168,7 +170,7 @@ struct ptrack {
     size_t first, n; /* its calls */
 };
 
-struct sx_pf_cache {
+struct pf_cache {
     struct sx_trace *t;
     char **names;  /* per region position: the name, valid UTF-8 */
     char **files;  /* per region position: the source file, valid UTF-8, or NULL */
@@ -234,7 +236,7 @@ static bool push(struct stack *s, size_t i) {
     return true;
 }
 
-static void unload(struct sx_pf_cache *pc) {
+static void unload(struct pf_cache *pc) {
     if (pc->loaded < pc->t->nranks)
         sx_trace_unload_rank(pc->t, pc->rank);
     pc->loaded = pc->t->nranks;
@@ -250,7 +252,7 @@ static void unload(struct sx_pf_cache *pc) {
  * of the lane's tracks where it nests (the thread track, or an overlap
  * track made for calls that overlap without nesting). Sets 'sub'.
  */
-static enum sx_status assign_subs(struct sx_pf_cache *pc, struct pcall *c, size_t n,
+static enum sx_status assign_subs(struct pf_cache *pc, struct pcall *c, size_t n,
                                   struct stack **subs, size_t *nsubs, uint32_t *most,
                                   struct sx_error *err) {
     for (size_t s = 0; s < *nsubs; s++)
@@ -297,7 +299,7 @@ static const struct sx_perf_rank *perf_of(const struct sx_trace *t, int64_t rank
 }
 
 /* Read selected rank k's calls and sort them into tracks; they stay loaded. */
-static enum sx_status build_rank(struct sx_pf_cache *pc, size_t k, struct sx_error *err) {
+static enum sx_status build_rank(struct pf_cache *pc, size_t k, struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_trace *t = pc->t;
     struct stack *subs = NULL, one = {0};
@@ -434,8 +436,10 @@ out:
     return st;
 }
 
-struct sx_pf_cache *sx_pf_cache_new(struct sx_trace *t) {
-    struct sx_pf_cache *pc = sx_calloc(1, sizeof *pc);
+static void pf_cache_free(void *fmt);
+
+static struct pf_cache *pf_cache_new(struct sx_trace *t) {
+    struct pf_cache *pc = sx_calloc(1, sizeof *pc);
     if (pc == NULL)
         return NULL;
     pc->t = t;
@@ -456,13 +460,14 @@ struct sx_pf_cache *sx_pf_cache_new(struct sx_trace *t) {
         }
     }
     if (!ok) {
-        sx_pf_cache_free(pc);
+        pf_cache_free(pc);
         return NULL;
     }
     return pc;
 }
 
-void sx_pf_cache_free(struct sx_pf_cache *pc) {
+static void pf_cache_free(void *fmt) {
+    struct pf_cache *pc = fmt;
     if (pc == NULL)
         return;
     unload(pc);
@@ -522,7 +527,7 @@ static void lane_name(const struct sx_trace *t, int64_t rank, const struct ptrac
 }
 
 /* The process track and the rank's tracks, each a packet. */
-static void descriptors(struct sx_pf_cache *pc, uint32_t seq, struct sx_buf *out,
+static void descriptors(struct pf_cache *pc, uint32_t seq, struct sx_buf *out,
                         struct sx_buf *a, struct sx_buf *b, struct sx_buf *c) {
     const struct sx_trace *t = pc->t;
     const int64_t rank = pc->rank;
@@ -564,7 +569,7 @@ static void descriptors(struct sx_pf_cache *pc, uint32_t seq, struct sx_buf *out
  * the region's count), each a counter track of the process with one value at
  * the end of the rank's timeline.
  */
-static void perf_counters(struct sx_pf_cache *pc, uint32_t seq, struct sx_buf *out,
+static void perf_counters(struct pf_cache *pc, uint32_t seq, struct sx_buf *out,
                           struct sx_buf *a, struct sx_buf *b, struct sx_buf *c) {
     const struct sx_perf_rank *perf = perf_of(pc->t, pc->rank);
     const int64_t at = pc->max_end == INT64_MIN ? 0 : pc->max_end;
@@ -612,7 +617,7 @@ static void perf_counters(struct sx_pf_cache *pc, uint32_t seq, struct sx_buf *o
 }
 
 /* The block's first packet: incremental state cleared, the names its events use. */
-static void interned(struct sx_pf_cache *pc, uint32_t seq, size_t i0, size_t i1,
+static void interned(struct pf_cache *pc, uint32_t seq, size_t i0, size_t i1,
                      struct sx_buf *out, struct sx_buf *a, struct sx_buf *b,
                      struct sx_buf *c) {
     const struct sx_trace *t = pc->t;
@@ -700,8 +705,8 @@ static uint8_t *annotation_double(uint8_t *e, unsigned name, double v) {
     return e;
 }
 
-static uint8_t *slice_begin(const struct sx_pf_cache *pc, uint8_t *p,
-                            const struct pcall *c, uint64_t uuid, uint32_t seq) {
+static uint8_t *slice_begin(const struct pf_cache *pc, uint8_t *p, const struct pcall *c,
+                            uint64_t uuid, uint32_t seq) {
     const struct sx_row *row = pc->rows[c->region];
     const uint64_t i = c->index;
     uint8_t ev[EVENT_ROOM], *e = ev;
@@ -724,7 +729,7 @@ static uint8_t *slice_begin(const struct sx_pf_cache *pc, uint8_t *p,
 }
 
 /* Close the calls on 'stack' that have ended by 'c''s start (all when 'c' is NULL). */
-static bool close_ended(struct sx_pf_cache *pc, struct stack *s, const struct pcall *c,
+static bool close_ended(struct pf_cache *pc, struct stack *s, const struct pcall *c,
                         uint64_t uuid, uint32_t seq, struct sx_buf *out) {
     while (s->n > 0 && (c == NULL || closed(&pc->calls[s->v[s->n - 1]], c))) {
         if (!sx_buf_reserve(out, EVENT_ROOM))
@@ -736,9 +741,11 @@ static bool close_ended(struct sx_pf_cache *pc, struct stack *s, const struct pc
     return true;
 }
 
-enum sx_status sx_pf_block(struct sx_pf_cache *pc, size_t k, uint64_t from, uint64_t to,
-                           struct sx_buf *out, struct sx_error *err) {
+/* The packets of selected rank 'k''s sorted calls [from, to); its tracks first at 0. */
+static enum sx_status pf_block(void *fmt, size_t k, uint64_t from, uint64_t to,
+                               struct sx_buf *out, struct sx_error *err) {
     enum sx_status st = SX_OK;
+    struct pf_cache *pc = fmt;
     struct sx_buf a = {0}, b = {0}, c = {0};
     struct stack s = {0};
     const struct sx_trace *t = pc->t;
@@ -797,3 +804,40 @@ out:
     free(s.v);
     return st;
 }
+
+/* NOTE: collective (nothing to agree on: each rank's calls are sorted by its first
+ * block). */
+static enum sx_status pf_prepare(const struct sx_pipe *p, struct sx_trace *t, void **fmt,
+                                 struct sx_error *err) {
+    *fmt = pf_cache_new(t);
+    if (*fmt == NULL)
+        return sx_error_set(err, SX_ERR_NOMEM, p->run->path, "out of memory");
+    return SX_OK;
+}
+
+/*
+ * No head or tail (a trace is its packets); a packet sequence per selected
+ * rank, whose every block clears the incremental state first, so that blocks
+ * concatenate. Every rank by default: its trace stays small.
+ */
+static const struct sx_trace_format pf_format = {
+    .name = "Perfetto trace",
+    .every_rank = true,
+    .call_bytes = 80,
+    .prepare = pf_prepare,
+    .block = pf_block,
+    .free = pf_cache_free,
+};
+
+static enum sx_status pf_plan(const struct sx_pipe *p, struct sx_doc_state *ds,
+                              struct sx_error *err) {
+    return sx_trace_doc_plan(p, ds, &pf_format, err);
+}
+
+/* Perfetto's trace: the Chrome trace's lanes and counters, its calls sorted per track. */
+const struct sx_doc_type sx_doc_perfetto = {
+    .format = SX_FORMAT_PERFETTO,
+    .events_for = "Perfetto trace document needs",
+    .needs = SX_NEED_LANES | SX_NEED_PERF | SX_NEED_GPU | SX_NEED_JSON_INPUT,
+    .plan = pf_plan,
+};
