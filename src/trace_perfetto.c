@@ -1,4 +1,5 @@
 /* trace_perfetto.c - Perfetto's protobuf trace: a slice per call on its lane's track */
+#include "deflate_out.h"
 #include "json_write.h"
 #include "pipeline.h"
 #include "run.h"
@@ -17,16 +18,26 @@
 enum {
     TRACE_PACKET = 1, /* Trace */
 
-    PKT_TIMESTAMP = 8, /* TracePacket */
+    PKT_CLOCK_SNAPSHOT = 6, /* TracePacket */
+    PKT_TIMESTAMP = 8,
     PKT_SEQUENCE_ID = 10,
     PKT_TRACK_EVENT = 11,
     PKT_INTERNED_DATA = 12,
     PKT_SEQUENCE_FLAGS = 13,
+    PKT_TRACE_PACKET_DEFAULTS = 59,
     PKT_TRACK_DESCRIPTOR = 60,
     SEQ_INCREMENTAL_STATE_CLEARED = 1,
 
-    EV_CATEGORY_IIDS = 3, /* TrackEvent */
-    EV_DEBUG_ANNOTATIONS = 4,
+    DEF_TRACK_EVENT_DEFAULTS = 11, /* TracePacketDefaults */
+    DEF_TIMESTAMP_CLOCK_ID = 58,
+    DEF_TRACK_UUID = 11, /* TrackEventDefaults */
+
+    SNAP_CLOCKS = 1, /* ClockSnapshot */
+    CLK_ID = 1,      /* ClockSnapshot.Clock */
+    CLK_TIMESTAMP = 2,
+    CLK_IS_INCREMENTAL = 3,
+
+    EV_DEBUG_ANNOTATIONS = 4, /* TrackEvent */
     EV_TYPE = 9,
     EV_NAME_IID = 10,
     EV_TRACK_UUID = 11,
@@ -40,11 +51,10 @@ enum {
     ANN_INT_VALUE = 4,
     ANN_DOUBLE_VALUE = 5,
 
-    INT_EVENT_CATEGORIES = 1, /* InternedData */
-    INT_EVENT_NAMES = 2,
+    INT_EVENT_NAMES = 2, /* InternedData */
     INT_ANNOTATION_NAMES = 3,
     INT_SOURCE_LOCATIONS = 4,
-    NAME_IID = 1, /* EventCategory, EventName, DebugAnnotationName */
+    NAME_IID = 1, /* EventName, DebugAnnotationName */
     NAME_NAME = 2,
     LOC_IID = 1, /* SourceLocation */
     LOC_FILE_NAME = 2,
@@ -72,7 +82,6 @@ enum {
 enum { ANN_CALL_INDEX = 1, ANN_CALL_ID, ANN_PARENT_ID, ANN_GPU, ANN_AWAIT, ANN_N };
 static const char *const ann_names[ANN_N] = {
     NULL, "call_index", "call_id", "parent_id", "gpu_duration", "await_duration"};
-static const char category[] = "scope-profiler";
 
 /* A track's uuid: (rank + 1) << TRACK_BITS is the process track, then its tracks. */
 enum { TRACK_BITS = 20 };
@@ -182,7 +191,12 @@ struct pf_cache {
     struct ptrack *tracks;
     size_t ntracks;
     const struct sx_row **rows; /* per region position: the rank's row */
+    bool *unsorted;             /* per region position: the row's calls are not in time
+                                   order (their index says more than the slices' order) */
     int64_t max_end;            /* the latest end of the rank's calls */
+    int level;                  /* compressed packets: zlib's level and engine */
+    enum sx_deflate eng;
+    struct sx_buf raw; /* a block's packets before they are compressed */
 };
 
 static int cmp_lane_order(const struct pcall *x, const struct pcall *y) {
@@ -298,6 +312,15 @@ static const struct sx_perf_rank *perf_of(const struct sx_trace *t, int64_t rank
     return NULL;
 }
 
+/*
+ * Packet sequences: selected rank k's descriptors and counters are on
+ * sequence 1 + k, its track j's slices on 1 + k + nranks (j + 1), so that
+ * the few tracks of a few ranks take one byte. Never 0 (an invalid id).
+ */
+static uint64_t seq_of(const struct sx_trace *t, size_t k, size_t track_plus_one) {
+    return 1 + (uint64_t)k + (uint64_t)t->nranks * track_plus_one;
+}
+
 /* Read selected rank k's calls and sort them into tracks; they stay loaded. */
 static enum sx_status build_rank(struct pf_cache *pc, size_t k, struct sx_error *err) {
     enum sx_status st = SX_OK;
@@ -331,6 +354,9 @@ static enum sx_status build_rank(struct pf_cache *pc, size_t k, struct sx_error 
         if (row == NULL)
             continue;
         const int64_t *th = row->col[SX_COL_THREAD], *tk = row->col[SX_COL_TASK];
+        pc->unsorted[g] = false;
+        for (uint64_t i = 1; i < row->count && !pc->unsorted[g]; i++)
+            pc->unsorted[g] = row->col[SX_COL_START][i] < row->col[SX_COL_START][i - 1];
         for (uint64_t i = 0; i < row->count; i++) {
             struct pcall *c = &pc->calls[at];
             c->start = row->col[SX_COL_START][i];
@@ -378,7 +404,8 @@ static enum sx_status build_rank(struct pf_cache *pc, size_t k, struct sx_error 
     for (size_t j = 0; perf != NULL && j < perf->n; j++)
         counters += perf->regions[j].nevents + 1;
     SX_CHECK(ntracks + counters < ((size_t)1 << TRACK_BITS) - 1 &&
-                 counters < ((size_t)1 << TRACK_BITS),
+                 counters < ((size_t)1 << TRACK_BITS) &&
+                 seq_of(t, k, ntracks) <= UINT32_MAX,
              SX_ERR_FORMAT, err, t->run->path,
              "%s: rank %" PRId64 " has too many overlapping calls for the trace's tracks",
              t->run->path, rank);
@@ -448,8 +475,9 @@ static struct pf_cache *pf_cache_new(struct sx_trace *t) {
     pc->files = sx_calloc(t->nregions + 1, sizeof *pc->files);
     pc->used = sx_calloc(t->nregions + 1, sizeof *pc->used);
     pc->rows = sx_calloc(t->nregions + 1, sizeof *pc->rows);
-    bool ok =
-        pc->names != NULL && pc->files != NULL && pc->used != NULL && pc->rows != NULL;
+    pc->unsorted = sx_calloc(t->nregions + 1, sizeof *pc->unsorted);
+    bool ok = pc->names != NULL && pc->files != NULL && pc->used != NULL &&
+              pc->rows != NULL && pc->unsorted != NULL;
     for (size_t g = 0; ok && g < t->nregions; g++) {
         const char *name = t->run->names[t->regions[g]];
         pc->names[g] = sx_utf8_sanitize(name, strlen(name));
@@ -479,16 +507,27 @@ static void pf_cache_free(void *fmt) {
     free(pc->files);
     free(pc->used);
     free(pc->rows);
+    free(pc->unsorted);
+    sx_buf_free(&pc->raw);
     free(pc);
 }
 
 /* ------------------------------------------------------------------ */
 /* Packets                                                              */
 
+/*
+ * A slice's times are exact nanoseconds on a clock of its track's sequence
+ * that counts in steps (ClockSnapshot's is_incremental): each packet's
+ * timestamp is the time since the sequence's previous packet, a varint of
+ * two or three bytes where an absolute time takes eight. The clock starts
+ * at each segment's first time, BOOTTIME's value in the same snapshot.
+ */
+enum { CLOCK_BOOTTIME = 6, CLOCK_SEQ = 64 };
+
 static uint64_t process_uuid(int64_t rank) { return ((uint64_t)rank + 1) << TRACK_BITS; }
 
-/* A packet of the block's sequence around 'body' (a TracePacket's data field). */
-static void packet(struct sx_buf *out, uint32_t seq, bool has_ts, int64_t ts,
+/* A packet of sequence 'seq' around 'body' (a TracePacket's data field). */
+static void packet(struct sx_buf *out, uint64_t seq, bool has_ts, int64_t ts,
                    unsigned field, const struct sx_buf *body, struct sx_buf *tmp) {
     sx_buf_reset(tmp);
     if (has_ts)
@@ -526,8 +565,8 @@ static void lane_name(const struct sx_trace *t, int64_t rank, const struct ptrac
     }
 }
 
-/* The process track and the rank's tracks, each a packet. */
-static void descriptors(struct pf_cache *pc, uint32_t seq, struct sx_buf *out,
+/* The process track and the rank's tracks, each a packet of the rank's sequence. */
+static void descriptors(struct pf_cache *pc, uint64_t seq, struct sx_buf *out,
                         struct sx_buf *a, struct sx_buf *b, struct sx_buf *c) {
     const struct sx_trace *t = pc->t;
     const int64_t rank = pc->rank;
@@ -567,9 +606,10 @@ static void descriptors(struct pf_cache *pc, uint32_t seq, struct sx_buf *out,
  * After the rank's last call: its perf counter totals, as the Chrome trace's
  * counter events give them (a repeated name keeps its last value, "calls" is
  * the region's count), each a counter track of the process with one value at
- * the end of the rank's timeline.
+ * the end of the rank's timeline (an absolute time: the rank's sequence has
+ * no clock of its own).
  */
-static void perf_counters(struct pf_cache *pc, uint32_t seq, struct sx_buf *out,
+static void perf_counters(struct pf_cache *pc, uint64_t seq, struct sx_buf *out,
                           struct sx_buf *a, struct sx_buf *b, struct sx_buf *c) {
     const struct sx_perf_rank *perf = perf_of(pc->t, pc->rank);
     const int64_t at = pc->max_end == INT64_MIN ? 0 : pc->max_end;
@@ -616,28 +656,51 @@ static void perf_counters(struct pf_cache *pc, uint32_t seq, struct sx_buf *out,
     }
 }
 
-/* The block's first packet: incremental state cleared, the names its events use. */
-static void interned(struct pf_cache *pc, uint32_t seq, size_t i0, size_t i1,
-                     struct sx_buf *out, struct sx_buf *a, struct sx_buf *b,
-                     struct sx_buf *c) {
+/* Which debug annotations a call of region position 'g' carries: the Chrome trace's
+ * args that its slice does not already say. */
+static bool has_annotations(const struct pf_cache *pc, size_t g) {
+    const struct sx_row *row = pc->rows[g];
+    return pc->unsorted[g] ||
+           (row->col[SX_COL_CALL] != NULL && row->col[SX_COL_PARENT] != NULL) ||
+           row->col[SX_COL_GPU] != NULL ||
+           (row->col[SX_COL_TASK] != NULL && row->col[SX_COL_AWAIT] != NULL);
+}
+
+/*
+ * The first packet of a segment (the calls [i0, i1) of one track): its
+ * sequence's incremental state cleared, the defaults (the clock, the track),
+ * the names its events use, and the clock's start 'ts0'.
+ */
+static void segment_head(struct pf_cache *pc, uint64_t seq, uint64_t uuid, int64_t ts0,
+                         size_t i0, size_t i1, struct sx_buf *out, struct sx_buf *a,
+                         struct sx_buf *b, struct sx_buf *c) {
     const struct sx_trace *t = pc->t;
+    bool any_ann = false;
     memset(pc->used, 0, t->nregions * sizeof *pc->used);
     for (size_t i = i0; i < i1; i++)
         pc->used[pc->calls[i].region] = true;
+    sx_buf_reset(c);
+    pb_uint(c, PKT_SEQUENCE_ID, seq);
+    pb_uint(c, PKT_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+    /* the defaults: the sequence's clock, the track */
     sx_buf_reset(a);
     sx_buf_reset(b);
-    pb_uint(b, NAME_IID, 1);
-    pb_str(b, NAME_NAME, category);
-    pb_msg(a, INT_EVENT_CATEGORIES, b);
+    pb_uint(b, DEF_TRACK_UUID, uuid);
+    pb_uint(a, DEF_TIMESTAMP_CLOCK_ID, CLOCK_SEQ);
+    pb_msg(a, DEF_TRACK_EVENT_DEFAULTS, b);
+    pb_msg(c, PKT_TRACE_PACKET_DEFAULTS, a);
+    /* the names */
+    sx_buf_reset(a);
     for (size_t g = 0; g < t->nregions; g++) {
         if (!pc->used[g])
             continue;
+        any_ann |= has_annotations(pc, g);
         sx_buf_reset(b);
         pb_uint(b, NAME_IID, g + 1);
         pb_str(b, NAME_NAME, pc->names[g]);
         pb_msg(a, INT_EVENT_NAMES, b);
     }
-    for (unsigned k = 1; k < ANN_N; k++) {
+    for (unsigned k = 1; any_ann && k < ANN_N; k++) {
         sx_buf_reset(b);
         pb_uint(b, NAME_IID, k);
         pb_str(b, NAME_NAME, ann_names[k]);
@@ -654,10 +717,19 @@ static void interned(struct pf_cache *pc, uint32_t seq, size_t i0, size_t i1,
             pb_uint(b, LOC_LINE_NUMBER, (uint64_t)*t->src_line[g]); /* a uint32 field */
         pb_msg(a, INT_SOURCE_LOCATIONS, b);
     }
-    sx_buf_reset(c);
-    pb_uint(c, PKT_SEQUENCE_ID, seq);
-    pb_uint(c, PKT_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
     pb_msg(c, PKT_INTERNED_DATA, a);
+    /* the clock: BOOTTIME and the sequence's stepping clock read 'ts0' together */
+    sx_buf_reset(a);
+    sx_buf_reset(b);
+    pb_uint(b, CLK_ID, CLOCK_BOOTTIME);
+    pb_uint(b, CLK_TIMESTAMP, (uint64_t)ts0);
+    pb_msg(a, SNAP_CLOCKS, b);
+    sx_buf_reset(b);
+    pb_uint(b, CLK_ID, CLOCK_SEQ);
+    pb_uint(b, CLK_TIMESTAMP, (uint64_t)ts0);
+    pb_uint(b, CLK_IS_INCREMENTAL, 1);
+    pb_msg(a, SNAP_CLOCKS, b);
+    pb_msg(c, PKT_CLOCK_SNAPSHOT, a);
     pb_msg(out, TRACE_PACKET, c);
 }
 
@@ -666,27 +738,35 @@ enum { EVENT_ROOM = 64 + 5 * 16 + 8 * VARINT_MAX };
 
 /*
  * One event as a packet, straight into 'out' (room reserved): the track
- * event 'ev' of 'nev' bytes is built first, then the packet around it.
+ * event 'ev' of 'nev' bytes is built first, then the packet around it, its
+ * timestamp the step 'dt' since the sequence's previous packet.
  */
-static uint8_t *event_packet(uint8_t *p, int64_t ts, uint32_t seq, const uint8_t *ev,
+static uint8_t *event_packet(uint8_t *p, uint64_t dt, uint64_t seq, const uint8_t *ev,
                              size_t nev) {
     const size_t body =
-        1 + varint_len((uint64_t)ts) + 1 + varint_len(seq) + 1 + varint_len(nev) + nev;
+        1 + varint_len(dt) + 1 + varint_len(seq) + 1 + varint_len(nev) + nev;
     p = put_key(p, TRACE_PACKET, WT_LEN);
     p = put_varint(p, body);
-    p = put_uint(p, PKT_TIMESTAMP, (uint64_t)ts);
+    p = put_uint(p, PKT_TIMESTAMP, dt);
     p = put_uint(p, PKT_SEQUENCE_ID, seq);
     p = put_varint(put_key(p, PKT_TRACK_EVENT, WT_LEN), nev);
     memcpy(p, ev, nev);
     return p + nev;
 }
 
-static uint8_t *slice_end(uint8_t *p, const struct pcall *c, uint64_t uuid,
-                          uint32_t seq) {
-    uint8_t ev[32], *e = ev;
+/* A segment's events: its sequence, the clock's last reading, the calls still open. */
+struct seg {
+    uint64_t seq;
+    int64_t now;
+    struct stack open;
+};
+
+static uint8_t *slice_end(uint8_t *p, const struct pcall *c, struct seg *sg) {
+    uint8_t ev[8], *e = ev;
     e = put_uint(e, EV_TYPE, TYPE_SLICE_END);
-    e = put_uint(e, EV_TRACK_UUID, uuid);
-    return event_packet(p, c->end, seq, ev, (size_t)(e - ev));
+    p = event_packet(p, (uint64_t)(c->end - sg->now), sg->seq, ev, (size_t)(e - ev));
+    sg->now = c->end;
+    return p;
 }
 
 static uint8_t *annotation_int(uint8_t *e, unsigned name, int64_t v) {
@@ -706,17 +786,16 @@ static uint8_t *annotation_double(uint8_t *e, unsigned name, double v) {
 }
 
 static uint8_t *slice_begin(const struct pf_cache *pc, uint8_t *p, const struct pcall *c,
-                            uint64_t uuid, uint32_t seq) {
+                            struct seg *sg) {
     const struct sx_row *row = pc->rows[c->region];
     const uint64_t i = c->index;
     uint8_t ev[EVENT_ROOM], *e = ev;
     e = put_uint(e, EV_TYPE, TYPE_SLICE_BEGIN);
-    e = put_uint(e, EV_TRACK_UUID, uuid);
-    e = put_uint(e, EV_CATEGORY_IIDS, 1);
     e = put_uint(e, EV_NAME_IID, (uint64_t)c->region + 1);
     if (pc->files[c->region] != NULL)
         e = put_uint(e, EV_SOURCE_LOCATION_IID, (uint64_t)c->region + 1);
-    e = annotation_int(e, ANN_CALL_INDEX, (int64_t)i);
+    if (pc->unsorted[c->region])
+        e = annotation_int(e, ANN_CALL_INDEX, (int64_t)i);
     if (row->col[SX_COL_CALL] != NULL && row->col[SX_COL_PARENT] != NULL) {
         e = annotation_int(e, ANN_CALL_ID, row->col[SX_COL_CALL][i]);
         e = annotation_int(e, ANN_PARENT_ID, row->col[SX_COL_PARENT][i]);
@@ -725,83 +804,171 @@ static uint8_t *slice_begin(const struct pf_cache *pc, uint8_t *p, const struct 
         e = annotation_double(e, ANN_GPU, (double)row->col[SX_COL_GPU][i] / 1e9);
     if (row->col[SX_COL_TASK] != NULL && row->col[SX_COL_AWAIT] != NULL)
         e = annotation_double(e, ANN_AWAIT, (double)row->col[SX_COL_AWAIT][i] / 1e9);
-    return event_packet(p, c->start, seq, ev, (size_t)(e - ev));
+    p = event_packet(p, (uint64_t)(c->start - sg->now), sg->seq, ev, (size_t)(e - ev));
+    sg->now = c->start;
+    return p;
 }
 
-/* Close the calls on 'stack' that have ended by 'c''s start (all when 'c' is NULL). */
-static bool close_ended(struct pf_cache *pc, struct stack *s, const struct pcall *c,
-                        uint64_t uuid, uint32_t seq, struct sx_buf *out) {
+/* Close the calls still open that have ended by 'c''s start (all when 'c' is NULL). */
+static bool close_ended(struct pf_cache *pc, struct seg *sg, const struct pcall *c,
+                        struct sx_buf *out) {
+    struct stack *s = &sg->open;
     while (s->n > 0 && (c == NULL || closed(&pc->calls[s->v[s->n - 1]], c))) {
         if (!sx_buf_reserve(out, EVENT_ROOM))
             return false;
         uint8_t *p = (uint8_t *)out->data + out->len;
-        p = slice_end(p, &pc->calls[s->v[--s->n]], uuid, seq);
+        p = slice_end(p, &pc->calls[s->v[--s->n]], sg);
         out->len = (size_t)((char *)p - out->data);
     }
     return true;
 }
 
-/* The packets of selected rank 'k''s sorted calls [from, to); its tracks first at 0. */
+/*
+ * The calls [i0, i1) of one track of selected rank 'k', the track's own
+ * sequence: a head packet, then a packet per BEGIN and END in time order
+ * (the calls still open from an earlier block end here too).
+ */
+static enum sx_status segment(struct pf_cache *pc, size_t k, size_t i0, size_t i1,
+                              struct seg *sg, struct sx_buf *out, struct sx_buf *a,
+                              struct sx_buf *b, struct sx_buf *c, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const struct sx_trace *t = pc->t;
+    const uint32_t tr = pc->calls[i0].track;
+    const struct ptrack *track = &pc->tracks[tr];
+    sg->seq = seq_of(t, k, (size_t)tr + 1);
+    sg->open.n = 0;
+    /* a segment that starts inside a track: the calls still open, outermost first */
+    for (int64_t j = (int64_t)i0 - 1;
+         i0 > track->first && j >= 0 && pc->calls[j].track == tr; j = pc->calls[j].parent)
+        SX_CHECK(push(&sg->open, (size_t)j), SX_ERR_NOMEM, err, t->run->path,
+                 "out of memory");
+    for (size_t x = 0; x < sg->open.n / 2; x++) {
+        size_t y = sg->open.v[x];
+        sg->open.v[x] = sg->open.v[sg->open.n - 1 - x];
+        sg->open.v[sg->open.n - 1 - x] = y;
+    }
+    /* the first event: an open call that ends before the first call starts, or it */
+    const struct pcall *first = &pc->calls[i0];
+    sg->now = first->start;
+    if (sg->open.n > 0 && closed(&pc->calls[sg->open.v[sg->open.n - 1]], first))
+        sg->now = pc->calls[sg->open.v[sg->open.n - 1]].end;
+    segment_head(pc, sg->seq, process_uuid(pc->rank) + 1 + tr, sg->now, i0, i1, out, a, b,
+                 c);
+    for (size_t i = i0; i < i1; i++) {
+        const struct pcall *cl = &pc->calls[i];
+        if (!close_ended(pc, sg, cl, out))
+            break;
+        if (!sx_buf_reserve(out, EVENT_ROOM))
+            break;
+        uint8_t *p = (uint8_t *)out->data + out->len;
+        p = slice_begin(pc, p, cl, sg);
+        out->len = (size_t)((char *)p - out->data);
+        SX_CHECK(push(&sg->open, i), SX_ERR_NOMEM, err, t->run->path, "out of memory");
+    }
+    if (i1 == track->first + track->n && !close_ended(pc, sg, NULL, out))
+        out->failed = true;
+out:
+    return st;
+}
+
+/*
+ * The block's packets as Perfetto's tracing service compresses them: runs of
+ * whole packets of at most COMPRESS_RUN bytes, each a zlib stream in a
+ * packet's compressed_packets (the reader expands it in its place; each such
+ * packet should stay under 512 KB). A lone larger packet stays as it is.
+ */
+enum { PKT_COMPRESSED_PACKETS = 50, COMPRESS_RUN = 256 * 1024 };
+
+static enum sx_status compress_packets(struct pf_cache *pc, const struct sx_buf *raw,
+                                       struct sx_buf *out, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const uint8_t *d = (const uint8_t *)raw->data;
+    size_t at = 0;
+    while (st == SX_OK && at < raw->len) {
+        size_t end = at;
+        while (end < raw->len) {
+            /* a packet: its key (one byte), its length, its body */
+            uint64_t len = 0;
+            size_t q = end + 1;
+            for (unsigned sh = 0; q < raw->len; sh += 7) {
+                len |= (uint64_t)(d[q] & 0x7f) << sh;
+                if (!(d[q++] & 0x80))
+                    break;
+            }
+            if (end > at && q + len - at > COMPRESS_RUN)
+                break;
+            end = q + (size_t)len;
+        }
+        if (end - at > COMPRESS_RUN) { /* one packet alone */
+            sx_buf_append(out, d + at, end - at);
+            at = end;
+            continue;
+        }
+        const size_t mark = out->len;
+        /* room for the packet's head, then the stream after it, moved in place */
+        if (!sx_buf_reserve(out, 4 * VARINT_MAX))
+            break;
+        out->len += 4 * VARINT_MAX;
+        st = sx_zlib_compress(d + at, end - at, pc->level, pc->eng, out, err);
+        if (st != SX_OK)
+            break;
+        const size_t zn = out->len - mark - 4 * VARINT_MAX;
+        uint8_t head[4 * VARINT_MAX], *p = head;
+        p = put_key(p, TRACE_PACKET, WT_LEN);
+        p = put_varint(p, 2 + varint_len(zn) + zn);
+        p = put_varint(put_key(p, PKT_COMPRESSED_PACKETS, WT_LEN), zn);
+        const size_t hn = (size_t)(p - head);
+        memmove(out->data + mark + hn, out->data + mark + 4 * VARINT_MAX, zn);
+        memcpy(out->data + mark, head, hn);
+        out->len = mark + hn + zn;
+        at = end;
+    }
+    return st;
+}
+
+/*
+ * The packets of selected rank 'k''s sorted calls [from, to): its descriptors
+ * first at 0, a segment per track the block touches, its counters at the end.
+ */
 static enum sx_status pf_block(void *fmt, size_t k, uint64_t from, uint64_t to,
                                struct sx_buf *out, struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct pf_cache *pc = fmt;
     struct sx_buf a = {0}, b = {0}, c = {0};
-    struct stack s = {0};
+    struct seg sg = {0};
     const struct sx_trace *t = pc->t;
     st = build_rank(pc, k, err);
     if (st != SX_OK)
         goto out;
-    /* a sequence per selected rank; each block clears its state and interns anew */
-    const uint32_t seq = (uint32_t)k + 1;
+    const uint64_t rank_seq = seq_of(t, k, 0);
     const size_t i0 = (size_t)from, i1 = (size_t)to < pc->n ? (size_t)to : pc->n;
-    interned(pc, seq, i0, i1, out, &a, &b, &c);
+    struct sx_buf *raw = &pc->raw;
+    sx_buf_reset(raw);
     if (from == 0)
-        descriptors(pc, seq, out, &a, &b, &c);
-    size_t tr = 0;
-    if (i0 < i1) {
-        tr = pc->calls[i0].track;
-        /* a block that starts inside a track: the calls still open, outermost first */
-        for (int64_t j = (int64_t)i0 - 1;
-             i0 > pc->tracks[tr].first && j >= 0 && pc->calls[j].track == tr;
-             j = pc->calls[j].parent)
-            SX_CHECK(push(&s, (size_t)j), SX_ERR_NOMEM, err, t->run->path,
-                     "out of memory");
-        for (size_t x = 0; x < s.n / 2; x++) {
-            size_t y = s.v[x];
-            s.v[x] = s.v[s.n - 1 - x];
-            s.v[s.n - 1 - x] = y;
-        }
+        descriptors(pc, rank_seq, raw, &a, &b, &c);
+    for (size_t i = i0; i < i1 && st == SX_OK;) {
+        size_t j = i + 1;
+        while (j < i1 && pc->calls[j].track == pc->calls[i].track)
+            j++;
+        st = segment(pc, k, i, j, &sg, raw, &a, &b, &c, err);
+        i = j;
     }
-    for (size_t i = i0; i < i1; i++) {
-        const struct pcall *cl = &pc->calls[i];
-        const struct ptrack *track = &pc->tracks[cl->track];
-        const uint64_t uuid = process_uuid(pc->rank) + 1 + cl->track;
-        if (!close_ended(pc, &s, cl, uuid, seq, out))
-            break;
-        if (!sx_buf_reserve(out, EVENT_ROOM))
-            break;
-        uint8_t *p = (uint8_t *)out->data + out->len;
-        p = slice_begin(pc, p, cl, uuid, seq);
-        out->len = (size_t)((char *)p - out->data);
-        SX_CHECK(push(&s, i), SX_ERR_NOMEM, err, t->run->path, "out of memory");
-        if (i + 1 == track->first + track->n &&
-            !close_ended(pc, &s, NULL, uuid, seq, out))
-            break;
-    }
-    if ((size_t)to >= pc->n)
-        perf_counters(pc, seq, out, &a, &b, &c);
+    if (st == SX_OK && (size_t)to >= pc->n)
+        perf_counters(pc, rank_seq, raw, &a, &b, &c);
+    if (st == SX_OK && !raw->failed)
+        st = compress_packets(pc, raw, out, err);
     if (out->data != NULL)
         out->data[out->len] = '\0';
 out:
-    if (st == SX_OK && (out->failed || a.failed || b.failed || c.failed))
+    if (st == SX_OK &&
+        (out->failed || pc->raw.failed || a.failed || b.failed || c.failed))
         st = sx_error_set(err, SX_ERR_NOMEM, t->run->path,
                           "%s: out of memory formatting the trace of rank %" PRId64,
                           t->run->path, t->ranks[k]);
     sx_buf_free(&a);
     sx_buf_free(&b);
     sx_buf_free(&c);
-    free(s.v);
+    free(sg.open.v);
     return st;
 }
 
@@ -809,9 +976,12 @@ out:
  * block). */
 static enum sx_status pf_prepare(const struct sx_pipe *p, struct sx_trace *t, void **fmt,
                                  struct sx_error *err) {
-    *fmt = pf_cache_new(t);
-    if (*fmt == NULL)
+    struct pf_cache *pc = pf_cache_new(t);
+    *fmt = pc;
+    if (pc == NULL)
         return sx_error_set(err, SX_ERR_NOMEM, p->run->path, "out of memory");
+    pc->level = 1; /* the packets compress well already at zlib's fastest level */
+    pc->eng = p->o->deflate;
     return SX_OK;
 }
 
@@ -823,7 +993,7 @@ static enum sx_status pf_prepare(const struct sx_pipe *p, struct sx_trace *t, vo
 static const struct sx_trace_format pf_format = {
     .name = "Perfetto trace",
     .every_rank = true,
-    .call_bytes = 80,
+    .call_bytes = 24, /* before compression: blocks of a few MB in memory */
     .prepare = pf_prepare,
     .block = pf_block,
     .free = pf_cache_free,
