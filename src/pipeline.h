@@ -86,6 +86,10 @@ struct sx_doc_type {
     /* Documents of several files (NULL for a stream document): NOTE: collective
      * over 'p->comm'; write and commit them all. */
     enum sx_status (*write)(const struct sx_pipe *p, void *ctx, struct sx_error *err);
+    /* Its text is small next to the work of making it (a compressed trace): rank 0
+     * formats a full share of the blocks though it writes them all (the stream's
+     * 'compact'). */
+    bool compact;
 };
 
 /* The documents (pipeline.c's table holds them). */

@@ -20,6 +20,8 @@ struct sx_trace_format {
     bool needs_regions;    /* no region left by the filters is the reference's error */
     bool skip_empty_ranks; /* a selected rank without calls has no block */
     unsigned call_bytes;   /* about how many bytes a call takes: the blocks' size */
+    bool rank_blocks;      /* without --block-size, a block per selected rank: one
+                              process sorts a rank's calls, once */
 
     /*
      * NOTE: collective over 'p->comm', agreed inside. The format's state for

@@ -118,7 +118,11 @@ enum sx_status sx_trace_doc_plan(const struct sx_pipe *p, struct sx_doc_state *d
     if (st == SX_OK)
         st = sx_trace_check_selection(t, f->needs_regions, err);
     if (st == SX_OK)
-        st = plan_blocks(s, o->block_bytes ? o->block_bytes : (size_t)4 << 20, err);
+        st = plan_blocks(s,
+                         o->block_bytes   ? o->block_bytes
+                         : f->rank_blocks ? SIZE_MAX
+                                          : (size_t)4 << 20,
+                         err);
     st = sx_all_ok(p->comm, st, err);
     if (st != SX_OK)
         return st;
