@@ -153,6 +153,9 @@ cases+=("cat|y|1||" "gzip|y|1||" "pigz.1|y|1||" "pigz.2|y|2||")
 tr="--format chrome-trace --ranks 0-7"
 cases+=("trace.1|sx|1|cat.t|$tr" "trace.2|sx|2|cat.t|$tr" "tracegz.1|sx|1|pigz.t1|$tr"
         "tracegz.2|sx|2|pigz.t2|$tr" "cat.t|y|1||" "pigz.t1|y|1||" "pigz.t2|y|2||")
+# Perfetto's protobuf trace of every rank: its size against the Chrome trace's, 1 -> 2 ranks.
+pf="--format perfetto"
+cases+=("pf.1|sx|1||$pf" "pf.2|sx|2||$pf")
 
 case_cmd() {   # the command line shown in the table
     case $1 in
@@ -164,6 +167,7 @@ case_cmd() {   # the command line shown in the table
         cat)    echo "cat doc.json > out" ;;
         trace.*) echo "mpiexec -n ${1#trace.} scope-export export run.h5 -o out.json $tr" ;;
         tracegz.*) echo "mpiexec -n ${1#tracegz.} scope-export export run.h5 -o out.json.gz $tr" ;;
+        pf.*)   echo "mpiexec -n ${1#pf.} scope-export export run.h5 -o out.pftrace $pf" ;;
         cat.t)  echo "cat doc.trace.json > out" ;;
         pigz.t*) echo "pigz -p ${1#pigz.t} -6 < doc.trace.json > out.gz" ;;
         gzip)   echo "gzip -6 < doc.json > out.gz" ;;
@@ -173,6 +177,7 @@ case_cmd() {   # the command line shown in the table
 case_out() {
     case $1 in start.*) echo "$W/tiny.json" ;; json.*|cat|cat.t) echo "$W/out.json" ;;
         trace.*) echo "$W/out.trace.json" ;; tracegz.*) echo "$W/out.trace.json.gz" ;;
+        pf.*) echo "$W/out.pftrace" ;;
         *) echo "$W/out.json.gz" ;; esac
 }
 
@@ -208,7 +213,7 @@ declare -A RUN_CASES=([gz6m]="start.1 start.2 json.1 json.s json.2 cat"
                       [rows4k]="start.2 json.1 json.2" [rows16k]="start.2 json.1 json.2")
 runs_case() {
     case $2 in # the trace formats are timed on the few-row runs
-        trace.*|tracegz.*|cat.t|pigz.t*) [[ " ${base_runs[*]} " == *" $1 "* ]] || return 1 ;;
+        trace.*|tracegz.*|cat.t|pigz.t*|pf.*) [[ " ${base_runs[*]} " == *" $1 "* ]] || return 1 ;;
     esac
     [ -z "${RUN_CASES[$1]:-}" ] || [[ " ${RUN_CASES[$1]} " == *" $2 "* ]]
 }
@@ -288,6 +293,14 @@ check_output() {
     out=$(case_out "$c")
     case $c in
         json.1|start.*|trace.1) return 0 ;;   # it is doc.json; a launch exports the tiny run
+        pf.1) cp "$out" "$W/doc.$run.pftrace"; return 0 ;;
+        pf.*)
+            what="${RUN_LABEL[$run]} $c"
+            if cmp -s "$out" "$W/doc.$run.pftrace"; then
+                verified=$((verified + 1))
+            else
+                verify_fail=$((verify_fail + 1)); vnote+=("$what: bytes differ from 1 rank")
+            fi ;;
         trace.*)
             what="${RUN_LABEL[$run]} $c"
             if cmp -s "$out" "$W/doc.$run.trace.json"; then
@@ -798,7 +811,7 @@ ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; e
 net() {
     local c=$2 n
     case $c in
-        json.[0-9]*|gz.*|isal.*|trace.*|tracegz.*)
+        json.[0-9]*|gz.*|isal.*|trace.*|tracegz.*|pf.*)
             n=${c#*.}
             if have "$1:start.$n"; then
                 awk -v a="${WALL[$1:$c]}" -v b="${WALL[$1:start.$n]}" \
@@ -819,6 +832,7 @@ report() {
         "$(git -C "$top" status --porcelain 2>/dev/null | grep -q . && echo '(with local changes)')"
     echo "wall: whole command (mpiexec included), median; MB/s: JSON text MB (1e6) per wall s;"
     echo "ratio: json vs cat, gz with N ranks vs pigz -p N -6; r0 MiB: peak RSS of rank 0"
+    echo "(MB/s of the trace rows and of pf, the Perfetto trace: the Chrome trace's MB)"
     echo "(of the process itself for the yardsticks), the largest over the repetitions; r0 s: rank 0's"
     echo "own wall (/usr/bin/time %e, MPI_Init included, mpiexec's launch not), median;"
     echo "ranks MiB: every rank's peak RSS (/usr/bin/time %M per rank), rank 0 first, of the"
@@ -849,12 +863,12 @@ report() {
             fi
             w=${WALL[$run:$c]}
             local tb=${JSONB[$run]}
-            case $c in trace*|cat.t|pigz.t*) tb=${TRACEB[$run]:-0} ;; esac
+            case $c in trace*|cat.t|pigz.t*|pf.*) tb=${TRACEB[$run]:-0} ;; esac
             mbs=$(awk -v b="$tb" -v w="$w" 'BEGIN { printf "%.0f", (w > 0 ? b / 1e6 / w : 0) }')
             ratio=-
             [ -n "$yard" ] && have "$run:$yard" && ratio="$(ratio_of "$w" "${WALL[$run:$yard]}")x $yard"
             sz=-
-            case $c in gz.*|isal.*|gzip|pigz.*|tracegz.*) sz=$(calc 1 "${SIZE[$run:$c]} / 1e6") ;; esac
+            case $c in gz.*|isal.*|gzip|pigz.*|tracegz.*|pf.*) sz=$(calc 1 "${SIZE[$run:$c]} / 1e6") ;; esac
             r0=$(calc 1 "${RSS[$run:$c]:-0} / 1024")
             local nt=-
             case $c in start.*|cat|cat.t|gzip|pigz.*) ;; *) nt=$(net "$run" "$c") ;; esac
@@ -961,6 +975,20 @@ targets() {
             r=$(ratio_of "$a" "${WALL[$run:pigz.t2]}")
             $vj "$(le "$r" 1.25)" "$L: chrome-trace .json.gz 2 ranks net $a s = ${r}x pigz -p 2 -6 (${WALL[$run:pigz.t2]} s); target <= 1.25x"
         else verdict SKIP "$L: chrome-trace .json.gz 2 ranks vs pigz: missing measurement"; fi
+        # Perfetto: at most a tenth of the Chrome trace of every rank; 1 -> 2 ranks; rank 0
+        if have "$run:pf.1" && [ "${TRACEB[$run]:-0}" -gt 0 ]; then
+            r=$(awk -v a="${SIZE[$run:pf.1]}" -v b="${TRACEB[$run]}" 'BEGIN { printf "%.3f", a / b }')
+            verdict "$(le "$r" 0.1)" "$L: perfetto $(calc 1 "${SIZE[$run:pf.1]} / 1e6") MB = ${r}x the Chrome trace of every rank ($(calc 1 "${TRACEB[$run]} / 1e6") MB); target <= 0.1x"
+        else verdict SKIP "$L: perfetto size vs Chrome trace: missing measurement"; fi
+        if have "$run:pf.1" && have "$run:pf.2" && have "$run:start.1" && have "$run:start.2"; then
+            a=$(net "$run" pf.1) b=$(net "$run" pf.2)
+            r=$(ratio_of "$a" "$b")
+            $vj "$(le 1.6 "$r")" "$L: perfetto 1 -> 2 ranks net $a s -> $b s = ${r}x faster; target >= 1.6x [whole command ${WALL[$run:pf.1]} s -> ${WALL[$run:pf.2]} s]"
+        else verdict SKIP "$L: perfetto 1 -> 2 ranks: missing measurement"; fi
+        if have "$run:pf.2"; then
+            a=${RSS[$run:pf.2]}
+            $vj "$(le "$a" $((128 * 1024 - 1)))" "$L: perfetto -n 2 rank 0 peak RSS $(calc 1 "$a / 1024") MiB (ranks ${RANKRSS[$run:pf.2]} MiB); target < 128 MiB"
+        else verdict SKIP "$L: perfetto rank 0 peak RSS: missing measurement"; fi
         if have "$run:json.2" && have "$run:cat" && have "$run:start.2"; then
             a=$(net "$run" json.2)
             r=$(ratio_of "$a" "${WALL[$run:cat]}")
@@ -984,6 +1012,8 @@ targets() {
         peak=0 growth=-1e9 worst="" list=""
         for c in "${sxcases[@]}"; do
             have "$run:$c" || continue
+            # (a Perfetto trace keeps a rank's sorted calls: judged on its own above)
+            case $c in pf.*) continue ;; esac
             a=${RSS[$run:$c]}
             [ "$a" -gt "$peak" ] && { peak=$a; worst=$c; }
             if have "small:$c"; then

@@ -1,4 +1,5 @@
-/* deflate_out.c - gzip output as raw deflate segments joined into one member */
+/* deflate_out.c - gzip output as raw deflate segments joined into one member; zlib
+ * streams */
 #include "deflate_out.h"
 
 #include "json_write.h"
@@ -135,4 +136,30 @@ enum sx_status sx_deflate_segment(const void *p, size_t n, int level, enum sx_de
 #endif
     }
     return zlib_segment(p, n, level, final, out, err);
+}
+
+uint32_t sx_adler32(uint32_t adler, const void *p, size_t n) {
+    const unsigned char *c = p;
+    while (n > 0) {
+        uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
+        adler = (uint32_t)adler32(adler, c, k);
+        c += k;
+        n -= k;
+    }
+    return adler;
+}
+
+enum sx_status sx_zlib_compress(const void *p, size_t n, int level, enum sx_deflate eng,
+                                struct sx_buf *out, struct sx_error *err) {
+    /* CMF: deflate, 32 KiB window; FLG: no dictionary, check bits (0x7801 % 31 == 0) */
+    sx_buf_append(out, "\x78\x01", 2);
+    enum sx_status st = sx_deflate_segment(p, n, level, eng, true, out, err);
+    if (st != SX_OK)
+        return st;
+    const uint32_t a = sx_adler32(1, p, n);
+    const unsigned char tail[4] = {(unsigned char)(a >> 24), (unsigned char)(a >> 16),
+                                   (unsigned char)(a >> 8), (unsigned char)a};
+    sx_buf_append(out, tail, 4);
+    return out->failed ? sx_error_set(err, SX_ERR_NOMEM, "", "out of memory compressing")
+                       : SX_OK;
 }

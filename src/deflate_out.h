@@ -1,4 +1,4 @@
-/* deflate_out.h - gzip as independently deflated segments, CRCs combined */
+/* deflate_out.h - gzip as independently deflated segments, CRCs combined; zlib streams */
 #ifndef SX_DEFLATE_OUT_H
 #define SX_DEFLATE_OUT_H
 
@@ -13,5 +13,10 @@ uint32_t sx_crc32_combine(uint32_t crc1, uint32_t crc2, uint64_t len2);
 /* The 10-byte gzip header (mtime 0, no name) and the 8-byte trailer. */
 void sx_gzip_header(unsigned char out[10], int level);
 void sx_gzip_trailer(unsigned char out[8], uint32_t crc, uint64_t isize);
+uint32_t sx_adler32(uint32_t adler, const void *p, size_t n);
+/* 'n' bytes as one zlib stream (RFC 1950: header, deflate, Adler-32), appended to 'out'.
+ */
+enum sx_status sx_zlib_compress(const void *p, size_t n, int level, enum sx_deflate eng,
+                                struct sx_buf *out, struct sx_error *err);
 
 #endif /* SX_DEFLATE_OUT_H */

@@ -196,6 +196,21 @@ enum sx_status sx_pipe_trace_plan(const struct sx_pipe *p, struct sx_trace *t,
     return sx_trace_plan(t, p->run, p->h5, p->events, p->filter, p->o, mins, err);
 }
 
+enum sx_status sx_pipe_trace_state(const struct sx_pipe *p, struct sx_doc_state *ds,
+                                   size_t size, void (*free_ctx)(void *ctx),
+                                   struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_trace *t = sx_calloc(1, size); /* the state's first member */
+    ds->ctx = t;
+    ds->free = free_ctx;
+    if (t == NULL)
+        st = sx_error_set(err, SX_ERR_NOMEM, p->run->path, "out of memory");
+    st = sx_all_ok(p->comm, st, err);
+    if (st != SX_OK)
+        return st;
+    return sx_pipe_trace_plan(p, t, err); /* (agreed inside) */
+}
+
 /* ------------------------------------------------------------------ */
 /* The stages                                                          */
 
@@ -351,9 +366,9 @@ enum sx_status sx_pipeline_run(MPI_Comm comm, const struct sx_pipe_input *in,
         goto out;
 
     /* Stage: the block stream (its own protocol and agreement). */
-    const struct sx_stream_opts so = {output,           sx_out_is_gz(output),
-                                      opts->gzip_level, opts->deflate,
-                                      opts->progress,   opts->progress_user};
+    const struct sx_stream_opts so = {
+        output,         sx_out_is_gz(output), opts->gzip_level, opts->deflate,
+        opts->progress, opts->progress_user,  dt->compact};
     st = sx_stream(c, &d.prod, &so, f, err);
     st = sx_all_ok(c, st, err);
     if (st != SX_OK)

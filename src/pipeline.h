@@ -86,16 +86,20 @@ struct sx_doc_type {
     /* Documents of several files (NULL for a stream document): NOTE: collective
      * over 'p->comm'; write and commit them all. */
     enum sx_status (*write)(const struct sx_pipe *p, void *ctx, struct sx_error *err);
+    /* Its text is small next to the work of making it (a compressed trace): rank 0
+     * formats a full share of the blocks though it writes them all (the stream's
+     * 'compact'). */
+    bool compact;
 };
 
 /* The documents (pipeline.c's table holds them). */
 extern const struct sx_doc_type sx_doc_json;       /* json_doc.c */
-extern const struct sx_doc_type sx_doc_chrome;     /* trace_export.c */
-extern const struct sx_doc_type sx_doc_speedscope; /* trace_export.c */
+extern const struct sx_doc_type sx_doc_chrome;     /* trace_chrome.c */
+extern const struct sx_doc_type sx_doc_speedscope; /* trace_speedscope.c */
 extern const struct sx_doc_type sx_doc_stats;      /* stats_regions.c */
 extern const struct sx_doc_type sx_doc_prof;       /* prof_write.c */
 extern const struct sx_doc_type sx_doc_flamegraph; /* prof_write.c */
-extern const struct sx_doc_type sx_doc_perfetto;   /* trace_export.c, trace_perfetto.c */
+extern const struct sx_doc_type sx_doc_perfetto;   /* trace_perfetto.c */
 extern const struct sx_doc_type sx_doc_otf2;       /* trace_otf2.c */
 
 /* native_export.c: the JSON profile of a native run, its events moved between ranks
@@ -110,6 +114,16 @@ enum sx_status sx_native_json_plan(const struct sx_pipe *p, struct sx_doc_state 
  */
 enum sx_status sx_pipe_trace_plan(const struct sx_pipe *p, struct sx_trace *t,
                                   struct sx_error *err);
+
+/*
+ * NOTE: collective over 'p->comm', agreed inside. A document's new zeroed
+ * state of 'size' bytes, whose first member is its struct sx_trace, in
+ * 'ds->ctx' ('free_ctx' frees it, set with it), and that trace planned
+ * (sx_pipe_trace_plan).
+ */
+enum sx_status sx_pipe_trace_state(const struct sx_pipe *p, struct sx_doc_state *ds,
+                                   size_t size, void (*free_ctx)(void *ctx),
+                                   struct sx_error *err);
 
 /* The input of an export: one file, or the files of a native run. */
 struct sx_pipe_input {

@@ -533,7 +533,7 @@ static char *rank_path(const char *output, int64_t rank, const char *dflt) {
 
 /* The pstats (or SVG) files' state: the plan and one output per selected rank. */
 struct prof_state {
-    struct sx_trace t;
+    struct sx_trace t; /* first: sx_pipe_trace_state */
     struct sx_out_file **files;
 };
 
@@ -554,36 +554,19 @@ static void prof_free(void *ctx) {
  */
 static enum sx_status prof_plan(const struct sx_pipe *p, struct sx_doc_state *ds,
                                 struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    MPI_Comm comm = p->comm;
-    struct sx_run *run = p->run;
-    struct prof_state *s = sx_calloc(1, sizeof *s);
-    ds->ctx = s;
-    ds->free = prof_free;
-    if (s == NULL)
-        st = sx_error_set(err, SX_ERR_NOMEM, run->path, "out of memory");
-    st = sx_all_ok(comm, st, err);
+    /* Stages: the state, the region order (NOTE: collective). */
+    enum sx_status st =
+        sx_pipe_trace_state(p, ds, sizeof(struct prof_state), prof_free, err);
     if (st != SX_OK)
-        goto out;
+        return st;
+    struct prof_state *s = ds->ctx;
     struct sx_trace *t = &s->t;
-
-    /* Stages: the region order (NOTE: collective). */
-    st = sx_pipe_trace_plan(p, t, err);
-    if (st == SX_OK && t->nregions == 0)
-        st = sx_trace_value_error(t, SX_ERR_VALUE,
-                                  "No regions matched the selected filters.", err);
-    for (size_t k = 0; st == SX_OK && k < t->nranks; k++)
-        if (t->ranks[k] < 0 || t->ranks[k] >= run->num_ranks) {
-            char msg[64];
-            snprintf(msg, sizeof msg, "Invalid rank requested: %" PRId64, t->ranks[k]);
-            st = sx_trace_value_error(t, SX_ERR_VALUE, msg, err);
-        }
+    st = sx_trace_check_selection(t, true, err);
     if (st == SX_OK) {
         s->files = sx_calloc(t->nranks + 1, sizeof *s->files);
         if (s->files == NULL)
-            st = sx_error_set(err, SX_ERR_NOMEM, run->path, "out of memory");
+            st = sx_error_set(err, SX_ERR_NOMEM, t->run->path, "out of memory");
     }
-out:
     return st;
 }
 

@@ -389,7 +389,7 @@ static uint64_t doc_units(void *ctx, size_t b) {
 
 /* The document's state: the plan and the producer's. */
 struct stats_state {
-    struct sx_trace t;
+    struct sx_trace t; /* first: sx_pipe_trace_state */
     struct stats_doc sd;
 };
 
@@ -407,28 +407,19 @@ static void stats_free(void *ctx) {
  */
 static enum sx_status stats_plan(const struct sx_pipe *p, struct sx_doc_state *ds,
                                  struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    MPI_Comm comm = p->comm;
-    struct sx_run *run = p->run;
-    struct stats_state *s = sx_calloc(1, sizeof *s);
-    ds->ctx = s;
-    ds->free = stats_free;
-    if (s == NULL)
-        st = sx_error_set(err, SX_ERR_NOMEM, run->path, "out of memory");
-    st = sx_all_ok(comm, st, err);
+    /* Stages: the state, the region order (NOTE: collective). */
+    enum sx_status st =
+        sx_pipe_trace_state(p, ds, sizeof(struct stats_state), stats_free, err);
     if (st != SX_OK)
-        goto out;
-
-    /* Stages: the region order (NOTE: collective). */
-    st = sx_pipe_trace_plan(p, &s->t, err);
+        return st;
+    struct stats_state *s = ds->ctx;
     s->sd = (struct stats_doc){&s->t, p->o, p->input};
     uint64_t units = 0;
-    for (size_t b = 0; st == SX_OK && b < s->t.nregions; b++)
+    for (size_t b = 0; b < s->t.nregions; b++)
         units += doc_units(&s->sd, b);
     ds->prod = (struct sx_producer){&s->sd,   s->t.nregions, units,     doc_head,
                                     doc_tail, region_block,  doc_units, NULL};
-out:
-    return st;
+    return SX_OK;
 }
 
 const struct sx_doc_type sx_doc_stats = {

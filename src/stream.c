@@ -51,6 +51,11 @@ int sx_stream_owner(size_t b, int size, bool gz) {
     return j == 0 ? 0 : 1 + (int)((j - 1) / 2);
 }
 
+/* The owner of block 'b' of this stream. */
+static int owner_of(const struct sx_stream_opts *so, size_t b, int size) {
+    return sx_stream_owner(b, size, so->gz || so->compact);
+}
+
 static enum sx_status mpi_failed(const char *what, struct sx_error *err) {
     return sx_error_set(err, SX_ERR_MPI, "", "%s failed in the block stream", what);
 }
@@ -76,7 +81,7 @@ static enum sx_status prepare(const struct sx_producer *p,
     if (p->prepare == NULL || b < ah->from)
         return SX_OK;
     for (size_t k = b; k < p->nblocks && n < SX_STREAM_AHEAD; k++)
-        if (sx_stream_owner(k, ah->size, so->gz) == ah->rank)
+        if (owner_of(so, k, ah->size) == ah->rank)
             next[n++] = k;
     enum sx_status st = p->prepare(p->ctx, next, n, &ready, err);
     ah->from = ready > 0 && ready <= n ? next[ready - 1] + 1 : b + 1;
@@ -221,7 +226,7 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
     if (st == SX_OK)
         st = sx_fault_at(SX_FAIL_WRITE, err);
     for (size_t b = 0; st == SX_OK && b < p->nblocks; b++) {
-        int owner = sx_stream_owner(b, size, so->gz);
+        int owner = owner_of(so, b, size);
         if (owner == 0) {
             st = make_block(p, so, &ah, b, &mine, err);
             if (st == SX_OK)
@@ -365,7 +370,7 @@ static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
     struct ahead ah = {rank, size, 0};
     memset(set, 0, sizeof set);
     for (size_t b = 0; b < p->nblocks; b++) {
-        if (sx_stream_owner(b, size, so->gz) != rank)
+        if (owner_of(so, b, size) != rank)
             continue;
         int flag = 0;
         if (MPI_Iprobe(0, TAG_CTRL, comm, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) {

@@ -48,6 +48,9 @@ struct sx_stream_opts {
     enum sx_deflate eng;
     void (*progress)(uint64_t done, uint64_t total, void *user);
     void *progress_user;
+    /* The text is small next to the work of making it (a compressed trace): rank 0,
+     * though it writes every byte, formats a full share of the blocks, as for .gz. */
+    bool compact;
 };
 
 /* Which rank formats block 'b' of a stream over 'size' ranks. Producers need not ask

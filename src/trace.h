@@ -96,6 +96,15 @@ void sx_trace_free(struct sx_trace *t);
  * it is missing or float() would fail. */
 bool sx_trace_meta_double(const struct sx_run *run, const char *key, double *out);
 
+/* Select every rank of the run, in order (a format that shows them all by default). */
+enum sx_status sx_trace_select_every_rank(struct sx_trace *t, struct sx_error *err);
+/*
+ * The reference's checks of the selection, before any event is read: a region
+ * left by the filters when 'needs_regions', each selected rank in the run.
+ */
+enum sx_status sx_trace_check_selection(const struct sx_trace *t, bool needs_regions,
+                                        struct sx_error *err);
+
 /* The row of region position 'g' on 'rank', or NULL. */
 const struct sx_row *sx_trace_row(const struct sx_trace *t, size_t g, int64_t rank);
 /* Calls of 'rank' in the selected regions. */
@@ -125,31 +134,6 @@ void sx_trace_lane_label(const struct sx_run *run, int64_t lane, int64_t rank,
 enum sx_status sx_trace_value_error(const struct sx_trace *t, enum sx_status code,
                                     const char *msg, struct sx_error *err);
 
-/* Chrome Trace Event document: head, blocks of one selected rank's items, tail. */
-void sx_chrome_head(const struct sx_trace *t, struct sx_buf *out);
-void sx_chrome_tail(struct sx_buf *out);
-/* What a rank's blocks share (its lanes), worked out by the first of them. */
-struct sx_chrome_cache;
-struct sx_chrome_cache *sx_chrome_cache_new(const struct sx_trace *t);
-void sx_chrome_cache_free(struct sx_chrome_cache *cc);
-/*
- * The items of selected rank 'k' from its call 'from' to 'to' (calls in
- * region order): the process and lane names first when 'from' is 0, each
- * item after a ',' unless it is the document's first.
- */
-enum sx_status sx_chrome_block(const struct sx_trace *t, struct sx_chrome_cache *cc,
-                               size_t k, uint64_t from, uint64_t to, struct sx_buf *out,
-                               struct sx_error *err);
-
-/*
- * speedscope: the calls of one selected rank, sorted and nested, split into
- * lanes (profiles).
- */
-struct sx_ss_rank;
-/* Build selected rank 'k''s profiles (start, end, thread, task loaded). New in '*out'. */
-enum sx_status sx_ss_build(const struct sx_trace *t, size_t k, struct sx_ss_rank **out,
-                           struct sx_error *err);
-void sx_ss_free(struct sx_ss_rank *r);
 /* speedscope's NestingError for call 'c' (region position, call index in its row, times)
  * that starts inside 'p' but ends after it. */
 struct sx_ss_call {
@@ -159,42 +143,4 @@ struct sx_ss_call {
 };
 enum sx_status sx_ss_nest_error(const struct sx_trace *t, const struct sx_ss_call *c,
                                 const struct sx_ss_call *p, struct sx_error *err);
-size_t sx_ss_ncalls(const struct sx_ss_rank *r);
-/* The earliest start_ns of the rank's calls (valid when it has calls). */
-int64_t sx_ss_first_start(const struct sx_ss_rank *r);
-/*
- * Region positions in the order the rank's profiles first open them:
- * appended to 'order' (room for t->nregions) unless 'seen[g]'; sets 'seen'.
- */
-size_t sx_ss_frames(const struct sx_ss_rank *r, bool *seen, uint32_t *order, size_t n);
-
-/* The document's text before the profiles; 'frames' are region positions. */
-void sx_ss_head(const struct sx_trace *t, const uint32_t *frames, size_t nframes,
-                struct sx_buf *out);
-/*
- * The text of the rank's sorted calls [i0, i1): profile heads, open and
- * close events, profile tails. 'doc_first': the rank's first profile is the
- * document's first. 'frame_of[g]' is region position g's frame.
- */
-enum sx_status sx_ss_block(const struct sx_trace *t, const struct sx_ss_rank *r,
-                           const uint32_t *frame_of, double origin, bool doc_first,
-                           size_t i0, size_t i1, struct sx_buf *out,
-                           struct sx_error *err);
-void sx_ss_tail(struct sx_buf *out);
-
-/*
- * Perfetto's protobuf trace (trace_perfetto.c): no head or tail (a trace is
- * its packets); a packet sequence per selected rank, whose every block clears
- * the incremental state first, so that blocks concatenate. What a process
- * keeps between blocks: names, and the calls of the selected rank it formats,
- * sorted into tracks (its columns stay loaded until the next rank or the
- * free). 't' is borrowed; NULL when out of memory.
- */
-struct sx_pf_cache;
-struct sx_pf_cache *sx_pf_cache_new(struct sx_trace *t);
-void sx_pf_cache_free(struct sx_pf_cache *pc);
-/* The packets of selected rank 'k''s sorted calls [from, to); its tracks first at 0. */
-enum sx_status sx_pf_block(struct sx_pf_cache *pc, size_t k, uint64_t from, uint64_t to,
-                           struct sx_buf *out, struct sx_error *err);
-
 #endif /* SX_TRACE_H */

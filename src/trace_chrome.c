@@ -2,6 +2,7 @@
 #include "json_write.h"
 #include "run.h"
 #include "trace.h"
+#include "trace_doc.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -128,7 +129,9 @@ struct rank_lanes {
     int64_t max_end; /* the latest end_ns of the rank's calls, INT64_MIN for none */
 };
 
+/* What a process keeps between blocks: each selected rank's lanes. */
 struct sx_chrome_cache {
+    const struct sx_trace *t;
     struct rank_lanes *r; /* per selected rank */
     size_t n;
     /* reused room for the columns of a block's slices */
@@ -136,20 +139,8 @@ struct sx_chrome_cache {
     size_t room_n;
 };
 
-struct sx_chrome_cache *sx_chrome_cache_new(const struct sx_trace *t) {
-    struct sx_chrome_cache *cc = sx_calloc(1, sizeof *cc);
-    if (cc == NULL)
-        return NULL;
-    cc->r = sx_calloc(t->nranks + 1, sizeof *cc->r);
-    if (cc->r == NULL) {
-        free(cc);
-        return NULL;
-    }
-    cc->n = t->nranks;
-    return cc;
-}
-
-void sx_chrome_cache_free(struct sx_chrome_cache *cc) {
+static void chrome_free(void *fmt) {
+    struct sx_chrome_cache *cc = fmt;
     if (cc == NULL)
         return;
     for (size_t k = 0; k < cc->n; k++)
@@ -172,14 +163,18 @@ static size_t lane_tid(const struct lane *v, size_t n, struct lane l) {
     return lo;
 }
 
-void sx_chrome_head(const struct sx_trace *t, struct sx_buf *out) {
+static void chrome_head(void *fmt, struct sx_buf *out) {
+    const struct sx_trace *t = ((const struct sx_chrome_cache *)fmt)->t;
     sx_buf_puts(out, "{\"displayTimeUnit\":\"ms\",\"metadata\":{\"name\":");
     sx_buf_cstr(out, t->label);
     sx_buf_puts(out, ",\"exporter\":\"scope-export@" SX_VERSION_STRING
                      "\"},\"traceEvents\":[");
 }
 
-void sx_chrome_tail(struct sx_buf *out) { sx_buf_puts(out, "]}"); }
+static void chrome_tail(void *fmt, struct sx_buf *out) {
+    (void)fmt;
+    sx_buf_puts(out, "]}");
+}
 
 static void put_i64(struct sx_buf *b, int64_t v) { sx_buf_i64(b, v); }
 
@@ -234,10 +229,16 @@ static void thread_name_item(const struct sx_trace *t, int64_t rank, size_t tid,
         (p) += sizeof(lit) - 1;                                                          \
     } while (0)
 
-enum sx_status sx_chrome_block(const struct sx_trace *t, struct sx_chrome_cache *cc,
-                               size_t k, uint64_t from, uint64_t to, struct sx_buf *out,
-                               struct sx_error *err) {
+/*
+ * The items of selected rank 'k' from its call 'from' to 'to' (calls in
+ * region order): the process and lane names first when 'from' is 0, each
+ * item after a ',' unless it is the document's first.
+ */
+static enum sx_status chrome_block(void *fmt, size_t k, uint64_t from, uint64_t to,
+                                   struct sx_buf *out, struct sx_error *err) {
     enum sx_status st = SX_OK;
+    struct sx_chrome_cache *cc = fmt;
+    const struct sx_trace *t = cc->t;
     const int64_t rank = t->ranks[k];
     struct sx_buf tmp = {0}, pre = {0}, post = {0};
     struct rank_lanes *rl = &cc->r[k];
@@ -426,3 +427,43 @@ out:
     sx_buf_free(&post);
     return st;
 }
+
+/* NOTE: collective (nothing to agree on: each rank's lanes are found by its first block).
+ */
+static enum sx_status chrome_prepare(const struct sx_pipe *p, struct sx_trace *t,
+                                     void **fmt, struct sx_error *err) {
+    struct sx_chrome_cache *cc = sx_calloc(1, sizeof *cc);
+    *fmt = cc;
+    if (cc == NULL)
+        return sx_error_set(err, SX_ERR_NOMEM, p->run->path, "out of memory");
+    cc->t = t;
+    cc->r = sx_calloc(t->nranks + 1, sizeof *cc->r);
+    if (cc->r == NULL)
+        return sx_error_set(err, SX_ERR_NOMEM, p->run->path, "out of memory");
+    cc->n = t->nranks;
+    return SX_OK;
+}
+
+/* An "X" item a call (about 230 bytes); rank 0's alone unless --ranks says otherwise. */
+static const struct sx_trace_format chrome_format = {
+    .name = "Chrome trace",
+    .call_bytes = 230,
+    .prepare = chrome_prepare,
+    .head = chrome_head,
+    .tail = chrome_tail,
+    .block = chrome_block,
+    .free = chrome_free,
+};
+
+static enum sx_status chrome_plan(const struct sx_pipe *p, struct sx_doc_state *ds,
+                                  struct sx_error *err) {
+    return sx_trace_doc_plan(p, ds, &chrome_format, err);
+}
+
+/* The trace documents need the lanes' names; Chrome's the perf counter totals too. */
+const struct sx_doc_type sx_doc_chrome = {
+    .format = SX_FORMAT_CHROME_TRACE,
+    .events_for = "Chrome trace document needs",
+    .needs = SX_NEED_LANES | SX_NEED_PERF | SX_NEED_GPU | SX_NEED_JSON_INPUT,
+    .plan = chrome_plan,
+};

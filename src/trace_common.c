@@ -227,13 +227,6 @@ enum sx_status sx_trace_plan(struct sx_trace *t, struct sx_run *run, struct sx_h
         SX_CHECK(t->ranks != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
         memcpy(t->ranks, o->ranks, o->n_ranks * sizeof *t->ranks);
         t->nranks = o->n_ranks;
-    } else if (o->format == SX_FORMAT_PERFETTO || o->format == SX_FORMAT_OTF2) {
-        /* every rank: its trace stays small */
-        t->ranks = sx_malloc(((size_t)nr + 1) * sizeof *t->ranks);
-        SX_CHECK(t->ranks != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
-        for (int64_t r = 0; r < nr; r++)
-            t->ranks[r] = r;
-        t->nranks = (size_t)nr;
     } else {
         t->ranks = sx_malloc(sizeof *t->ranks);
         SX_CHECK(t->ranks != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
@@ -361,6 +354,33 @@ void sx_trace_free(struct sx_trace *t) {
     free(t->src_line);
     free(t->row_min);
     memset(t, 0, sizeof *t);
+}
+
+enum sx_status sx_trace_select_every_rank(struct sx_trace *t, struct sx_error *err) {
+    const int64_t nr = t->run->num_ranks > 0 ? t->run->num_ranks : 0;
+    int64_t *v = sx_malloc(((size_t)nr + 1) * sizeof *v);
+    if (v == NULL)
+        return sx_error_set(err, SX_ERR_NOMEM, t->run->path, "out of memory");
+    for (int64_t r = 0; r < nr; r++)
+        v[r] = r;
+    free(t->ranks);
+    t->ranks = v;
+    t->nranks = (size_t)nr;
+    return SX_OK;
+}
+
+enum sx_status sx_trace_check_selection(const struct sx_trace *t, bool needs_regions,
+                                        struct sx_error *err) {
+    if (needs_regions && t->nregions == 0)
+        return sx_trace_value_error(t, SX_ERR_VALUE,
+                                    "No regions matched the selected filters.", err);
+    for (size_t k = 0; k < t->nranks; k++)
+        if (t->ranks[k] < 0 || t->ranks[k] >= t->run->num_ranks) {
+            char msg[64];
+            snprintf(msg, sizeof msg, "Invalid rank requested: %" PRId64, t->ranks[k]);
+            return sx_trace_value_error(t, SX_ERR_VALUE, msg, err);
+        }
+    return SX_OK;
 }
 
 const struct sx_row *sx_trace_row(const struct sx_trace *t, size_t g, int64_t rank) {

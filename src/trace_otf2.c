@@ -395,6 +395,8 @@ static enum sx_status otf2_plan(const struct sx_pipe *p, struct sx_doc_state *ds
     st = sx_pipe_trace_plan(p, t, err);
     t->perf = p->perf;
     t->nperf = p->nperf; /* borrowed */
+    if (st == SX_OK && p->o->ranks == NULL) /* every rank unless --ranks says */
+        st = sx_trace_select_every_rank(t, err);
     if (st == SX_OK && t->nregions == 0)
         st = sx_trace_value_error(t, SX_ERR_VALUE,
                                   "No regions matched the selected filters.", err);

@@ -1,7 +1,10 @@
 /* trace_speedscope.c - speedscope's evented profiles: calls sorted, nested, per lane */
 #include "json_write.h"
+#include "mpi_util.h"
+#include "pipeline.h"
 #include "run.h"
 #include "trace.h"
+#include "trace_doc.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -24,7 +27,7 @@ struct profile {
     size_t last_root; /* its last top-level call: the profile's last event closes it */
 };
 
-struct sx_ss_rank {
+struct ss_rank {
     int64_t rank;
     struct call *calls; /* sorted by lane, start, -end, seq */
     int64_t *parent;    /* per call: its parent's position, or -1 */
@@ -382,11 +385,14 @@ static enum sx_status nest_lane(const struct sx_trace *t, struct call *c, size_t
     return SX_OK;
 }
 
-enum sx_status sx_ss_build(const struct sx_trace *t, size_t k, struct sx_ss_rank **out,
-                           struct sx_error *err) {
+static void ss_free(struct ss_rank *r);
+
+/* Build selected rank 'k''s profiles (start, end, thread, task loaded). New in '*out'. */
+static enum sx_status ss_build(const struct sx_trace *t, size_t k, struct ss_rank **out,
+                               struct sx_error *err) {
     enum sx_status st = SX_OK;
     const int64_t rank = t->ranks[k];
-    struct sx_ss_rank *r = sx_calloc(1, sizeof *r);
+    struct ss_rank *r = sx_calloc(1, sizeof *r);
     int64_t *scratch = NULL;
     *out = NULL;
     SX_CHECK(r != NULL, SX_ERR_NOMEM, err, t->run->path, "out of memory");
@@ -475,14 +481,14 @@ enum sx_status sx_ss_build(const struct sx_trace *t, size_t k, struct sx_ss_rank
 out:
     free(scratch);
     if (st != SX_OK) {
-        sx_ss_free(r);
+        ss_free(r);
         r = NULL;
     }
     *out = r;
     return st;
 }
 
-void sx_ss_free(struct sx_ss_rank *r) {
+static void ss_free(struct ss_rank *r) {
     if (r == NULL)
         return;
     free(r->calls);
@@ -491,9 +497,9 @@ void sx_ss_free(struct sx_ss_rank *r) {
     free(r);
 }
 
-size_t sx_ss_ncalls(const struct sx_ss_rank *r) { return r->n; }
+static size_t ss_ncalls(const struct ss_rank *r) { return r->n; }
 
-int64_t sx_ss_first_start(const struct sx_ss_rank *r) {
+static int64_t ss_first_start(const struct ss_rank *r) {
     int64_t m = INT64_MAX;
     for (size_t p = 0; p < r->nprofiles; p++)
         if (r->calls[r->profiles[p].first].start < m)
@@ -501,7 +507,8 @@ int64_t sx_ss_first_start(const struct sx_ss_rank *r) {
     return m;
 }
 
-size_t sx_ss_frames(const struct sx_ss_rank *r, bool *seen, uint32_t *order, size_t n) {
+static size_t ss_rank_frames(const struct ss_rank *r, bool *seen, uint32_t *order,
+                             size_t n) {
     for (size_t i = 0; i < r->n; i++) {
         uint32_t g = r->calls[i].region;
         if (!seen[g]) {
@@ -512,8 +519,8 @@ size_t sx_ss_frames(const struct sx_ss_rank *r, bool *seen, uint32_t *order, siz
     return n;
 }
 
-void sx_ss_head(const struct sx_trace *t, const uint32_t *frames, size_t nframes,
-                struct sx_buf *out) {
+static void ss_head(const struct sx_trace *t, const uint32_t *frames, size_t nframes,
+                    struct sx_buf *out) {
     sx_buf_puts(out,
                 "{\"$schema\": \"https://www.speedscope.app/file-format-schema.json\", "
                 "\"exporter\": \"scope-export@" SX_VERSION_STRING "\", \"name\": ");
@@ -527,7 +534,7 @@ void sx_ss_head(const struct sx_trace *t, const uint32_t *frames, size_t nframes
     sx_buf_puts(out, "]}, \"profiles\": [");
 }
 
-void sx_ss_tail(struct sx_buf *out) { sx_buf_puts(out, "]}"); }
+static void ss_tail(struct sx_buf *out) { sx_buf_puts(out, "]}"); }
 
 #define PUT(p, lit)                                                                      \
     do {                                                                                 \
@@ -549,7 +556,7 @@ static char *put_event(char *p, bool open, uint32_t frame, double at, bool first
     return p;
 }
 
-static void profile_head(const struct sx_trace *t, const struct sx_ss_rank *r,
+static void profile_head(const struct sx_trace *t, const struct ss_rank *r,
                          const struct profile *pf, double origin, bool first,
                          struct sx_buf *out, struct sx_buf *tmp) {
     if (!first)
@@ -572,7 +579,7 @@ static void profile_head(const struct sx_trace *t, const struct sx_ss_rank *r,
 }
 
 /* Close the open calls of 'stack' down to 'depth' entries. */
-static bool close_to(const struct sx_ss_rank *r, const uint32_t *frame_of, double origin,
+static bool close_to(const struct ss_rank *r, const uint32_t *frame_of, double origin,
                      size_t *stack, size_t *depth, size_t keep, struct sx_buf *out) {
     while (*depth > keep) {
         const struct call *o = &r->calls[stack[--*depth]];
@@ -586,10 +593,10 @@ static bool close_to(const struct sx_ss_rank *r, const uint32_t *frame_of, doubl
     return true;
 }
 
-enum sx_status sx_ss_block(const struct sx_trace *t, const struct sx_ss_rank *r,
-                           const uint32_t *frame_of, double origin, bool doc_first,
-                           size_t i0, size_t i1, struct sx_buf *out,
-                           struct sx_error *err) {
+static enum sx_status ss_block(const struct sx_trace *t, const struct ss_rank *r,
+                               const uint32_t *frame_of, double origin, bool doc_first,
+                               size_t i0, size_t i1, struct sx_buf *out,
+                               struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_buf tmp = {0};
     size_t *stack = NULL, depth = 0, cap = 0;
@@ -654,3 +661,272 @@ out:
                           t->run->path, r->rank);
     return st;
 }
+
+/* MPI counts are int: the survey's records stay under this many. */
+#define MAX_MSG (1u << 28)
+
+/* The document's state on this process. */
+struct ss_doc {
+    struct sx_trace *t;
+    uint32_t *frames, *frame_of;
+    size_t nframes;
+    double origin;
+    size_t first_k;        /* the selected rank whose first profile opens the list */
+    struct ss_rank *built; /* the rank this process built last */
+    size_t built_k;
+};
+
+/* speedscope's columns: the times and the lanes. */
+#define SS_COLS                                                                          \
+    (SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END) | SX_COLBIT(SX_COL_THREAD) |        \
+     SX_COLBIT(SX_COL_TASK))
+
+/* Selected rank k's sorted, nested calls: read and built once per process. */
+static enum sx_status ss_load(struct ss_doc *d, size_t k, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    if (d->built != NULL && d->built_k == k)
+        return SX_OK;
+    ss_free(d->built);
+    d->built = NULL;
+    st = sx_trace_load_rank(d->t, d->t->ranks[k], SS_COLS, err);
+    if (st == SX_OK)
+        st = ss_build(d->t, k, &d->built, err);
+    sx_trace_unload_rank(d->t, d->t->ranks[k]);
+    d->built_k = k;
+    return st;
+}
+
+/*
+ * speedscope's first pass over this process's share of the selected ranks
+ * (k % size == rank): the nesting checks, and per rank its calls, first
+ * start and the frames its profiles open, as int64 records
+ * [k, ncalls, first_start, nframes, frames...] appended to 'rec'.
+ */
+static enum sx_status ss_survey(struct ss_doc *d, int rank, int size, int64_t **rec,
+                                size_t *nrec, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_trace *t = d->t;
+    bool *seen = sx_calloc(t->nregions + 1, sizeof *seen);
+    uint32_t *order = sx_calloc(t->nregions + 1, sizeof *order);
+    size_t cap = 64, n = 0;
+    int64_t *v = sx_malloc(cap * sizeof *v);
+    SX_CHECK(seen != NULL && order != NULL && v != NULL, SX_ERR_NOMEM, err, t->run->path,
+             "out of memory");
+    for (size_t k = (size_t)rank; k < t->nranks; k += (size_t)size) {
+        st = ss_load(d, k, err);
+        if (st != SX_OK)
+            goto out;
+        memset(seen, 0, (t->nregions + 1) * sizeof *seen);
+        size_t nf = ss_rank_frames(d->built, seen, order, 0);
+        size_t nc = ss_ncalls(d->built);
+        if (n + 4 + nf > cap) {
+            cap = (n + 4 + nf) * 2;
+            int64_t *nv = sx_realloc(v, cap * sizeof *nv);
+            SX_CHECK(nv != NULL, SX_ERR_NOMEM, err, t->run->path, "out of memory");
+            v = nv;
+        }
+        v[n++] = (int64_t)k;
+        v[n++] = (int64_t)nc;
+        v[n++] = nc > 0 ? ss_first_start(d->built) : INT64_MAX;
+        v[n++] = (int64_t)nf;
+        for (size_t i = 0; i < nf; i++)
+            v[n++] = order[i];
+    }
+out:
+    free(seen);
+    free(order);
+    if (st != SX_OK) {
+        free(v);
+        v = NULL;
+        n = 0;
+    }
+    *rec = v;
+    *nrec = n;
+    return st;
+}
+
+/* NOTE: collective. Every process gets every process's survey records. */
+static enum sx_status gather_records(MPI_Comm comm, int size, const int64_t *mine,
+                                     size_t n, int64_t **all, size_t *nall,
+                                     struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    int *counts = NULL, *displs = NULL;
+    int64_t *v = NULL;
+    *all = NULL;
+    *nall = 0;
+    if (comm == MPI_COMM_NULL) {
+        v = sx_malloc((n + 1) * sizeof *v);
+        SX_CHECK(v != NULL, SX_ERR_NOMEM, err, "", "out of memory");
+        memcpy(v, mine, n * sizeof *v);
+        *all = v;
+        *nall = n;
+        return SX_OK;
+    }
+    /* NOTE: collective: a local failure is agreed before each collective, so that no
+     * rank leaves the others waiting in it */
+    counts = sx_calloc((size_t)size, sizeof *counts);
+    displs = sx_calloc((size_t)size, sizeof *displs);
+    if (counts == NULL || displs == NULL || n >= MAX_MSG)
+        st = sx_error_set(err, SX_ERR_NOMEM, "", "out of memory");
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+    int c = (int)n;
+    SX_CHECK(MPI_Allgather(&c, 1, MPI_INT, counts, 1, MPI_INT, comm) == MPI_SUCCESS,
+             SX_ERR_MPI, err, "", "MPI_Allgather failed");
+    size_t total = 0;
+    for (int r = 0; r < size; r++) {
+        displs[r] = (int)total;
+        total += (size_t)counts[r];
+    }
+    SX_CHECK(total < MAX_MSG, SX_ERR_NOMEM, err, "", "too many ranks to survey");
+    v = sx_malloc((total + 1) * sizeof *v);
+    if (v == NULL)
+        st = sx_error_set(err, SX_ERR_NOMEM, "", "out of memory");
+    st = sx_all_ok(comm, st, err);
+    if (st != SX_OK)
+        goto out;
+    SX_CHECK(MPI_Allgatherv(mine, c, MPI_INT64_T, v, counts, displs, MPI_INT64_T, comm) ==
+                 MPI_SUCCESS,
+             SX_ERR_MPI, err, "", "MPI_Allgatherv failed");
+    *all = v;
+    v = NULL;
+    *nall = total;
+out:
+    free(v);
+    free(counts);
+    free(displs);
+    return st;
+}
+
+/* The shared frame table, the origin and the first profile, from every record. */
+static enum sx_status ss_shared_frames(struct ss_doc *d, const int64_t *rec, size_t n,
+                                       struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_trace *t = d->t;
+    const int64_t **by_k = sx_calloc(t->nranks + 1, sizeof *by_k);
+    bool *seen = sx_calloc(t->nregions + 1, sizeof *seen);
+    d->frames = sx_calloc(t->nregions + 1, sizeof *d->frames);
+    d->frame_of = sx_calloc(t->nregions + 1, sizeof *d->frame_of);
+    SX_CHECK(by_k != NULL && seen != NULL && d->frames != NULL && d->frame_of != NULL,
+             SX_ERR_NOMEM, err, t->run->path, "out of memory");
+    for (size_t i = 0; i + 4 <= n; i += 4 + (size_t)rec[i + 3])
+        if (rec[i] >= 0 && (size_t)rec[i] < t->nranks)
+            by_k[rec[i]] = rec + i;
+    int64_t first = INT64_MAX;
+    uint64_t ncalls = 0;
+    d->first_k = t->nranks;
+    for (size_t k = 0; k < t->nranks; k++) {
+        const int64_t *r = by_k[k];
+        SX_CHECK(r != NULL, SX_ERR_INTERNAL, err, t->run->path,
+                 "%s: no survey of selected rank %zu", t->run->path, k);
+        if (r[1] == 0)
+            continue;
+        if (d->first_k == t->nranks)
+            d->first_k = k;
+        ncalls += (uint64_t)r[1];
+        if (r[2] < first)
+            first = r[2];
+        for (int64_t i = 0; i < r[3]; i++) {
+            uint32_t g = (uint32_t)r[4 + i];
+            if (g < t->nregions && !seen[g]) {
+                seen[g] = true;
+                d->frame_of[g] = (uint32_t)d->nframes;
+                d->frames[d->nframes++] = g;
+            }
+        }
+    }
+    if (ncalls == 0) {
+        st = sx_trace_value_error(t, SX_ERR_VALUE,
+                                  "No calls recorded for the requested ranks.", err);
+        goto out;
+    }
+    d->origin = (double)first / 1e9;
+out:
+    free(by_k);
+    free(seen);
+    return st;
+}
+
+static void ss_doc_free(void *fmt) {
+    struct ss_doc *d = fmt;
+    if (d == NULL)
+        return;
+    ss_free(d->built);
+    free(d->frames);
+    free(d->frame_of);
+    free(d);
+}
+
+/* NOTE: collective. Every rank sorts and checks its share of the selected ranks;
+ * all learn the frames, the origin and the first profile. */
+static enum sx_status ss_prepare(const struct sx_pipe *p, struct sx_trace *t, void **fmt,
+                                 struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    int64_t *rec = NULL, *all = NULL;
+    size_t nrec = 0, nall = 0;
+    struct ss_doc *d = sx_calloc(1, sizeof *d);
+    *fmt = d;
+    if (d == NULL)
+        st = sx_error_set(err, SX_ERR_NOMEM, t->run->path, "out of memory");
+    else
+        d->t = t;
+    st = sx_all_ok(p->comm, st, err);
+    if (st == SX_OK)
+        st = ss_survey(d, p->rank, p->size, &rec, &nrec, err);
+    st = sx_all_ok(p->comm, st, err);
+    if (st == SX_OK)
+        st = gather_records(p->comm, p->size, rec, nrec, &all, &nall, err);
+    st = sx_all_ok(p->comm, st, err);
+    if (st == SX_OK)
+        st = ss_shared_frames(d, all, nall, err); /* the same on every rank */
+    free(rec);
+    free(all);
+    return st;
+}
+
+static void ss_doc_head(void *fmt, struct sx_buf *out) {
+    const struct ss_doc *d = fmt;
+    ss_head(d->t, d->frames, d->nframes, out);
+}
+
+static void ss_doc_tail(void *fmt, struct sx_buf *out) {
+    (void)fmt;
+    ss_tail(out);
+}
+
+static enum sx_status ss_doc_block(void *fmt, size_t k, uint64_t from, uint64_t to,
+                                   struct sx_buf *out, struct sx_error *err) {
+    struct ss_doc *d = fmt;
+    enum sx_status st = ss_load(d, k, err);
+    if (st == SX_OK)
+        st = ss_block(d->t, d->built, d->frame_of, d->origin, k == d->first_k,
+                      (size_t)from, (size_t)to, out, err);
+    return st;
+}
+
+/* An open and a close event a call (about 110 bytes); a rank without calls has no
+ * profile. */
+static const struct sx_trace_format ss_format = {
+    .name = "speedscope",
+    .needs_regions = true,
+    .skip_empty_ranks = true,
+    .call_bytes = 110,
+    .prepare = ss_prepare,
+    .head = ss_doc_head,
+    .tail = ss_doc_tail,
+    .block = ss_doc_block,
+    .free = ss_doc_free,
+};
+
+static enum sx_status ss_plan(const struct sx_pipe *p, struct sx_doc_state *ds,
+                              struct sx_error *err) {
+    return sx_trace_doc_plan(p, ds, &ss_format, err);
+}
+
+const struct sx_doc_type sx_doc_speedscope = {
+    .format = SX_FORMAT_SPEEDSCOPE,
+    .events_for = "speedscope document needs",
+    .needs = SX_NEED_LANES | SX_NEED_GPU | SX_NEED_JSON_INPUT,
+    .plan = ss_plan,
+};

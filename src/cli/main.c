@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -303,6 +304,61 @@ static void print_stats(const char *path, double t0) {
 }
 
 /*
+ * The JSON text of a written trace document 'path': its size, or for a .gz
+ * the length its trailer gives (ISIZE, the length mod 4 GiB: a trace deflates
+ * at least fourfold, so the first such length at or above four times the file).
+ */
+static unsigned long long json_bytes(const char *path) {
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return 0;
+    const size_t n = strlen(path);
+    if (n < 3 || strcasecmp(path + n - 3, ".gz") != 0 || sb.st_size < 18)
+        return (unsigned long long)sb.st_size;
+    unsigned char t[4];
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return 0;
+    bool got = fseek(f, -4, SEEK_END) == 0 && fread(t, 1, 4, f) == 4;
+    fclose(f);
+    if (!got)
+        return 0;
+    unsigned long long len = (unsigned long long)t[0] | (unsigned long long)t[1] << 8 |
+                             (unsigned long long)t[2] << 16 |
+                             (unsigned long long)t[3] << 24;
+    while (len < 4ULL * (unsigned long long)sb.st_size)
+        len += 1ULL << 32;
+    return len;
+}
+
+/*
+ * A Chrome trace or speedscope document larger than the viewers open (about
+ * 500 MB of JSON; SCOPE_EXPORT_VIEWER_LIMIT bytes where set): one line on
+ * stderr saying so, and which format they open.
+ */
+static void warn_viewers(const char *path, enum sx_format format) {
+    if (world_rank != 0 ||
+        (format != SX_FORMAT_CHROME_TRACE && format != SX_FORMAT_SPEEDSCOPE))
+        return;
+    unsigned long long limit = 500000000ULL;
+    const char *env = getenv("SCOPE_EXPORT_VIEWER_LIMIT");
+    if (env != NULL && *env != '\0') {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long v = strtoull(env, &end, 10);
+        if (errno == 0 && end != env && *end == '\0')
+            limit = v;
+    }
+    const unsigned long long bytes = json_bytes(path);
+    if (bytes <= limit)
+        return;
+    say(stderr,
+        "scope-export: warning: %s is %llu bytes (%.1f MB) of JSON, more than trace "
+        "viewers open (about %.0f MB); --format perfetto writes a trace they open",
+        path, bytes, (double)bytes / 1e6, (double)limit / 1e6);
+}
+
+/*
  * The per-rank files of a pstats or flame graph export of 'path': <stem>_rank<N><suffix>
  * written since 'since' (the ranks with calls), each named; their bytes in --stats,
  * timed from 't0'.
@@ -553,6 +609,8 @@ parsed:
         } else {
             if (!quiet && world_rank == 0)
                 say(stdout, "Wrote %s", output);
+            if (!quiet)
+                warn_viewers(output, o.format);
             if (stats)
                 print_stats(output, ps.t0);
         }
@@ -643,6 +701,8 @@ parsed:
         }
         if (!quiet && world_rank == 0)
             say(stdout, "Wrote %s", path);
+        if (!quiet)
+            warn_viewers(path, o.format);
         if (stats)
             print_stats(path, ps.t0);
         free(path);

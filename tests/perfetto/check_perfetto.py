@@ -3,13 +3,21 @@
 
 usage: check_perfetto.py DECODED RUN_JSON CHROME_JSON [--ranks 0,2] [--include RE]
                          [--counters OUT_JSON]
+       check_perfetto.py --expand TRACE OUT
+
+--expand writes TRACE with its compressed_packets expanded in place (zlib streams of
+whole packets, each packet under 512 KB, as Perfetto's reader takes them) to OUT, for
+protoc, and fails unless every run of packets is compressed and well formed.
 
 DECODED is `protoc --decode=perfetto.protos.Trace` text of our .pftrace, RUN_JSON the
 run's JSON profile (the calls: rank, region, start and end ns, ids), CHROME_JSON its Chrome
 trace with every rank (the lane each call is on, by its thread_name). Checks that the
-slices are exactly the calls, each on its rank's process and its lane's track, that the
-BEGIN and END events of every track nest in the order written, and that names are
-interned in each block before use. Prints the first problems and exits 1 on any.
+slices are exactly the calls (rank, lane, name, start and end ns, and the Chrome trace's
+informative args), each on its rank's process and its lane's track, that the BEGIN and END
+events of every track nest in the order written, and that each sequence clears its state
+before it uses interned names, its defaults (track, clock) or its stepping clock, whose
+timestamps are read as Perfetto reads them: steps from the ClockSnapshot's reading, which
+BOOTTIME reads too. Prints the first problems and exits 1 on any.
 --counters writes the counter tracks' values, [[pid, name, timestamp, value], ...].
 """
 import codecs
@@ -17,6 +25,7 @@ import gzip
 import json
 import re
 import sys
+import zlib
 
 
 def parse_text(text):
@@ -53,7 +62,49 @@ def load_json(path):
         return json.load(f)
 
 
+def varint(b, i):
+    v = sh = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << sh
+        sh += 7
+        if not c & 0x80:
+            return v, i
+
+
+def expand(src, dst):
+    data = open(src, "rb").read()
+    out = bytearray()
+    i = packets = compressed = 0
+    while i < len(data):
+        if data[i] != 0x0A:
+            sys.exit("check_perfetto: byte %d: not a Trace.packet field" % i)
+        n, j = varint(data, i + 1)
+        body = data[j:j + n]
+        if len(body) != n:
+            sys.exit("check_perfetto: byte %d: a packet past the end" % i)
+        packets += 1
+        if body[:2] == b"\x92\x03":  # field 50, compressed_packets, alone
+            zn, k = varint(body, 2)
+            if k + zn != n:
+                sys.exit("check_perfetto: byte %d: more than compressed_packets" % i)
+            if j + n - i >= 512 * 1024:
+                sys.exit("check_perfetto: byte %d: a compressed packet of 512 KB" % i)
+            out += zlib.decompress(body[k:])
+            compressed += 1
+        else:
+            out += data[i:j + n]
+        i = j + n
+    open(dst, "wb").write(out)
+    if packets > 0 and compressed == 0:
+        sys.exit("check_perfetto: %s: no compressed packets" % src)
+    return 0
+
+
 def main(argv):
+    if len(argv) == 4 and argv[1] == "--expand":
+        return expand(argv[2], argv[3])
     decoded, run_path, chrome_path = argv[1:4]
     ranks = None
     include = None
@@ -93,8 +144,12 @@ def main(argv):
             continue
         if include is not None and not include.match(r["name"]):
             continue
+        st = r["start_times_ns"]
+        unsorted = any(st[i] > st[i + 1] for i in range(len(st) - 1))
         for i, (s, e) in enumerate(zip(r["start_times_ns"], r["end_times_ns"])):
             extra = {}
+            if unsorted:  # the call's index says what the slices' order does not
+                extra["call_index"] = i
             if "call_ids" in r and "parent_ids" in r:
                 extra["call_id"] = r["call_ids"][i]
                 extra["parent_id"] = r["parent_ids"][i]
@@ -103,34 +158,75 @@ def main(argv):
             if "task_ids" in r and "await_ns" in r:
                 extra["await_duration"] = r["await_ns"][i] / 1e9
             lane = lane_of.get((r["rank"], r["name"], i))
-            expected.append((r["rank"], r["name"], s, e, lane, i, tuple(sorted(extra.items()))))
+            expected.append((r["rank"], r["name"], s, e, lane, tuple(sorted(extra.items()))))
 
     trace = parse_text(open(decoded, encoding="ascii").read())
     tracks = {}  # uuid -> (pid, name) of the lane's track
     processes = {}  # uuid -> pid
-    interned = {}  # sequence -> {"names": {}, "anns": {}}
     open_slices = {}  # uuid -> stack of (name, start, annotations)
     last_ts = {}
     got = []
     counters = []
     counter_tracks = {}  # uuid -> (pid, name)
     seen_ranks = []
+    seqs = {}  # sequence -> {"names", "anns", "defaults", "clock"} since its last clear
     for pk in trace.get("packet", []):
         seq = int(one(pk, "trusted_packet_sequence_id", "0"))
         if seq == 0:
             bad("a packet without a sequence id")
+        if int(one(pk, "sequence_flags", "0")) & 1:
+            seqs[seq] = {"names": {}, "anns": {}, "defaults": None, "clock": None}
+        state = seqs.get(seq)
+        if "trace_packet_defaults" in pk:
+            if state is None:
+                bad("sequence %d: defaults before its state was cleared" % seq)
+            else:
+                d = pk["trace_packet_defaults"][0]
+                ted = d.get("track_event_defaults", [{}])[0]
+                state["defaults"] = (int(one(d, "timestamp_clock_id", "0")),
+                                     int(one(ted, "track_uuid", "0")))
         if "interned_data" in pk:
-            if int(one(pk, "sequence_flags", "0")) != 1:
-                bad("interned data without SEQ_INCREMENTAL_STATE_CLEARED")
-            idata = pk["interned_data"][0]
-            state = {"names": {}, "anns": {}}
-            for n in idata.get("event_names", []):
-                state["names"][int(one(n, "iid"))] = one(n, "name")
-            for n in idata.get("debug_annotation_names", []):
-                state["anns"][int(one(n, "iid"))] = one(n, "name")
-            interned[seq] = state
-        elif seq not in interned:
-            bad("sequence %d: a packet before its state was cleared" % seq)
+            if state is None:
+                bad("sequence %d: interned data before its state was cleared" % seq)
+            else:
+                idata = pk["interned_data"][0]
+                for n in idata.get("event_names", []):
+                    state["names"][int(one(n, "iid"))] = one(n, "name")
+                for n in idata.get("debug_annotation_names", []):
+                    state["anns"][int(one(n, "iid"))] = one(n, "name")
+        if "clock_snapshot" in pk:
+            clocks = {}
+            for c in pk["clock_snapshot"][0].get("clocks", []):
+                clocks[int(one(c, "clock_id"))] = (int(one(c, "timestamp", "0")),
+                                                   one(c, "is_incremental", "false"),
+                                                   int(one(c, "unit_multiplier_ns", "1")))
+            for cid, (ts, inc, unit) in clocks.items():
+                if 64 <= cid < 128:
+                    if state is None:
+                        bad("sequence %d: a clock before its state was cleared" % seq)
+                        continue
+                    if inc != "true" or unit != 1:
+                        bad("sequence %d: clock %d not a nanosecond stepping clock" % (seq, cid))
+                    if clocks.get(6, (None,))[0] != ts:
+                        bad("sequence %d: clock %d at %d, BOOTTIME at %r" %
+                            (seq, cid, ts, clocks.get(6, (None,))[0]))
+                    state["clock"] = (cid, ts)
+            continue
+        # the packet's time: absolute, or a step of its sequence's clock
+        ts = None
+        if "timestamp" in pk:
+            ts = int(one(pk, "timestamp"))
+            cid = int(one(pk, "timestamp_clock_id", "0"))
+            if cid == 0 and state is not None and state["defaults"] is not None:
+                cid = state["defaults"][0]
+            if 64 <= cid < 128:
+                if state is None or state["clock"] is None or state["clock"][0] != cid:
+                    bad("sequence %d: a step of clock %d before its snapshot" % (seq, cid))
+                    continue
+                ts += state["clock"][1]
+                state["clock"] = (cid, ts)
+            elif cid not in (0, 6):
+                bad("sequence %d: a time on clock %d" % (seq, cid))
         if "track_descriptor" in pk:
             td = pk["track_descriptor"][0]
             uuid = int(one(td, "uuid"))
@@ -156,8 +252,12 @@ def main(argv):
                 tracks[uuid] = (processes.get(parent), name)
         if "track_event" in pk:
             ev = pk["track_event"][0]
+            if ts is None:
+                bad("sequence %d: an event without a time" % seq)
+                continue
             uuid = int(one(ev, "track_uuid", "0"))
-            ts = int(one(pk, "timestamp"))
+            if uuid == 0 and state is not None and state["defaults"] is not None:
+                uuid = state["defaults"][1]
             if one(ev, "type") == "TYPE_COUNTER" and uuid in counter_tracks:
                 pid, name = counter_tracks[uuid]
                 counters.append([pid, name, ts, int(one(ev, "counter_value"))])
@@ -171,13 +271,15 @@ def main(argv):
             st = open_slices.setdefault(uuid, [])
             kind = one(ev, "type")
             if kind == "TYPE_SLICE_BEGIN":
-                state = interned.get(seq, {"names": {}, "anns": {}})
-                name = state["names"].get(int(one(ev, "name_iid", "0")))
+                names = state["names"] if state is not None else {}
+                name = names.get(int(one(ev, "name_iid", "0")))
                 if name is None:
-                    bad("a slice name not interned in its block")
+                    bad("a slice name not interned in its sequence")
                 anns = {}
                 for a in ev.get("debug_annotations", []):
-                    key = state["anns"].get(int(one(a, "name_iid")))
+                    key = state["anns"].get(int(one(a, "name_iid"))) if state else None
+                    if key is None:
+                        bad("an annotation name not interned in its sequence")
                     val = one(a, "int_value")
                     anns[key] = int(val) if val is not None else float(one(a, "double_value"))
                 st.append((name, ts, anns))
@@ -187,8 +289,7 @@ def main(argv):
                     continue
                 name, start, anns = st.pop()
                 pid, lane = tracks[uuid]
-                index = anns.pop("call_index", None)
-                got.append((pid, name, start, ts, lane, index, tuple(sorted(anns.items()))))
+                got.append((pid, name, start, ts, lane, tuple(sorted(anns.items()))))
             else:
                 bad("unexpected event type %s" % kind)
     for uuid, st in open_slices.items():

@@ -44,7 +44,7 @@ out=$TMP/stdout
 isal=0
 grep -q 'ISA-L: yes' "$out" && isal=1
 cases="json.1 json.s json.2 gz.1 gz.2 cat gzip pigz.1 pigz.2"
-cases="$cases trace.1 trace.2 tracegz.1 tracegz.2 cat.t pigz.t1 pigz.t2"
+cases="$cases trace.1 trace.2 tracegz.1 tracegz.2 cat.t pigz.t1 pigz.t2 pf.1 pf.2"
 [ "$isal" = 1 ] && cases="$cases isal.1 isal.2"
 for run in 10k 100k 100k-skew; do
     sect=$(awk -v h="== $run:" 'index($0, h) == 1 { on = 1; next } /^==/ { on = 0 } on' "$out")
@@ -84,6 +84,11 @@ for what in "speedscope .* MB: -n 2" "speedscope: 1 -> 2 ranks net" "speedscope 
     "100k-gzip4: .json one process, bare"; do
     grep -Eq "^(PASS|FAIL)  $what" "$out" && ok || bad "no target line '$what'"
 done
+# the Perfetto trace's targets: its size against the Chrome trace's, 1 -> 2 ranks, rank 0
+for t in "perfetto .* MB = .*x the Chrome trace" "perfetto 1 -> 2 ranks net" \
+    "perfetto -n 2 rank 0 peak RSS"; do
+    grep -Eq "^(PASS|FAIL|INFO)  100k: $t" "$out" && ok || bad "no target line '$t'"
+done
 
 # The targets are checked and summed up (pass or miss does not matter here).
 grep -q '^== targets' "$out" && ok || bad "no targets section"
@@ -105,12 +110,12 @@ done
 # Every output verified: on the three few-row runs and the many-row run json bare and 2
 # ranks, gz 1 and 2 ranks, isal 1 and 2 ranks; on the other three (the compressed and the
 # larger many-row runs, which time fewer cases) json 2 ranks; on the three few-row runs the
-# Chrome trace at 2 ranks and its .gz at 1 and 2; the native runs at 2 ranks; the pstats
-# files (rank 0, every rank) and the region statistics at 2 ranks; the bare run of the
-# compressed one, speedscope at 2 ranks, the bare native .json against import-native +
-# export, the native Chrome trace at 2 ranks; the OTF2 archives of the two nested runs at
-# 2 ranks.
-want=$((4 * (isal ? 6 : 4) + 3 + 3 * 3 + 2 + 3 + 4 + 2))
+# Chrome trace at 2 ranks and its .gz at 1 and 2, the Perfetto trace at 2; the native runs
+# at 2 ranks; the pstats files (rank 0, every rank) and the region statistics at 2 ranks;
+# the bare run of the compressed one, speedscope at 2 ranks, the bare native .json against
+# import-native + export, the native Chrome trace at 2 ranks; the OTF2 archives of the two
+# nested runs at 2 ranks.
+want=$((4 * (isal ? 6 : 4) + 3 + 3 * 4 + 2 + 3 + 4 + 2))
 for c in otf2.100.1 otf2.100.2 otf2.10k.1 otf2.10k.2 otf2.100k.1 otf2.100k.2; do
     grep -Eq "^$c +mpiexec .* [0-9]+\.[0-9]{3} " "$out" && ok || bad "no OTF2 row for $c"
 done
@@ -124,9 +129,9 @@ grep -q '^ERRORS' "$out" && bad "bench reports errors"
 cmp -s "$out" "$TMP/out/bench.txt" && ok || bad "bench.txt differs from what was printed"
 nraw=$(($(wc -l <"$TMP/out/raw.tsv") - 1))
 ncases=$(($(echo "$cases" | wc -w) + 2))   # and start.1, start.2
-# every case on the few-row runs; all but the 7 trace cases on the first many-row run; 6, 3
-# and 3 on the others
-nwant=$((3 * ncases + ncases - 7 + 12))
+# every case on the few-row runs; all but the 9 trace cases (Chrome and Perfetto) on the
+# first many-row run; 6, 3 and 3 on the others
+nwant=$((3 * ncases + ncases - 9 + 12))
 [ "$nraw" = "$nwant" ] && ok || bad "raw.tsv has $nraw repetitions, not $nwant"
 left=$(find "$TMP" -maxdepth 1 -name 'sx-bench.*' | head -1)
 [ -z "$left" ] && ok || bad "work directory left behind: $left"

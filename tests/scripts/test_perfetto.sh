@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# test_perfetto.sh - the Perfetto trace of every golden run, decoded by protoc, holds
-# exactly the run's calls as slices on the right tracks; its bytes are the same at 1, 2 and
-# 3 ranks, and its .gz decompresses to them
+# test_perfetto.sh - the Perfetto trace of every golden run, its compressed packets
+# expanded and decoded by protoc, holds exactly the run's calls as slices on the right
+# tracks (exact nanoseconds through each track's stepping clock); its bytes are the same at
+# 1, 2 and 3 ranks, and its .gz decompresses to them
 . "$(dirname "$0")/lib.sh"
 
 [ -d "$SHARED/golden" ] || { echo "skip: no golden runs at $SHARED/golden"; exit 77; }
@@ -17,12 +18,14 @@ bare() {
     env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_RANK -u PMI_SIZE -u PMI_FD \
         ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1" timeout 120 "$X" "$@"
 }
-# CHECK TRACE DIR [ARGS...]: TRACE decodes, and check_perfetto.py finds DIR's calls in it.
+# CHECK TRACE DIR [ARGS...]: TRACE's compressed packets expand, it decodes, and
+# check_perfetto.py finds DIR's calls in it.
 check() {
     local trace=$1 dir=$2
     shift 2
-    protoc -I "$PF" --decode=perfetto.protos.Trace perfetto_trace.proto <"$trace" \
-        >"$trace.txt" &&
+    python3 "$PF/check_perfetto.py" --expand "$trace" "$trace.raw" &&
+        protoc -I "$PF" --decode=perfetto.protos.Trace perfetto_trace.proto <"$trace.raw" \
+            >"$trace.txt" &&
         python3 "$PF/check_perfetto.py" "$trace.txt" "$dir/run.json" \
             "$(golden "$dir" run.chrome.json)" "$@"
 }
