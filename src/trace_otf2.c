@@ -394,7 +394,7 @@ static enum sx_status otf2_plan(const struct sx_pipe *p, struct sx_doc_state *ds
     /* Stages: the region order (NOTE: collective). */
     st = sx_pipe_trace_plan(p, t, err);
     t->perf = p->perf;
-    t->nperf = p->nperf; /* borrowed */
+    t->nperf = p->nperf;                    /* borrowed */
     if (st == SX_OK && p->o->ranks == NULL) /* every rank unless --ranks says */
         st = sx_trace_select_every_rank(t, err);
     if (st == SX_OK && t->nregions == 0)
