@@ -1,7 +1,7 @@
 /* deflate_out.c - gzip output as raw deflate segments joined into one member */
 #include "deflate_out.h"
 
-#include "json_write.h"
+#include "buf.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,8 +2,8 @@
 #ifndef SX_DOC_H
 #define SX_DOC_H
 
+#include "buf.h"
 #include "doc_plan.h"
-#include "json_write.h"
 #include "run.h"
 
 /* The document's text up to and including "regions": [ . */

@@ -3,8 +3,8 @@
 #ifndef SX_H5_DIRECT_H
 #define SX_H5_DIRECT_H
 
+#include "buf.h"
 #include "internal.h"
-#include "json_write.h"
 
 #include <hdf5.h>
 

@@ -1,10 +1,10 @@
 /* h5_events.c - event data of rows: slices of the event columns (batched), delta
  * decoding, event_metadata, the GPU column's presence */
+#include "buf.h"
 #include "h5_direct.h"
 #include "h5_int.h"
 #include "h5_read.h"
 #include "json_parse.h"
-#include "json_write.h"
 #include "run.h"
 
 #include <errno.h>

@@ -2,9 +2,9 @@
 #ifndef SX_H5_INT_H
 #define SX_H5_INT_H
 
+#include "buf.h"
 #include "h5_direct.h"
 #include "h5_read.h"
-#include "json_write.h"
 #include "run.h"
 #include "value.h"
 

@@ -1,7 +1,7 @@
 /* h5_load.c - a whole run, events included, in memory (compare and import) */
+#include "buf.h"
 #include "h5_int.h"
 #include "h5_read.h"
-#include "json_write.h"
 #include "run.h"
 
 #include <errno.h>

@@ -3,7 +3,7 @@
 #ifndef SX_H5_READ_H
 #define SX_H5_READ_H
 
-#include "json_write.h"
+#include "buf.h"
 #include "run.h"
 
 #include <mpi.h>

@@ -1,9 +1,9 @@
 /* json_load.c - a JSON profile (.json, .json.gz) into the run model */
 #include "json_load.h"
 
+#include "buf.h"
 #include "fault.h"
 #include "json_tree.h"
-#include "json_write.h"
 #include "run.h"
 #include "value.h"
 

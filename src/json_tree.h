@@ -3,7 +3,7 @@
 #ifndef SX_JSON_TREE_H
 #define SX_JSON_TREE_H
 
-#include "json_write.h"
+#include "buf.h"
 
 #include <jansson.h>
 

@@ -1,5 +1,5 @@
 /* native_merge.c - every rank's per-process files -> one run, agreed by collectives */
-#include "json_write.h"
+#include "buf.h"
 #include "mpi_util.h"
 #include "native.h"
 #include "run.h"

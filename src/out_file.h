@@ -3,8 +3,8 @@
 #ifndef SX_OUT_FILE_H
 #define SX_OUT_FILE_H
 
+#include "buf.h"
 #include "internal.h"
-#include "json_write.h"
 
 #include <sys/stat.h>
 

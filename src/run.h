@@ -2,7 +2,7 @@
 #ifndef SX_RUN_H
 #define SX_RUN_H
 
-#include "json_write.h"
+#include "buf.h"
 #include "value.h"
 
 /* Event columns, in the order the document writes them (after the times). */

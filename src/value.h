@@ -3,7 +3,7 @@
 #ifndef SX_VALUE_H
 #define SX_VALUE_H
 
-#include "json_write.h"
+#include "buf.h"
 
 enum sx_vkind {
     SX_V_NULL,

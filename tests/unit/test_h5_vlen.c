@@ -3,8 +3,8 @@
 #include "h5_int.h"
 #undef H5Dread /* this test reads with HDF5 itself, not through the fault hook */
 #undef H5Aread
+#include "buf.h"
 #include "internal.h"
-#include "json_write.h"
 #include "sx_fault.h"
 #include "sx_test.h"
 

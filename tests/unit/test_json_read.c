@@ -1,11 +1,11 @@
 /* test_json_read.c - JSON profiles and stored JSON snippets read back into the run model
  */
+#include "buf.h"
 #include "doc.h"
 #include "fault.h"
 #include "h5_read.h"
 #include "json_load.h"
 #include "json_parse.h"
-#include "json_write.h"
 #include "run.h"
 #include "run_compare.h"
 #include "sx_fault.h"
