@@ -92,6 +92,16 @@ int sx_tmp_remove_all(void) {
     return n;
 }
 
+/* The public stop lives here, beside the commit it races with: the flag, then the
+ * temporary files. */
+int sx_request_stop(void) {
+    sx_stop_set();
+    /* the flag before the look at the temporary files, as sx_tmp_commit() has it
+     * the other way round: one of the two sees the other's write */
+    atomic_thread_fence(memory_order_seq_cst);
+    return sx_tmp_remove_all(); /* in case SIGKILL follows before the export unwinds */
+}
+
 int sx_tmp_commit(const char *tmp, const char *path) {
     /* Untracked first, then the look at the stop flag (sx_request_stop() does the
      * reverse): a stop whose handler saw 'tmp' pending, and said the output will not
