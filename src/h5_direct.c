@@ -3,7 +3,9 @@
 #include "h5_direct.h"
 
 #include "fault.h"
-#include "h5_int.h"
+#include "h5_direct_heap.h"
+#include "h5_direct_map.h"
+#include "h5_util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,24 +58,13 @@ bool sx_direct_same_file(int a, int b) {
            sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-int sx_direct_hdf5_fd(hid_t file) {
-    void *handle = NULL;
-    hid_t fapl = H5Fget_access_plist(file);
-    bool sec2 = fapl >= 0 && H5Pget_driver(fapl) == H5FD_SEC2;
-    if (fapl >= 0)
-        H5Pclose(fapl);
-    if (!sec2 || H5Fget_vfd_handle(file, H5P_DEFAULT, &handle) < 0 || handle == NULL)
-        return -1;
-    return *(const int *)handle;
-}
-
 void sx_direct_open(hid_t file, const char *path, struct sx_direct **out) {
     struct sx_direct *dr = NULL;
     struct stat sb;
     *out = NULL;
     if (!sx_direct_enabled())
         return;
-    const int hfd = sx_direct_hdf5_fd(file);
+    const int hfd = sx_h5_posix_fd(file);
     if (hfd < 0)
         return;
     dr = sx_calloc(1, sizeof *dr);

@@ -2,8 +2,9 @@
  * decoding, event_metadata, the GPU column's presence */
 #include "buf.h"
 #include "h5_direct.h"
-#include "h5_int.h"
 #include "h5_read.h"
+#include "h5_reader.h"
+#include "h5_util.h"
 #include "json_parse.h"
 #include "run.h"
 

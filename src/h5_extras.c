@@ -1,7 +1,8 @@
 /* h5_extras.c - the parts of a run beside its events: thread and task lanes, LIKWID
  * groups, line profiles */
-#include "h5_int.h"
 #include "h5_read.h"
+#include "h5_reader.h"
+#include "h5_util.h"
 #include "run.h"
 #include "value.h"
 

@@ -2,8 +2,10 @@
  * rank-region index (lazy or full), schema-1 groups, summary-only runs */
 #define _GNU_SOURCE /* qsort_r: the sort context per call, not in a global */
 #include "h5_direct.h"
-#include "h5_int.h"
+#include "h5_direct_heap.h"
 #include "h5_read.h"
+#include "h5_reader.h"
+#include "h5_util.h"
 #include "json_parse.h"
 #include "json_write.h"
 #include "mpi_util.h"
@@ -1097,8 +1099,10 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
         for (int c = 0; c < SX_NCOLS; c++)
             h5->ev[c] = -1;
         h5->path = sx_strdup(path);
+        h5->raw = sx_calloc(SX_NCOLS + RD_N, sizeof *h5->raw);
+        h5->rdraw = h5->raw != NULL ? h5->raw + SX_NCOLS : NULL;
     }
-    if (h5 == NULL || h5->path == NULL)
+    if (h5 == NULL || h5->path == NULL || h5->raw == NULL)
         st = sx_error_set(err, SX_ERR_NOMEM, path, "%s: out of memory", path);
     else if (stat(path, &sb) != 0)
         st = sx_error_set(err, SX_ERR_NOT_FOUND, path, "HDF5 file not found: %s", path);
@@ -1137,7 +1141,7 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
 
     /* the size and the raw views are those of the file HDF5 opened, whatever the
      * path names by now */
-    const int hfd = sx_direct_hdf5_fd(h5->file);
+    const int hfd = sx_h5_posix_fd(h5->file);
     if (hfd >= 0 && fstat(hfd, &sb) == 0)
         h5->file_size = sb.st_size;
     sx_direct_open(h5->file, path, &h5->direct);
@@ -1203,6 +1207,7 @@ static void h5_close_impl(struct sx_h5 *h5) {
     sx_h5_quiet_end(&q);
     sx_direct_close(h5->direct);
     free(h5->scratch);
+    free(h5->raw);
     free(h5->path);
     free(h5);
 }

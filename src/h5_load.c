@@ -1,7 +1,8 @@
 /* h5_load.c - a whole run, events included, in memory (compare and import) */
 #include "buf.h"
-#include "h5_int.h"
 #include "h5_read.h"
+#include "h5_reader.h"
+#include "h5_util.h"
 #include "run.h"
 
 #include <errno.h>

@@ -8,7 +8,7 @@
 
 #include <mpi.h>
 
-/* An open run (h5_int.h). */
+/* An open run (h5_reader.h). */
 struct sx_h5;
 
 /*

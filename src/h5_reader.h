@@ -1,12 +1,9 @@
-/* h5_int.h - what the HDF5 readers (h5_*.c) share: the open file and its helpers */
-#ifndef SX_H5_INT_H
-#define SX_H5_INT_H
+/* h5_reader.h - what the HDF5 reader's files share: the open run (struct sx_h5) */
+#ifndef SX_H5_READER_H
+#define SX_H5_READER_H
 
-#include "buf.h"
-#include "h5_direct.h"
 #include "h5_read.h"
 #include "run.h"
-#include "value.h"
 
 #include <hdf5.h>
 
@@ -22,6 +19,10 @@ extern const char *const sx_h5_col_names[SX_NCOLS];
 /* The per-row columns of the index a lazy run reads for the blocks that write them. */
 enum { RD_FILES, RD_TEXTS, RD_TAGS, RD_LINES, RD_EXCL, RD_N };
 extern const char *const sx_h5_rd_names[RD_N];
+
+struct sx_direct;     /* h5_direct.h */
+struct sx_direct_col; /* h5_direct.h */
+struct sx_vlen;       /* h5_direct_heap.h */
 
 /* An open run: the file, its event datasets and what the readers reuse between calls. */
 struct sx_h5 {
@@ -47,7 +48,9 @@ struct sx_h5 {
     off_t file_size; /* of the file HDF5 opened */
     /* the reads around HDF5 (h5_direct.h), or NULL: HDF5 reads all */
     struct sx_direct *direct;
-    struct sx_direct_col raw[SX_NCOLS], rdraw[5];
+    /* per event column (SX_NCOLS) and per index column (RD_N), in one allocation:
+     * by pointer, so that this header needs not the direct reads' own */
+    struct sx_direct_col *raw, *rdraw;
     /* a lazy run's string columns (RD_FILES..RD_TAGS), read once at open: every
      * distinct string once in a pool, and per row its id (0: empty) */
     struct pool {
@@ -63,144 +66,4 @@ struct sx_h5 {
     } pool[3];
 };
 
-/* HDF5 prints its error stack by default; we turn failures into sx_error. */
-struct h5_quiet {
-    H5E_auto2_t func;
-    void *data;
-};
-
-struct h5_name_list {
-    char **v;
-    size_t n, cap;
-    bool nomem; /* the listing stopped for want of memory */
-};
-
-struct h5_rank_group {
-    int64_t rank;
-    char *name;
-};
-
-/*
- * Every HDF5 read may fail on purpose in the fault tests (SX_FAULT_READ): the
- * readers call these through the macros below.
- */
-herr_t sx_h5_dread(hid_t d, hid_t mt, hid_t ms, hid_t fs, hid_t x, void *buf);
-herr_t sx_h5_aread(hid_t a, hid_t mt, void *buf);
-#define H5Dread(...) sx_h5_dread(__VA_ARGS__)
-#define H5Aread(...) sx_h5_aread(__VA_ARGS__)
-
-void sx_h5_quiet_begin(struct h5_quiet *q);
-
-void sx_h5_quiet_end(const struct h5_quiet *q);
-
-void sx_h5_close_id(hid_t id);
-
-/*
- * Before HDF5 reads variable-length values of 'obj' (an attribute whole, or a
- * dataset's selection 'ms'/'fs' as H5Dread takes them): each element's
- * claimed length must fit in the file, and so must their sum, or it is
- * SX_ERR_FORMAT naming 'src' and the row. Other datatypes pass unread.
- */
-enum sx_status sx_h5_vlen_guard(hid_t obj, hid_t ms, hid_t fs, const char *src,
-                                struct sx_error *err);
-
-/*
- * Refuse a file that would make the reader read other files: an external (or
- * user-defined) link, a virtual dataset or a dataset with external storage
- * anywhere in it is SX_ERR_UNSUPPORTED naming the object. 'path' names the file.
- */
-enum sx_status sx_h5_refuse_foreign(hid_t file, const char *path, struct sx_error *err);
-
-/* "file.h5:/object" for error sources. */
-const char *sx_h5_src_name(char *buf, size_t n, const char *path, const char *obj);
-
-bool sx_h5_link_exists(hid_t loc, const char *name);
-
-/* Length of a 1-D dataset (a scalar counts as 1); -1 when not 1-D. */
-int64_t sx_h5_dset_len(hid_t d);
-
-/*
- * Refuse sizes the file cannot hold before taking memory for them: an
- * unfiltered dataset's bytes are in the file; a filtered one compresses
- * at most ~1032:1 (deflate's limit).
- */
-enum sx_status sx_h5_check_claim(const struct sx_h5 *h5, hid_t d, uint64_t n, size_t elem,
-                                 const char *src, struct sx_error *err);
-
-/* Read a whole 1-D integer dataset as int64 (or uint64 bits when 'as_unsigned'). */
-enum sx_status sx_h5_read_ints(struct sx_h5 *h5, hid_t loc, const char *name,
-                               bool as_unsigned, int64_t **out, uint64_t *n_out,
-                               struct sx_error *err);
-
-enum sx_status sx_h5_read_strings(struct sx_h5 *h5, hid_t loc, const char *name,
-                                  char ***out, uint64_t *n_out, struct sx_error *err);
-
-void sx_h5_free_strv(char **v, uint64_t n);
-
-/* An attribute as a metadata value (h5reader._decode_attribute + _metadata_value). */
-enum sx_status sx_h5_read_attr_value(hid_t a, struct sx_value *out, const char *src,
-                                     struct sx_error *err);
-
-/* Optional scalar attributes of a group. */
-enum sx_status sx_h5_attr_string(struct sx_h5 *h5, hid_t loc, const char *obj,
-                                 const char *name, char **out, bool *found,
-                                 struct sx_error *err);
-
-enum sx_status sx_h5_attr_number(struct sx_h5 *h5, hid_t loc, const char *obj,
-                                 const char *name, struct sx_value *out, bool *found,
-                                 struct sx_error *err);
-
-int64_t sx_h5_value_as_int(const struct sx_value *v);
-
-/* A 1-D string array attribute (tags, event_names, ...); absent -> empty. */
-enum sx_status sx_h5_attr_strings(struct sx_h5 *h5, hid_t loc, const char *obj,
-                                  const char *name, char ***out, size_t *n_out,
-                                  struct sx_error *err);
-
-enum sx_status sx_h5_req_len(const struct sx_h5 *h5, const char *name, uint64_t got,
-                             uint64_t want, struct sx_error *err);
-
-/*
- * The strings of a 1-D string dataset at 'n' points (file rows 'pts', any
- * order) in one read, raw bytes as stored (fixed-length ones without their
- * trailing NULs): string k is text->data[off[k] .. off[k + 1]). One H5Dread
- * instead of one per row: each read costs HDF5 a type-conversion buffer.
- */
-enum sx_status sx_h5_read_point_strings(hid_t d, const hsize_t *pts, hsize_t first,
-                                        size_t n, struct sx_buf *text, size_t *off,
-                                        const char *src, struct sx_error *err);
-
-/* Link names of a group in h5py order (by name). */
-enum sx_status sx_h5_list_links(hid_t g, struct h5_name_list *l, const char *src,
-                                struct sx_error *err);
-
-void sx_h5_free_names(struct h5_name_list *l);
-
-/* Rank groups of the root in numeric order. */
-enum sx_status sx_h5_rank_groups(struct sx_h5 *h5, struct h5_rank_group **out,
-                                 size_t *n_out, struct sx_error *err);
-
-void sx_h5_free_rank_groups(struct h5_rank_group *v, size_t n);
-
-/* Distinct ranks of a lane table, ascending. */
-size_t sx_h5_distinct(const int64_t *ranks, uint64_t n, int64_t *out);
-
-enum sx_status sx_h5_read_ints_opt(struct sx_h5 *h5, hid_t loc, const char *name,
-                                   int64_t **out, size_t *n, struct sx_error *err);
-
-enum sx_status sx_h5_read_doubles_opt(struct sx_h5 *h5, hid_t loc, const char *name,
-                                      double **out, size_t *n, struct sx_error *err);
-
-enum sx_status sx_h5_read_matrix(struct sx_h5 *h5, hid_t loc, const char *name,
-                                 struct sx_matrix *m, const char *src,
-                                 struct sx_error *err);
-
-/* Integers of a 1-D dataset at 'n' points in one read. */
-enum sx_status sx_h5_read_point_ints(hid_t d, const hsize_t *pts, size_t n, int64_t *out,
-                                     const char *src, struct sx_error *err);
-
-/* Entry points mark the file they read, for a crash report (sx_hdf5_file_in_use). */
-void sx_h5_enter(const char *path);
-void sx_h5_leave(void);
-
-#endif /* SX_H5_INT_H */
+#endif /* SX_H5_READER_H */

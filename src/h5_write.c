@@ -1,7 +1,7 @@
 /* h5_write.c - write a run as a schema-3 HDF5 file in scope-profiler's layout */
 #include "h5_write.h"
 
-#include "h5_int.h"
+#include "h5_util.h"
 
 #include "fault.h"
 #include "json_write.h"

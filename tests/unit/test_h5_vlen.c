@@ -1,6 +1,8 @@
 /* test_h5_vlen.c - sx_vlen_read against H5Dread on variable-length string datasets */
 #include "h5_direct.h"
-#include "h5_int.h"
+#include "h5_direct_heap.h"
+#include "h5_direct_map.h"
+#include "h5_util.h"
 #undef H5Dread /* this test reads with HDF5 itself, not through the fault hook */
 #undef H5Aread
 #include "buf.h"
