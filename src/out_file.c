@@ -3,6 +3,7 @@
 #include "out_file.h"
 
 #include "fault.h"
+#include "mpi_util.h"
 #include "stop.h"
 
 #include <errno.h>
@@ -58,6 +59,15 @@ void sx_tmp_track(const char *tmp) {
             pending[i].set = 1;
             return;
         }
+}
+
+enum sx_status sx_tmp_share(MPI_Comm comm, int rank, char tmp[SX_TMP_NAME],
+                            struct sx_error *err) {
+    enum sx_status st =
+        sx_mpi_check(MPI_Bcast(tmp, SX_TMP_NAME, MPI_CHAR, 0, comm), "MPI_Bcast", err);
+    if (st == SX_OK && rank != 0)
+        sx_tmp_track(tmp);
+    return st;
 }
 
 void sx_tmp_forget(const char *tmp) {

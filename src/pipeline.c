@@ -199,22 +199,14 @@ enum sx_status sx_pipe_trace_plan(const struct sx_pipe *p, struct sx_trace *t,
 /* ------------------------------------------------------------------ */
 /* The stages                                                          */
 
-/*
- * NOTE: collective. Every rank learns rank 0's temporary output name in
- * 'tmp' and tracks it, so that a signal on any rank removes the file: when
- * rank 0 is killed outright, the launcher stops the others with SIGTERM.
- */
+/* NOTE: collective. Every rank learns rank 0's temporary output name (sx_tmp_share). */
 static enum sx_status share_tmp(MPI_Comm comm, int rank, const struct sx_out_file *f,
                                 char tmp[SX_TMP_NAME], struct sx_error *err) {
     if (comm == MPI_COMM_NULL)
         return SX_OK;
     if (rank == 0)
         snprintf(tmp, SX_TMP_NAME, "%s", sx_out_tmp_path(f));
-    enum sx_status st =
-        sx_mpi_check(MPI_Bcast(tmp, SX_TMP_NAME, MPI_CHAR, 0, comm), "MPI_Bcast", err);
-    if (st == SX_OK && rank != 0)
-        sx_tmp_track(tmp);
-    return st;
+    return sx_tmp_share(comm, rank, tmp, err);
 }
 
 /* The options every rank checks alike, after the source's own checks. */
