@@ -253,6 +253,14 @@ out:
     return st;
 }
 
+enum sx_status sx_direct_point_ints(struct sx_direct *dr, const struct sx_direct_col *c,
+                                    hid_t d, const hsize_t *pts, size_t n, int64_t *out,
+                                    const char *src, struct sx_error *err) {
+    if (dr != NULL && c->ok)
+        return sx_direct_read_points(dr, c, pts, n, out, src, err);
+    return sx_h5_read_point_ints(d, pts, n, out, src, err);
+}
+
 enum sx_status sx_direct_strings_open(struct sx_direct *dr, hid_t d, const char *src,
                                       struct sx_vlen **out, struct sx_error *err) {
     *out = NULL;

@@ -97,6 +97,15 @@ enum sx_status sx_direct_read_points(struct sx_direct *dr, const struct sx_direc
                                      const char *src, struct sx_error *err);
 
 /*
+ * The integers of dataset 'd' at rows 'pts[0..n)' as sx_h5_read_point_ints
+ * gives them: through kept windows (sx_direct_read_points) when 'c' was found
+ * eligible, else one HDF5 read.
+ */
+enum sx_status sx_direct_point_ints(struct sx_direct *dr, const struct sx_direct_col *c,
+                                    hid_t d, const hsize_t *pts, size_t n, int64_t *out,
+                                    const char *src, struct sx_error *err);
+
+/*
  * A heap reader of string dataset 'd' (borrowed, open while the reader
  * lives), or NULL (SX_OK) when HDF5 is to read it: 'dr' NULL, or the dataset
  * is not eligible (sx_vlen_open). Errors are allocation failures.

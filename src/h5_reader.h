@@ -66,4 +66,48 @@ struct sx_h5 {
     } pool[3];
 };
 
+/* h5_schema.c */
+
+enum sx_status sx_h5_read_metadata(struct sx_h5 *h5, struct sx_run *run,
+                                   struct sx_error *err);
+
+enum sx_status sx_h5_read_schema(struct sx_h5 *h5, struct sx_run *run,
+                                 struct sx_error *err);
+
+/* h5_pool.c */
+
+void sx_h5_pool_free(struct pool *p);
+
+/*
+ * Read a string column of the index in pieces into a pool: a row's string
+ * costs 4 bytes and each sx_h5_distinct string is kept once (a run's rows of one
+ * region share their source file, text and tags). Strings are decoded as the
+ * full read decodes them. Through HDF5: read once at open, they gain nothing from
+ * the heap walker (h5_direct.h).
+ */
+enum sx_status sx_h5_read_pool(hid_t d, uint64_t nrows, struct pool *p, const char *src,
+                               struct sx_error *err);
+
+/* h5_summary.c */
+
+enum sx_status sx_h5_read_summary(struct sx_h5 *h5, struct sx_run *run,
+                                  struct sx_error *err);
+
+/* h5_schema1.c */
+
+enum sx_status sx_h5_read_schema1(struct sx_h5 *h5, struct sx_run *run,
+                                  struct sx_error *err);
+
+/* h5_index_share.c */
+
+/*
+ * NOTE: collective over 'comm'. The index of a lazily read columnar run is
+ * read by rank 0 alone and sent to every rank: at thousands of ranks, every
+ * rank reading every index column would storm a parallel file system. The
+ * others opened the file's datasets but read no row ('open_only'). Every rank
+ * calls this whatever its 'st'; returns the agreed status.
+ */
+enum sx_status sx_h5_share_index(MPI_Comm comm, struct sx_h5 *h5, struct sx_run *run,
+                                 enum sx_status st, struct sx_error *err);
+
 #endif /* SX_H5_READER_H */

@@ -17,7 +17,8 @@ void sx_h5w_spec_init(struct sx_h5w_spec *spec) { *spec = (struct sx_h5w_spec){0
 void sx_h5w_free_w(struct sx_h5w *w) {
     sx_out_abort(w->out);
     if (w->tmp != NULL && w->rank != 0)
-        sx_tmp_forget(w->tmp); /* rank 0 renames or removes it; the others only track it */
+        sx_tmp_forget(
+            w->tmp); /* rank 0 renames or removes it; the others only track it */
     free(w->path);
     free(w->final);
     free(w->tmp);
@@ -186,7 +187,7 @@ enum sx_status sx_h5w_create_mpi(MPI_Comm comm, const char *path,
     st = sx_h5w_attr_i64(w, w->file, "/", "scope_profiler_schema", SCHEMA_VERSION, err);
     if (st == SX_OK)
         st = sx_h5w_attr_str(w, w->file, "/", "storage_layout",
-                      spec->aggregate ? "aggregate" : "columnar", err);
+                             spec->aggregate ? "aggregate" : "columnar", err);
     if (st != SX_OK)
         goto out;
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {

@@ -26,7 +26,8 @@ static enum sx_status lanes_check(struct sx_h5w *w, const struct sx_lane_rank *l
                  SX_ERR_USAGE, err, sx_h5w_src(w, obj), "lane list %zu holds no %s", i,
                  threads ? "threads" : "tasks");
         SX_CHECK(lanes[i].rank >= 0 && lanes[i].rank <= (int64_t)UINT32_MAX, SX_ERR_VALUE,
-                 err, sx_h5w_src(w, obj), "rank %lld is not a uint32", (long long)lanes[i].rank);
+                 err, sx_h5w_src(w, obj), "rank %lld is not a uint32",
+                 (long long)lanes[i].rank);
         *total += lanes[i].n;
     }
 out:
@@ -68,10 +69,11 @@ enum sx_status sx_h5w_threads(struct sx_h5w *w, const struct sx_lane_rank *lanes
             daemon[k] = lanes[i].threads[j].daemon ? 1 : 0;
             names[k] = lanes[i].threads[j].name;
         }
-    st = sx_h5w_put_1d(w, g, obj, "ranks", H5T_STD_U32LE, H5T_NATIVE_UINT32, total, ranks, err);
+    st = sx_h5w_put_1d(w, g, obj, "ranks", H5T_STD_U32LE, H5T_NATIVE_UINT32, total, ranks,
+                       err);
     if (st == SX_OK)
-        st = sx_h5w_put_1d(w, g, obj, "daemon", H5T_STD_I8LE, H5T_NATIVE_INT8, total, daemon,
-                    err);
+        st = sx_h5w_put_1d(w, g, obj, "daemon", H5T_STD_I8LE, H5T_NATIVE_INT8, total,
+                           daemon, err);
     if (st == SX_OK)
         st = sx_h5w_put_strs(w, g, obj, "name", names, total, false, err);
     for (size_t c = 0; c < sizeof cols / sizeof cols[0] && st == SX_OK; c++) {
@@ -83,7 +85,8 @@ enum sx_status sx_h5w_threads(struct sx_h5w *w, const struct sx_lane_rank *lanes
                                      t->start_ns, t->end_ns, t->cpu_ns};
                 v[k] = f[c];
             }
-        st = sx_h5w_put_1d(w, g, obj, cols[c], H5T_STD_I64LE, H5T_NATIVE_INT64, total, v, err);
+        st = sx_h5w_put_1d(w, g, obj, cols[c], H5T_STD_I64LE, H5T_NATIVE_INT64, total, v,
+                           err);
     }
 out:
     sx_h5w_close_id(&g);
@@ -130,7 +133,8 @@ enum sx_status sx_h5w_tasks(struct sx_h5w *w, const struct sx_lane_rank *lanes, 
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < lanes[i].n; j++, k++)
             ranks[k] = (uint32_t)lanes[i].rank;
-    st = sx_h5w_put_1d(w, g, obj, "ranks", H5T_STD_U32LE, H5T_NATIVE_UINT32, total, ranks, err);
+    st = sx_h5w_put_1d(w, g, obj, "ranks", H5T_STD_U32LE, H5T_NATIVE_UINT32, total, ranks,
+                       err);
     for (size_t c = 0; c < sizeof cols / sizeof cols[0] && st == SX_OK; c++) {
         k = 0;
         for (size_t i = 0; i < n; i++)
@@ -141,7 +145,8 @@ enum sx_status sx_h5w_tasks(struct sx_h5w *w, const struct sx_lane_rank *lanes, 
                                      t->suspended_ns};
                 v[k] = f[c];
             }
-        st = sx_h5w_put_1d(w, g, obj, cols[c], H5T_STD_I64LE, H5T_NATIVE_INT64, total, v, err);
+        st = sx_h5w_put_1d(w, g, obj, cols[c], H5T_STD_I64LE, H5T_NATIVE_INT64, total, v,
+                           err);
     }
     for (size_t c = 0; c < sizeof scols / sizeof scols[0] && st == SX_OK; c++) {
         k = 0;
@@ -174,10 +179,10 @@ static enum sx_status put_matrix(struct sx_h5w *w, hid_t g, const char *obj,
                                  struct sx_error *err) {
     hsize_t dims[2] = {m->rows, m->cols};
     if (m->rows == 0 && m->cols == 0)
-        return sx_h5w_put_dset(w, g, obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, dims, NULL,
-                        err);
-    return sx_h5w_put_dset(w, g, obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, dims, m->v,
-                    err);
+        return sx_h5w_put_dset(w, g, obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1,
+                               dims, NULL, err);
+    return sx_h5w_put_dset(w, g, obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, dims,
+                           m->v, err);
 }
 
 /* Memory for sx_h5w_likwid(), taken before its collective part. */
@@ -200,8 +205,8 @@ static enum sx_status likwid_entry(struct sx_h5w *w, hid_t regions, const char *
         if (*p == '/')
             *p = '|';
     snprintf(obj, sizeof obj, "%s/%s", robj, name);
-    SX_CHECK(name[0] != '\0' && strcmp(name, ".") != 0, SX_ERR_VALUE, err, sx_h5w_src(w, robj),
-             "LIKWID tag '%s' cannot name an HDF5 group", tag);
+    SX_CHECK(name[0] != '\0' && strcmp(name, ".") != 0, SX_ERR_VALUE, err,
+             sx_h5w_src(w, robj), "LIKWID tag '%s' cannot name an HDF5 group", tag);
     st = sx_h5w_make_group(w, regions, robj, name, &g, err);
     if (st != SX_OK)
         goto out;
@@ -210,18 +215,18 @@ static enum sx_status likwid_entry(struct sx_h5w *w, hid_t regions, const char *
         (st = sx_h5w_attr_str(w, g, obj, "group_name", e->group_name, err)) != SX_OK ||
         (st = sx_h5w_attr_str(w, g, obj, "source", e->source, err)) != SX_OK ||
         (st = sx_h5w_attr_strs(w, g, obj, "event_names", e->event_names, e->nevent_names,
-                        lb->strs, err)) != SX_OK ||
-        (st = sx_h5w_attr_strs(w, g, obj, "counter_names", e->counter_names, e->ncounter_names,
-                        lb->strs, err)) != SX_OK ||
-        (st = sx_h5w_attr_strs(w, g, obj, "metric_names", e->metric_names, e->nmetric_names,
-                        lb->strs, err)) != SX_OK)
+                               lb->strs, err)) != SX_OK ||
+        (st = sx_h5w_attr_strs(w, g, obj, "counter_names", e->counter_names,
+                               e->ncounter_names, lb->strs, err)) != SX_OK ||
+        (st = sx_h5w_attr_strs(w, g, obj, "metric_names", e->metric_names,
+                               e->nmetric_names, lb->strs, err)) != SX_OK)
         goto out;
     if ((st = sx_h5w_put_1d(w, g, obj, "cpus", H5T_STD_I64LE, H5T_NATIVE_INT64, e->ncpus,
-                     e->cpus, err)) != SX_OK ||
-        (st = sx_h5w_put_1d(w, g, obj, "times", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, e->ntimes,
-                     e->times, err)) != SX_OK ||
+                            e->cpus, err)) != SX_OK ||
+        (st = sx_h5w_put_1d(w, g, obj, "times", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+                            e->ntimes, e->times, err)) != SX_OK ||
         (st = sx_h5w_put_1d(w, g, obj, "call_counts", H5T_STD_I64LE, H5T_NATIVE_INT64,
-                     e->ncall_counts, e->call_counts, err)) != SX_OK ||
+                            e->ncall_counts, e->call_counts, err)) != SX_OK ||
         (st = put_matrix(w, g, obj, "events", &e->events, err)) != SX_OK ||
         (st = put_matrix(w, g, obj, "metrics", &e->metrics, err)) != SX_OK)
         goto out;
@@ -237,10 +242,11 @@ static enum sx_status likwid_prepare(struct sx_h5w *w, const struct sx_likwid_ra
     enum sx_status st = SX_OK;
     size_t tag = 0, names = 1;
 
-    SX_CHECK(!w->failed, SX_ERR_USAGE, err, sx_h5w_src(w, NULL), "writer used after a failure");
+    SX_CHECK(!w->failed, SX_ERR_USAGE, err, sx_h5w_src(w, NULL),
+             "writer used after a failure");
     for (size_t i = 0; i < n; i++) {
-        SX_CHECK(lk[i].rank >= 0, SX_ERR_VALUE, err, sx_h5w_src(w, NULL), "LIKWID rank %lld",
-                 (long long)lk[i].rank);
+        SX_CHECK(lk[i].rank >= 0, SX_ERR_VALUE, err, sx_h5w_src(w, NULL),
+                 "LIKWID rank %lld", (long long)lk[i].rank);
         for (size_t j = 0; j < lk[i].n; j++) {
             const struct sx_likwid_entry *e = &lk[i].entries[j];
             size_t len = e->tag ? strlen(e->tag) : 0;
@@ -252,7 +258,8 @@ static enum sx_status likwid_prepare(struct sx_h5w *w, const struct sx_likwid_ra
     }
     lb->name = sx_malloc(tag + 1);
     lb->strs = sx_calloc(names, sizeof *lb->strs);
-    SX_CHECK(lb->name && lb->strs, SX_ERR_NOMEM, err, sx_h5w_src(w, NULL), "out of memory");
+    SX_CHECK(lb->name && lb->strs, SX_ERR_NOMEM, err, sx_h5w_src(w, NULL),
+             "out of memory");
 out:
     return st;
 }
@@ -279,7 +286,8 @@ enum sx_status sx_h5w_likwid(struct sx_h5w *w, const struct sx_likwid_rank *lk, 
         snprintf(obj, sizeof obj, "/%s/likwid", rname);
         if ((st = sx_h5w_make_group(w, gr, obj, "likwid", &gl, err)) != SX_OK)
             goto out;
-        if ((st = sx_h5w_attr_i64(w, gl, obj, "num_regions", (int64_t)lk[i].n, err)) != SX_OK)
+        if ((st = sx_h5w_attr_i64(w, gl, obj, "num_regions", (int64_t)lk[i].n, err)) !=
+            SX_OK)
             goto out;
         snprintf(obj, sizeof obj, "/%s/likwid/regions", rname);
         if ((st = sx_h5w_make_group(w, gl, obj, "regions", &gg, err)) != SX_OK)
@@ -322,15 +330,16 @@ static enum sx_status lp_record(struct sx_h5w *w, hid_t lp, const char *name,
     if ((st = sx_h5w_attr_str(w, g, obj, "region", r->region, err)) != SX_OK ||
         (st = sx_h5w_attr_str(w, g, obj, "filename", r->filename, err)) != SX_OK ||
         (st = sx_h5w_attr_str(w, g, obj, "function", r->function, err)) != SX_OK ||
-        (st = sx_h5w_attr_i64(w, g, obj, "first_lineno", r->first_lineno, err)) != SX_OK ||
+        (st = sx_h5w_attr_i64(w, g, obj, "first_lineno", r->first_lineno, err)) !=
+            SX_OK ||
         (st = sx_h5w_attr_f64(w, g, obj, "unit", r->unit, err)) != SX_OK)
         goto out;
     if ((st = sx_h5w_put_1d(w, g, obj, "line_numbers", H5T_STD_I64LE, H5T_NATIVE_INT64,
-                     r->nline_numbers, r->line_numbers, err)) != SX_OK ||
+                            r->nline_numbers, r->line_numbers, err)) != SX_OK ||
         (st = sx_h5w_put_1d(w, g, obj, "hits", H5T_STD_I64LE, H5T_NATIVE_INT64, r->nhits,
-                     r->hits, err)) != SX_OK ||
-        (st = sx_h5w_put_1d(w, g, obj, "times", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, r->ntimes,
-                     r->times, err)) != SX_OK)
+                            r->hits, err)) != SX_OK ||
+        (st = sx_h5w_put_1d(w, g, obj, "times", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+                            r->ntimes, r->times, err)) != SX_OK)
         goto out;
 out:
     sx_h5w_close_id(&g);
@@ -343,7 +352,8 @@ static enum sx_status lp_prepare(struct sx_h5w *w, const struct sx_lp_rank *lp, 
     enum sx_status st = SX_OK;
     size_t most = 1;
 
-    SX_CHECK(!w->failed, SX_ERR_USAGE, err, sx_h5w_src(w, NULL), "writer used after a failure");
+    SX_CHECK(!w->failed, SX_ERR_USAGE, err, sx_h5w_src(w, NULL),
+             "writer used after a failure");
     for (size_t i = 0; i < n; i++) {
         SX_CHECK(lp[i].rank >= 0, SX_ERR_VALUE, err, sx_h5w_src(w, NULL),
                  "line-profile rank %lld", (long long)lp[i].rank);

@@ -50,7 +50,6 @@ const char *sx_h5w_src(struct sx_h5w *w, const char *obj) {
     return w->src;
 }
 
-
 /* Close any kind of id and mark it closed. */
 void sx_h5w_close_id(hid_t *id) {
     sx_h5_close_id(*id);
@@ -125,8 +124,8 @@ enum sx_status sx_h5w_put_attr(struct sx_h5w *w, hid_t loc, const char *obj,
     space = n < 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &dim, NULL);
     H5OK(space, obj, "create a dataspace");
     attr = H5Acreate2(loc, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT);
-    SX_CHECK(attr >= 0, SX_ERR_IO, err, sx_h5w_src(w, obj), "cannot create attribute '%s': %s",
-             name, sx_h5w_detail());
+    SX_CHECK(attr >= 0, SX_ERR_IO, err, sx_h5w_src(w, obj),
+             "cannot create attribute '%s': %s", name, sx_h5w_detail());
     if (n != 0)
         SX_CHECK(H5Awrite(attr, mtype, buf) >= 0, SX_ERR_IO, err, sx_h5w_src(w, obj),
                  "cannot write attribute '%s': %s", name, sx_h5w_detail());
@@ -138,12 +137,14 @@ out:
 
 enum sx_status sx_h5w_attr_i64(struct sx_h5w *w, hid_t loc, const char *obj,
                                const char *name, int64_t v, struct sx_error *err) {
-    return sx_h5w_put_attr(w, loc, obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, -1, &v, err);
+    return sx_h5w_put_attr(w, loc, obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, -1, &v,
+                           err);
 }
 
 enum sx_status sx_h5w_attr_f64(struct sx_h5w *w, hid_t loc, const char *obj,
                                const char *name, double v, struct sx_error *err) {
-    return sx_h5w_put_attr(w, loc, obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, -1, &v, err);
+    return sx_h5w_put_attr(w, loc, obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, -1, &v,
+                           err);
 }
 
 enum sx_status sx_h5w_attr_str(struct sx_h5w *w, hid_t loc, const char *obj,
@@ -178,13 +179,14 @@ enum sx_status sx_h5w_put_dset(struct sx_h5w *w, hid_t loc, const char *obj,
     space = H5Screate_simple(rank, dims, NULL);
     H5OK(space, obj, "create a dataspace");
     dset = H5Dcreate2(loc, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    SX_CHECK(dset >= 0, SX_ERR_IO, err, sx_h5w_src(w, obj), "cannot create dataset '%s': %s",
-             name, sx_h5w_detail());
+    SX_CHECK(dset >= 0, SX_ERR_IO, err, sx_h5w_src(w, obj),
+             "cannot create dataset '%s': %s", name, sx_h5w_detail());
     /* Every process creates the dataset; rank 0 alone writes it (spec 5.1). */
     if (total > 0 && buf != NULL && w->rank == 0 &&
         H5Dwrite(dset, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
         st = sx_h5w_carry(w, sx_error_set(err, SX_ERR_IO, sx_h5w_src(w, obj),
-                                   "cannot write dataset '%s': %s", name, sx_h5w_detail()));
+                                          "cannot write dataset '%s': %s", name,
+                                          sx_h5w_detail()));
         if (st != SX_OK)
             goto out;
     }
@@ -233,7 +235,8 @@ static enum sx_status defer_strs(struct sx_h5w *w, hid_t loc, const char *obj,
     H5OK(H5Iget_name(loc, pd.group, (size_t)len + 1), obj, "name the group");
     for (; pd.n < n; pd.n++) {
         pd.strs[pd.n] = sx_strdup(s[pd.n] ? s[pd.n] : "");
-        SX_CHECK(pd.strs[pd.n] != NULL, SX_ERR_NOMEM, err, sx_h5w_src(w, obj), "out of memory");
+        SX_CHECK(pd.strs[pd.n] != NULL, SX_ERR_NOMEM, err, sx_h5w_src(w, obj),
+                 "out of memory");
     }
     w->pend[w->npend++] = pd;
     pd = (struct pending){0};
@@ -258,7 +261,8 @@ enum sx_status sx_h5w_put_strs(struct sx_h5w *w, hid_t loc, const char *obj,
     size_t width = 1;
 
     if (!fixed && w->collective)
-        return w->rank == 0 ? sx_h5w_carry(w, defer_strs(w, loc, obj, name, s, n, err)) : SX_OK;
+        return w->rank == 0 ? sx_h5w_carry(w, defer_strs(w, loc, obj, name, s, n, err))
+                            : SX_OK;
     if (!fixed) {
         p = sx_calloc(n, sizeof *p);
         SX_CHECK(p != NULL, SX_ERR_NOMEM, err, sx_h5w_src(w, obj), "out of memory");
@@ -276,8 +280,9 @@ enum sx_status sx_h5w_put_strs(struct sx_h5w *w, hid_t loc, const char *obj,
              "out of memory");
     if (w->rank == 0) { /* the only writer; the others need just the width */
         fbuf = sx_calloc(n ? n * width : 1, 1);
-        if (fbuf == NULL && (st = sx_h5w_carry(w, sx_error_set(err, SX_ERR_NOMEM, sx_h5w_src(w, obj),
-                                                        "out of memory"))) != SX_OK)
+        if (fbuf == NULL &&
+            (st = sx_h5w_carry(w, sx_error_set(err, SX_ERR_NOMEM, sx_h5w_src(w, obj),
+                                               "out of memory"))) != SX_OK)
             goto out;
         for (size_t i = 0; i < n && fbuf != NULL; i++)
             if (s[i])
@@ -297,8 +302,8 @@ enum sx_status sx_h5w_make_group(struct sx_h5w *w, hid_t loc, const char *obj,
                                  const char *name, hid_t *g, struct sx_error *err) {
     enum sx_status st = SX_OK;
     *g = H5Gcreate2(loc, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    SX_CHECK(*g >= 0, SX_ERR_IO, err, sx_h5w_src(w, obj), "cannot create group '%s': %s", name,
-             sx_h5w_detail());
+    SX_CHECK(*g >= 0, SX_ERR_IO, err, sx_h5w_src(w, obj), "cannot create group '%s': %s",
+             name, sx_h5w_detail());
 out:
     return st;
 }
@@ -312,8 +317,8 @@ enum sx_status sx_h5w_open_group(struct sx_h5w *w, hid_t loc, const char *obj,
     if (!has)
         return sx_h5w_make_group(w, loc, obj, name, g, err);
     *g = H5Gopen2(loc, name, H5P_DEFAULT);
-    SX_CHECK(*g >= 0, SX_ERR_IO, err, sx_h5w_src(w, obj), "cannot open group '%s': %s", name,
-             sx_h5w_detail());
+    SX_CHECK(*g >= 0, SX_ERR_IO, err, sx_h5w_src(w, obj), "cannot open group '%s': %s",
+             name, sx_h5w_detail());
 out:
     return st;
 }

@@ -78,7 +78,7 @@ herr_t sx_h5w_awrite(hid_t a, hid_t mt, const void *buf);
 
 /* Checks an HDF5 return value (negative = failure) against object 'obj'. */
 #define H5OK(expr, obj, what)                                                            \
-    SX_CHECK((expr) >= 0, SX_ERR_IO, err, sx_h5w_src(w, (obj)), "cannot %s: %s", (what),        \
+    SX_CHECK((expr) >= 0, SX_ERR_IO, err, sx_h5w_src(w, (obj)), "cannot %s: %s", (what), \
              sx_h5w_detail())
 
 /* h5_write_prim.c: errors, agreement, attributes, datasets, groups */

@@ -80,7 +80,8 @@ double sx_h5w_pairwise_m2(const int64_t *s, const int64_t *e, size_t n, double m
     }
     size_t n2 = n / 2;
     n2 -= n2 % 8;
-    return sx_h5w_pairwise_m2(s, e, n2, mean) + sx_h5w_pairwise_m2(s + n2, e + n2, n - n2, mean);
+    return sx_h5w_pairwise_m2(s, e, n2, mean) +
+           sx_h5w_pairwise_m2(s + n2, e + n2, n - n2, mean);
 }
 
 /* The local part of sx_h5w_events(): checks and scratch space. */
@@ -239,8 +240,8 @@ enum sx_status sx_h5w_write_stats(struct sx_h5w *w, struct sx_error *err) {
     g = H5Gopen2(w->file, "rank_region_index", H5P_DEFAULT);
     H5OK(g, obj, "open the group");
     if (!w->spec.aggregate) {
-        st = sx_h5w_put_1d(w, g, obj, "exclusive_totals", H5T_STD_I64LE, H5T_NATIVE_INT64, n,
-                    w->exclusive, err);
+        st = sx_h5w_put_1d(w, g, obj, "exclusive_totals", H5T_STD_I64LE, H5T_NATIVE_INT64,
+                           n, w->exclusive, err);
         if (st != SX_OK)
             goto out;
     }
