@@ -24,7 +24,7 @@ static bool bcast_big(void *p, uint64_t n, MPI_Comm comm) {
  * calls this whatever its 'st'; returns the agreed status.
  */
 enum sx_status sx_h5_share_index(MPI_Comm comm, struct sx_h5 *h5, struct sx_run *run,
-                                  enum sx_status st, struct sx_error *err) {
+                                 enum sx_status st, struct sx_error *err) {
     int rank = 0;
     struct share_hdr {
         uint64_t nindex, npool[3], bytes[3];

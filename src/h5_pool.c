@@ -88,7 +88,7 @@ void sx_h5_pool_free(struct pool *p) {
  * the heap walker (h5_direct.h).
  */
 enum sx_status sx_h5_read_pool(hid_t d, uint64_t nrows, struct pool *p, const char *src,
-                                struct sx_error *err) {
+                               struct sx_error *err) {
     enum sx_status st = SX_OK;
     enum { PIECE = 1 << 16 };
     struct sx_buf text = {0};

@@ -46,7 +46,7 @@ static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void 
 }
 
 enum sx_status sx_h5_read_metadata(struct sx_h5 *h5, struct sx_run *run,
-                                    struct sx_error *err) {
+                                   struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t g = -1;
     if (!sx_h5_link_exists(h5->file, "metadata"))
@@ -70,7 +70,7 @@ out:
 }
 
 enum sx_status sx_h5_read_schema(struct sx_h5 *h5, struct sx_run *run,
-                                  struct sx_error *err) {
+                                 struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t a = -1, t = -1;
     struct sx_value v = {0};

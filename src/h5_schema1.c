@@ -17,7 +17,7 @@ static int64_t name_index(struct sx_run *run, const char *name) {
 }
 
 enum sx_status sx_h5_read_schema1(struct sx_h5 *h5, struct sx_run *run,
-                                   struct sx_error *err) {
+                                  struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct h5_rank_group *rg = NULL;
     size_t nrg = 0;

@@ -14,7 +14,7 @@ struct summary_stats {
 };
 
 enum sx_status sx_h5_read_summary(struct sx_h5 *h5, struct sx_run *run,
-                                   struct sx_error *err) {
+                                  struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t d = -1, mt = -1;
     struct summary_stats *s = NULL;
