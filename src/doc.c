@@ -2,7 +2,7 @@
 #include "doc.h"
 
 #include "doc_ahead.h"
-#include "json_load.h"
+#include "json_convert.h"
 #include "json_write.h"
 #include "regex.h"
 #include "run.h"

@@ -4,6 +4,7 @@
 #include "doc.h"
 #include "fault.h"
 #include "h5_read.h"
+#include "json_convert.h"
 #include "json_load.h"
 #include "json_parse.h"
 #include "run.h"
