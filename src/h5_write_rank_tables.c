@@ -1,5 +1,5 @@
-/* h5_write_lanes.c - the HDF5 writer's per-rank tables: thread and task lanes, LIKWID
- * groups, line profiles */
+/* h5_write_rank_tables.c - the HDF5 writer's per-rank tables: thread and task lanes,
+ * LIKWID groups, line profiles */
 #include "h5_write_prim.h"
 
 #include "h5_util.h"
