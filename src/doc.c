@@ -2,9 +2,9 @@
 #include "doc.h"
 
 #include "doc_ahead.h"
+#include "filter.h"
 #include "json_convert.h"
 #include "json_write.h"
-#include "regex.h"
 #include "run.h"
 #include "stop.h"
 #include "value.h"

@@ -3,7 +3,7 @@
 #define _GNU_SOURCE /* qsort_r: the sort context per call, not in a global */
 #include "doc_plan.h"
 
-#include "regex.h"
+#include "filter.h"
 #include "run.h"
 
 #include <stdlib.h>

@@ -2,7 +2,7 @@
 #ifndef SX_DOC_PLAN_H
 #define SX_DOC_PLAN_H
 
-#include "regex.h"
+#include "filter.h"
 #include "run.h"
 
 /*
