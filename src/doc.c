@@ -4,10 +4,10 @@
 #include "doc_ahead.h"
 #include "filter.h"
 #include "json_convert.h"
+#include "json_value.h"
 #include "json_write.h"
 #include "run.h"
 #include "stop.h"
-#include "value.h"
 
 #include <inttypes.h>
 #include <math.h>

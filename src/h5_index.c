@@ -7,10 +7,10 @@
 #include "h5_reader.h"
 #include "h5_util.h"
 #include "json_parse.h"
+#include "json_value.h"
 #include "json_write.h"
 #include "mpi_util.h"
 #include "run.h"
-#include "value.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,8 +3,8 @@
 #include "h5_read.h"
 #include "h5_reader.h"
 #include "h5_util.h"
+#include "json_value.h"
 #include "run.h"
-#include "value.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,8 +2,8 @@
 #include "buf.h"
 #include "h5_reader.h"
 #include "h5_util.h"
+#include "json_value.h"
 #include "json_write.h"
-#include "value.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /* h5_schema1.c - schema-1 runs: rank groups of per-region datasets -> the run model */
 #include "h5_reader.h"
 #include "h5_util.h"
+#include "json_value.h"
 #include "json_write.h"
-#include "value.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -5,9 +5,9 @@
 #include "fault.h"
 #include "h5_direct_heap.h"
 #include "h5_reader.h"
+#include "json_value.h"
 #include "json_write.h"
 #include "run.h"
-#include "value.h"
 
 #include <errno.h>
 #include <fcntl.h>

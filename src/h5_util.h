@@ -4,8 +4,8 @@
 
 #include "buf.h"
 #include "internal.h"
+#include "json_value.h"
 #include "run.h"
-#include "value.h"
 
 #include <hdf5.h>
 

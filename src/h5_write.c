@@ -4,10 +4,10 @@
 
 #include "buf.h"
 #include "h5_util.h"
+#include "json_value.h"
 #include "json_write.h"
 #include "mpi_util.h"
 #include "out_file.h"
-#include "value.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
 #include "h5_write_prim.h"
 
 #include "h5_util.h"
-#include "value.h"
+#include "json_value.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* h5_write_run.c - a whole run model written in one call (sx_h5_write) */
 #include "h5_write_prim.h"
 
-#include "value.h"
+#include "json_value.h"
 
 #include <stdlib.h>
 #include <string.h>

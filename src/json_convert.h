@@ -2,7 +2,7 @@
 #ifndef SX_JSON_CONVERT_H
 #define SX_JSON_CONVERT_H
 
-#include "value.h"
+#include "json_value.h"
 
 #include <jansson.h>
 

@@ -5,8 +5,8 @@
 #include "gz_read.h"
 #include "json_convert.h"
 #include "json_tree.h"
+#include "json_value.h"
 #include "run.h"
-#include "value.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -2,8 +2,8 @@
 #ifndef SX_NATIVE_H
 #define SX_NATIVE_H
 
+#include "json_value.h"
 #include "run.h"
-#include "value.h"
 
 /*
  * A native run is a set of per-process files, <prefix>_rank<NNNNN>.spt

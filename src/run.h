@@ -3,7 +3,7 @@
 #define SX_RUN_H
 
 #include "buf.h"
-#include "value.h"
+#include "json_value.h"
 
 /* Event columns, in the order the document writes them (after the times). */
 enum sx_col {

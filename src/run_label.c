@@ -4,9 +4,9 @@
 #include "run_label.h"
 
 #include "h5_read.h"
+#include "json_value.h"
 #include "mpi_util.h"
 #include "run.h"
-#include "value.h"
 
 #include <pcre2.h>
 #include <stdio.h>

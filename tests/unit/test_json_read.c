@@ -7,12 +7,12 @@
 #include "json_convert.h"
 #include "json_load.h"
 #include "json_parse.h"
+#include "json_value.h"
 #include "run.h"
 #include "run_compare.h"
 #include "sx_fault.h"
 #include "sx_test.h"
 #include "sx_test_doc.h"
-#include "value.h"
 
 #include <math.h>
 #include <stdio.h>
