@@ -175,28 +175,6 @@ static const struct source_type source_native = {native_check, native_open, nati
                                                  native_close};
 
 /* ------------------------------------------------------------------ */
-/* What the documents share                                            */
-
-enum sx_status sx_pipe_trace_plan(const struct sx_pipe *p, struct sx_trace *t,
-                                  struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    int64_t *mins = NULL;
-    const struct sx_run *run = p->run;
-    /* Stage: the rows' first starts (this rank's share), min-reduced. */
-    st = sx_trace_row_mins(run, p->h5, p->events, p->rank, p->size, &mins, err);
-    st = sx_all_ok(p->comm, st, err);
-    if (st == SX_OK)
-        st = sx_all_min_i64(p->comm, mins, run->nrows, run->path, err);
-    st = sx_all_ok(p->comm, st, err);
-    if (st != SX_OK) {
-        free(mins);
-        return st;
-    }
-    /* the region order: local, the same on every rank ('mins' taken over) */
-    return sx_trace_plan(t, p->run, p->h5, p->events, p->filter, p->o, mins, err);
-}
-
-/* ------------------------------------------------------------------ */
 /* The stages                                                          */
 
 /* NOTE: collective. Every rank learns rank 0's temporary output name (sx_tmp_share). */
