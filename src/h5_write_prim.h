@@ -107,6 +107,7 @@ enum sx_status sx_h5w_carry(struct sx_h5w *w, enum sx_status st);
  */
 enum sx_status sx_h5w_agree(struct sx_h5w *w, enum sx_status st, struct sx_error *err);
 
+/* A UTF-8 string type of 'width' bytes, NUL-padded; 0: variable length. */
 hid_t sx_h5w_str_type(size_t width);
 
 /* h5py's numpy bool: enum {int8: FALSE 0, TRUE 1}. */
@@ -182,7 +183,7 @@ double sx_h5w_pairwise_m2(const int64_t *s, const int64_t *e, size_t n, double m
 /* exclusive_totals and summary_statistics, known only once every event is in. */
 enum sx_status sx_h5w_write_stats(struct sx_h5w *w, struct sx_error *err);
 
-/* h5_write.c */
+/* h5_write.c: metadata, names, the index, events, the finish */
 
 /* One aggregate value of 'row' by key; false when the row lacks it. */
 bool sx_h5w_agg_get(const struct sx_row *row, const char *key, int64_t *v);
