@@ -2,7 +2,7 @@
  * streams */
 #include "deflate_out.h"
 
-#include "json_write.h"
+#include "buf.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
 #ifndef SX_DEFLATE_OUT_H
 #define SX_DEFLATE_OUT_H
 
-#include "json_write.h"
+#include "buf.h"
 
 /* Compress 'n' bytes into a raw deflate segment ending on a byte boundary
  * ('final': the segment ends the stream). Appends to 'out'. */

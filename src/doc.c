@@ -1,12 +1,13 @@
 /* doc.c - the JSON document's text from its plan: header, blocks of rows, trailer */
 #include "doc.h"
 
-#include "json_load.h"
+#include "doc_ahead.h"
+#include "filter.h"
+#include "json_convert.h"
+#include "json_value.h"
 #include "json_write.h"
-#include "regex.h"
 #include "run.h"
 #include "stop.h"
-#include "value.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -410,255 +411,6 @@ static enum sx_status write_meta(const struct sx_doc *doc, const struct sx_row *
                                  const char *text, size_t len, struct sx_buf *b,
                                  struct sx_error *err);
 
-enum { PIECE_EVENTS = 1 << 16 };
-
-/* A slice request for one segment piece of a row. */
-struct piece {
-    uint64_t i; /* index in doc order */
-    unsigned seg;
-    uint64_t a, z; /* events [a, z) (atomic segments: 0, 1) */
-};
-
-/* The pieces of block 'bi', in text order, into '*out' (grown as needed; '*np' of them).
- */
-static enum sx_status block_pieces(const struct sx_doc *doc, size_t bi,
-                                   struct piece **out, size_t *cap, size_t *np,
-                                   struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    const struct sx_run *run = doc->run;
-    const struct sx_block *blk = &doc->blocks[bi];
-    struct sx_row tmp;
-    memset(&tmp, 0, sizeof tmp);
-    *np = 0;
-    for (uint64_t i = blk->from.row; i < doc->nrows && i <= blk->to.row; i++) {
-        if (i == blk->to.row && blk->to.seg == 0 && blk->to.ev == 0)
-            break;
-        const struct sx_row *row = sx_plan_row_again(run, doc->order[i], &tmp);
-        unsigned s0 = i == blk->from.row ? blk->from.seg : 0;
-        for (unsigned seg = s0; seg < SX_NSEGS; seg++) {
-            if (i == blk->to.row && seg > blk->to.seg)
-                break;
-            if (i == blk->to.row && seg == blk->to.seg && blk->to.ev == 0)
-                break;
-            if (!sx_row_has_seg(row, seg))
-                continue;
-            uint64_t a = (i == blk->from.row && seg == blk->from.seg) ? blk->from.ev : 0;
-            uint64_t z = (i == blk->to.row && seg == blk->to.seg)
-                             ? blk->to.ev
-                             : sx_seg_units(row, seg);
-            if (*np == *cap) {
-                size_t ncap = *cap ? *cap * 2 : 64;
-                struct piece *nv = sx_realloc(*out, ncap * sizeof *nv);
-                SX_CHECK(nv != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
-                *out = nv;
-                *cap = ncap;
-            }
-            (*out)[(*np)++] = (struct piece){i, seg, a, z};
-        }
-    }
-out:
-    return st;
-}
-
-/* ------------------------------------------------------------------ */
-/* Events read ahead                                                  */
-
-/*
- * Bounds of one read-ahead: event values (8 bytes each), event pieces and
- * calls whose event_metadata it holds; json_block bounds its blocks. The
- * room is reused from one read-ahead to the next. Each read-ahead of a
- * many-row run touches most of the event columns' file (a block's rows lie
- * over all of it), so fewer, larger ones fault fewer frames of the mapping
- * in (h5_direct.h): 12 MiB of values holds three blocks of the 1024 x 64 run.
- */
-enum { AHEAD_VALUES = 3 << 19, AHEAD_PIECES = 3 << 14, AHEAD_META_CALLS = 3 << 17 };
-/* Events of a block's average piece from which it is read on its own. */
-enum { AHEAD_LONG = 1024 };
-
-struct sx_doc_ahead_ent {
-    uint64_t i; /* the piece: row in doc order, segment, events [a, a + n) */
-    unsigned seg;
-    uint64_t a, n;
-    uint64_t at; /* its values: arena[at ..) */
-    size_t row;  /* its row: rows[row] */
-};
-
-void sx_doc_ahead_init(struct sx_doc_ahead *ah) { memset(ah, 0, sizeof *ah); }
-
-void sx_doc_ahead_free(struct sx_doc_ahead *ah) {
-    if (ah == NULL)
-        return;
-    free(ah->block);
-    free(ah->first);
-    free(ah->ent);
-    free(ah->arena);
-    free(ah->rows);
-    free(ah->slices);
-    free(ah->rowi);
-    free(ah->mfirst);
-    free(ah->mrow);
-    free(ah->mrows);
-    free(ah->moff);
-    free(ah->many);
-    sx_buf_free(&ah->mtext);
-    sx_doc_ahead_init(ah);
-}
-
-/* The place of block 'b' among those read ahead, or -1. */
-static long ahead_find(const struct sx_doc_ahead *ah, size_t b) {
-    for (size_t k = 0; ah != NULL && k < ah->nblock; k++)
-        if (ah->block[k] == b)
-            return (long)k;
-    return -1;
-}
-
-bool sx_doc_ahead_has(const struct sx_doc_ahead *ah, size_t b) {
-    return ahead_find(ah, b) >= 0;
-}
-
-/* Make '*p' hold at least 'n' elements of 'size' bytes; its contents are kept. */
-static bool grow(void **p, size_t *cap, size_t n, size_t size) {
-    if (n <= *cap)
-        return true;
-    size_t ncap = *cap ? *cap : 16;
-    while (ncap < n)
-        ncap *= 2;
-    void *q = sx_realloc(*p, ncap * size);
-    if (q == NULL)
-        return false;
-    *p = q;
-    *cap = ncap;
-    return true;
-}
-
-enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
-                                 const struct sx_event_source *src,
-                                 struct sx_doc_ahead *ah, const size_t *blocks, size_t n,
-                                 struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    const struct sx_run *run = doc->run;
-    struct piece *pieces = NULL;
-    size_t capp = 0, np = 0, nrow = 0;
-    struct sx_row tmp;
-    memset(&tmp, 0, sizeof tmp);
-    ah->nblock = ah->nent = ah->nmeta = 0;
-    ah->metas = src->ops != NULL && src->ops->read_metas != NULL;
-    if (src->ops == NULL || src->ops->read_slices == NULL || !sx_run_is_lazy(run))
-        goto out;
-    uint64_t values = 0, calls = 0, last = UINT64_MAX;
-    for (size_t k = 0; k < n; k++) {
-        st = block_pieces(doc, blocks[k], &pieces, &capp, &np, err);
-        if (st != SX_OK)
-            goto out;
-        uint64_t evs = 0, mcalls = 0;
-        size_t nev = 0, nm = 0;
-        for (size_t q = 0; q < np; q++) {
-            if (sx_seg_col(pieces[q].seg) >= 0) {
-                evs += pieces[q].z - pieces[q].a;
-                nev++;
-            } else if (pieces[q].seg == SX_SEG_META && ah->metas) {
-                mcalls += sx_plan_row_again(run, doc->order[pieces[q].i], &tmp)->count;
-                nm++;
-            }
-        }
-        /* long pieces are read well block by block, and reading them early
-         * would only hold back the block stream (decompressing, say) */
-        if (values + evs > AHEAD_VALUES || ah->nent + nev > AHEAD_PIECES ||
-            calls + mcalls > AHEAD_META_CALLS || (nev > 0 && evs / nev >= AHEAD_LONG))
-            break;
-        SX_CHECK(
-            grow((void **)&ah->block, &ah->block_cap, ah->nblock + 1,
-                 sizeof *ah->block) &&
-                grow((void **)&ah->first, &ah->first_cap, ah->nblock + 2,
-                     sizeof *ah->first) &&
-                grow((void **)&ah->mfirst, &ah->mfirst_cap, ah->nblock + 2,
-                     sizeof *ah->mfirst) &&
-                grow((void **)&ah->ent, &ah->ent_cap, ah->nent + nev, sizeof *ah->ent) &&
-                grow((void **)&ah->mrow, &ah->mrow_cap, ah->nmeta + nm,
-                     sizeof *ah->mrow) &&
-                grow((void **)&ah->rowi, &ah->rowi_cap, nrow + nev + nm,
-                     sizeof *ah->rowi),
-            SX_ERR_NOMEM, err, run->path, "out of memory");
-        ah->block[ah->nblock] = blocks[k];
-        ah->first[ah->nblock] = ah->nent;
-        ah->mfirst[ah->nblock] = ah->nmeta;
-        for (size_t q = 0; q < np; q++) {
-            const struct piece *pc = &pieces[q];
-            bool ev = sx_seg_col(pc->seg) >= 0;
-            if (!ev && !(pc->seg == SX_SEG_META && ah->metas))
-                continue;
-            if (pc->i != last) { /* the pieces' rows, each once */
-                ah->rowi[nrow++] = pc->i;
-                last = pc->i;
-            }
-            if (ev) {
-                ah->ent[ah->nent++] = (struct sx_doc_ahead_ent){
-                    pc->i, pc->seg, pc->a, pc->z - pc->a, values, nrow - 1};
-                values += pc->z - pc->a;
-            } else {
-                ah->mrow[ah->nmeta++] = nrow - 1;
-            }
-        }
-        calls += mcalls;
-        ah->nblock++;
-        ah->first[ah->nblock] = ah->nent;
-        ah->mfirst[ah->nblock] = ah->nmeta;
-    }
-    if (nrow == 0)
-        goto out;
-
-    /* The rows the pieces name, as the index gives them. */
-    if (nrow > ah->rows_cap) {
-        free(ah->rows);
-        ah->rows = sx_calloc(nrow, sizeof *ah->rows);
-        ah->rows_cap = ah->rows != NULL ? nrow : 0;
-    }
-    SX_CHECK(ah->rows != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
-    for (size_t r = 0; r < nrow; r++)
-        sx_plan_row_again(run, doc->order[ah->rowi[r]], &ah->rows[r]);
-
-    /* Their events: one slice per piece, one read. */
-    if (ah->nent > 0) {
-        SX_CHECK(
-            grow((void **)&ah->arena, &ah->arena_cap, values + 1, sizeof *ah->arena) &&
-                grow((void **)&ah->slices, &ah->slices_cap, ah->nent, sizeof *ah->slices),
-            SX_ERR_NOMEM, err, run->path, "out of memory");
-        struct sx_slice *slices = ah->slices;
-        memset(slices, 0, ah->nent * sizeof *slices);
-        for (size_t e = 0; e < ah->nent; e++) {
-            const struct sx_doc_ahead_ent *en = &ah->ent[e];
-            int c = sx_seg_col(en->seg);
-            slices[e].row = &ah->rows[en->row];
-            slices[e].first = en->a;
-            slices[e].n = en->n;
-            slices[e].cols = SX_COLBIT(c);
-            slices[e].col[c] = ah->arena + en->at;
-        }
-        st = src->ops->read_slices(src->ctx, run, slices, ah->nent, err);
-        if (st != SX_OK)
-            goto out;
-    }
-
-    /* Their event_metadata: one read. */
-    if (ah->nmeta > 0) {
-        SX_CHECK(
-            grow((void **)&ah->mrows, &ah->mrows_cap, ah->nmeta, sizeof *ah->mrows) &&
-                grow((void **)&ah->moff, &ah->moff_cap, ah->nmeta + 1,
-                     sizeof *ah->moff) &&
-                grow((void **)&ah->many, &ah->many_cap, ah->nmeta, sizeof *ah->many),
-            SX_ERR_NOMEM, err, run->path, "out of memory");
-        for (size_t m = 0; m < ah->nmeta; m++)
-            ah->mrows[m] = &ah->rows[ah->mrow[m]];
-        st = src->ops->read_metas(src->ctx, run, ah->mrows, ah->nmeta, &ah->mtext,
-                                  ah->moff, ah->many, err);
-    }
-out:
-    if (st != SX_OK)
-        ah->nblock = ah->nent = ah->nmeta = 0;
-    free(pieces);
-    return st;
-}
-
 /* ------------------------------------------------------------------ */
 /* Blocks                                                             */
 
@@ -668,7 +420,7 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
     enum sx_status st = SX_OK;
     const struct sx_run *run = doc->run;
     const struct sx_block *blk = &doc->blocks[bi];
-    struct piece *pieces = NULL;
+    struct sx_piece *pieces = NULL;
     size_t np = 0, capp = 0;
     struct sx_slice *slices = NULL;
     size_t slices_cap = 0;
@@ -682,10 +434,10 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
     const struct sx_index_row **bix = NULL;
     size_t nbr = 0;
     const uint64_t r0 = blk->from.row;
-    const long kb = ahead_find(ah, bi);
+    const long kb = sx_doc_ahead_find(ah, bi);
 
     /* 1. The block's pieces, in text order. */
-    st = block_pieces(doc, bi, &pieces, &capp, &np, err);
+    st = sx_doc_block_pieces(doc, bi, &pieces, &capp, &np, err);
     if (st != SX_OK)
         goto out;
 
@@ -743,18 +495,18 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
     while (p < np) {
         SX_CHECK(!sx_stop_requested(), SX_ERR_INTERRUPTED, err, run->path,
                  "%s: export interrupted by a signal; no output was written", run->path);
-        /* gather pieces until PIECE_EVENTS events of event data */
+        /* gather pieces until SX_PIECE_EVENTS events of event data */
         size_t q = kb >= 0 ? np : p;
         uint64_t evs = 0;
         while (q < np) {
-            const struct piece *pc = &pieces[q];
+            const struct sx_piece *pc = &pieces[q];
             if (sx_seg_col(pc->seg) >= 0) {
                 uint64_t n = pc->z - pc->a;
-                if (evs > 0 && evs + n > PIECE_EVENTS)
+                if (evs > 0 && evs + n > SX_PIECE_EVENTS)
                     break;
-                if (n > PIECE_EVENTS && evs == 0) {
+                if (n > SX_PIECE_EVENTS && evs == 0) {
                     /* a long piece alone: cut it */
-                    evs = PIECE_EVENTS;
+                    evs = SX_PIECE_EVENTS;
                     q++;
                     break;
                 }
@@ -762,7 +514,7 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
             }
             q++;
         }
-        /* slices: one per event piece, clipped to PIECE_EVENTS for a long one */
+        /* slices: one per event piece, clipped to SX_PIECE_EVENTS for a long one */
         size_t ns = 0;
         /* room reused across batches: fresh large blocks would fault every page in */
         if (kb < 0 && q - p + 1 > slices_cap) {
@@ -774,14 +526,14 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
             memset(slices, 0, (q - p + 1) * sizeof *slices);
         if (kb < 0 && evs + 1 > arena_cap) {
             free(arena);
-            arena_cap = evs + 1 > PIECE_EVENTS + 1 ? evs + 1 : PIECE_EVENTS + 1;
+            arena_cap = evs + 1 > SX_PIECE_EVENTS + 1 ? evs + 1 : SX_PIECE_EVENTS + 1;
             arena = sx_malloc(arena_cap * sizeof *arena);
         }
         SX_CHECK(kb >= 0 || (slices != NULL && arena != NULL), SX_ERR_NOMEM, err,
                  run->path, "out of memory");
         uint64_t used = 0;
         for (size_t k = p; kb < 0 && k < q; k++) {
-            const struct piece *pc = &pieces[k];
+            const struct sx_piece *pc = &pieces[k];
             int c = sx_seg_col(pc->seg);
             if (c < 0)
                 continue;
@@ -803,7 +555,7 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
         }
         size_t si = 0;
         for (size_t k = p; k < q; k++) {
-            struct piece *pc = &pieces[k];
+            struct sx_piece *pc = &pieces[k];
             const struct sx_row *row = BLOCK_ROW(pc->i);
             int c = sx_seg_col(pc->seg);
             if (pc->seg == SX_SEG_HEAD) {

@@ -3,7 +3,7 @@
 #define _GNU_SOURCE /* qsort_r: the sort context per call, not in a global */
 #include "doc_plan.h"
 
-#include "regex.h"
+#include "filter.h"
 #include "run.h"
 
 #include <stdlib.h>
@@ -263,4 +263,45 @@ void sx_doc_free(struct sx_doc *doc) {
     free(doc->order);
     free(doc->blocks);
     memset(doc, 0, sizeof *doc);
+}
+
+/* The pieces of block 'bi', in text order, into '*out' (grown as needed; '*np' of them).
+ */
+enum sx_status sx_doc_block_pieces(const struct sx_doc *doc, size_t bi,
+                                   struct sx_piece **out, size_t *cap, size_t *np,
+                                   struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const struct sx_run *run = doc->run;
+    const struct sx_block *blk = &doc->blocks[bi];
+    struct sx_row tmp;
+    memset(&tmp, 0, sizeof tmp);
+    *np = 0;
+    for (uint64_t i = blk->from.row; i < doc->nrows && i <= blk->to.row; i++) {
+        if (i == blk->to.row && blk->to.seg == 0 && blk->to.ev == 0)
+            break;
+        const struct sx_row *row = sx_plan_row_again(run, doc->order[i], &tmp);
+        unsigned s0 = i == blk->from.row ? blk->from.seg : 0;
+        for (unsigned seg = s0; seg < SX_NSEGS; seg++) {
+            if (i == blk->to.row && seg > blk->to.seg)
+                break;
+            if (i == blk->to.row && seg == blk->to.seg && blk->to.ev == 0)
+                break;
+            if (!sx_row_has_seg(row, seg))
+                continue;
+            uint64_t a = (i == blk->from.row && seg == blk->from.seg) ? blk->from.ev : 0;
+            uint64_t z = (i == blk->to.row && seg == blk->to.seg)
+                             ? blk->to.ev
+                             : sx_seg_units(row, seg);
+            if (*np == *cap) {
+                size_t ncap = *cap ? *cap * 2 : 64;
+                struct sx_piece *nv = sx_realloc(*out, ncap * sizeof *nv);
+                SX_CHECK(nv != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+                *out = nv;
+                *cap = ncap;
+            }
+            (*out)[(*np)++] = (struct sx_piece){i, seg, a, z};
+        }
+    }
+out:
+    return st;
 }

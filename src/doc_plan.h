@@ -2,7 +2,7 @@
 #ifndef SX_DOC_PLAN_H
 #define SX_DOC_PLAN_H
 
-#include "regex.h"
+#include "filter.h"
 #include "run.h"
 
 /*
@@ -79,5 +79,21 @@ const struct sx_row *sx_plan_row(const struct sx_run *run, uint64_t r,
  */
 const struct sx_row *sx_plan_row_again(const struct sx_run *run, uint64_t r,
                                        struct sx_row *tmp);
+
+/* Events a piece of a block is read and written in at the most. */
+enum { SX_PIECE_EVENTS = 1 << 16 };
+
+/* A slice request for one segment piece of a row. */
+struct sx_piece {
+    uint64_t i; /* index in doc order */
+    unsigned seg;
+    uint64_t a, z; /* events [a, z) (atomic segments: 0, 1) */
+};
+
+/* The pieces of block 'bi', in text order, into '*out' (grown as needed; '*np' of them).
+ */
+enum sx_status sx_doc_block_pieces(const struct sx_doc *doc, size_t bi,
+                                   struct sx_piece **out, size_t *cap, size_t *np,
+                                   struct sx_error *err);
 
 #endif /* SX_DOC_PLAN_H */

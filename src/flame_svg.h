@@ -2,7 +2,7 @@
 #ifndef SX_FLAME_SVG_H
 #define SX_FLAME_SVG_H
 
-#include "json_write.h"
+#include "buf.h"
 
 /* One frame: a call path, under its parent frame (-1: under the root). */
 struct sx_flame_frame {

@@ -3,7 +3,9 @@
 #include "h5_direct.h"
 
 #include "fault.h"
-#include "h5_int.h"
+#include "h5_direct_heap.h"
+#include "h5_direct_map.h"
+#include "h5_util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,24 +58,13 @@ bool sx_direct_same_file(int a, int b) {
            sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-int sx_direct_hdf5_fd(hid_t file) {
-    void *handle = NULL;
-    hid_t fapl = H5Fget_access_plist(file);
-    bool sec2 = fapl >= 0 && H5Pget_driver(fapl) == H5FD_SEC2;
-    if (fapl >= 0)
-        H5Pclose(fapl);
-    if (!sec2 || H5Fget_vfd_handle(file, H5P_DEFAULT, &handle) < 0 || handle == NULL)
-        return -1;
-    return *(const int *)handle;
-}
-
 void sx_direct_open(hid_t file, const char *path, struct sx_direct **out) {
     struct sx_direct *dr = NULL;
     struct stat sb;
     *out = NULL;
     if (!sx_direct_enabled())
         return;
-    const int hfd = sx_direct_hdf5_fd(file);
+    const int hfd = sx_h5_posix_fd(file);
     if (hfd < 0)
         return;
     dr = sx_calloc(1, sizeof *dr);
@@ -329,6 +320,14 @@ enum sx_status sx_direct_read_points(struct sx_direct *dr, const struct sx_direc
     }
 out:
     return st;
+}
+
+enum sx_status sx_direct_point_ints(struct sx_direct *dr, const struct sx_direct_col *c,
+                                    hid_t d, const hsize_t *pts, size_t n, int64_t *out,
+                                    const char *src, struct sx_error *err) {
+    if (dr != NULL && c->ok)
+        return sx_direct_read_points(dr, c, pts, n, out, src, err);
+    return sx_h5_read_point_ints(d, pts, n, out, src, err);
 }
 
 enum sx_status sx_direct_strings_open(struct sx_direct *dr, hid_t d, const char *src,

@@ -3,8 +3,8 @@
 #ifndef SX_H5_DIRECT_H
 #define SX_H5_DIRECT_H
 
+#include "buf.h"
 #include "internal.h"
-#include "json_write.h"
 
 #include <hdf5.h>
 
@@ -30,7 +30,7 @@
  * of that open through HDF5.
  */
 struct sx_direct;
-struct sx_vlen; /* the heap walker (h5_direct_heap.c, below) */
+struct sx_vlen; /* the heap walker (h5_direct_heap.h) */
 
 /* An integer dataset as read at its file address; ok false: HDF5 reads it. */
 struct sx_direct_col {
@@ -68,12 +68,6 @@ bool sx_direct_enabled(void);
 bool sx_direct_same_file(int a, int b);
 
 /*
- * The descriptor HDF5's POSIX driver reads 'file' with (borrowed: not to be
- * closed), or -1 under another driver.
- */
-int sx_direct_hdf5_fd(hid_t file);
-
-/*
  * Whether integer dataset 'd' (of file type 't') can be read at its file
  * address: contiguous, unfiltered, allocated, 1-D, wholly in the file, of 1,
  * 2, 4 or 8 bytes and not uint64 (whose int64 reads clip in HDF5's
@@ -101,6 +95,15 @@ enum sx_status sx_direct_read_spans(struct sx_direct *dr, const struct sx_direct
 enum sx_status sx_direct_read_points(struct sx_direct *dr, const struct sx_direct_col *c,
                                      const hsize_t *pts, size_t n, int64_t *out,
                                      const char *src, struct sx_error *err);
+
+/*
+ * The integers of dataset 'd' at rows 'pts[0..n)' as sx_h5_read_point_ints
+ * gives them: through kept windows (sx_direct_read_points) when 'c' was found
+ * eligible, else one HDF5 read.
+ */
+enum sx_status sx_direct_point_ints(struct sx_direct *dr, const struct sx_direct_col *c,
+                                    hid_t d, const hsize_t *pts, size_t n, int64_t *out,
+                                    const char *src, struct sx_error *err);
 
 /*
  * A heap reader of string dataset 'd' (borrowed, open while the reader
@@ -161,134 +164,5 @@ bool sx_direct_host_big_endian(void);
  */
 void sx_direct_decode(const unsigned char *p, size_t size, bool is_signed, bool file_be,
                       bool host_be, uint64_t n, int64_t *out);
-
-/* ------------------------------------------------------------------ */
-/* The family's parts, each in its own file                           */
-
-/* h5_direct_map.c - the run's file mapped read-only, for reads scattered over all of it
- */
-
-/*
- * The document is region-major and the file rank-major: a block's rows lie
- * a rank's share of the file apart, and each of them is a few hundred bytes
- * of every column. Read with pread, that is one system call and one kernel
- * copy per row and column; through a mapping it is a copy from the page
- * cache, and a page fault per 64 KiB the first time.
- *
- * What stays mapped in the process is bounded: once the 64 KiB frames read
- * since the last drop exceed 'budget' bytes, the whole mapping is dropped
- * (MADV_DONTNEED: the page cache keeps the pages, the process no longer
- * holds them) and faults them in again as it reads on.
- *
- * A file that shrinks while mapped would make the reads fault (SIGBUS): a
- * read that faults fails with SX_ERR_IO instead, naming its source.
- */
-struct sx_file_map;
-
-/*
- * A mapping of the first 'size' bytes of 'fd' (borrowed), holding at most
- * 'budget' bytes (at least 64 KiB) at once; NULL when the file cannot be
- * mapped, or no memory: the caller then reads with pread.
- */
-struct sx_file_map *sx_file_map_open(int fd, uint64_t size, size_t budget);
-void sx_file_map_close(struct sx_file_map *m);
-
-/*
- * 'n' bytes at file offset 'at' into 'dst'. Bytes past the mapped size, or a
- * read of a file cut short under it, are SX_ERR_IO naming 'src' ("truncated or
- * damaged"); the first read of every frame may fail on purpose in the fault
- * tests (SX_FAULT_READ).
- */
-enum sx_status sx_file_map_read(struct sx_file_map *m, uint64_t at, size_t n, void *dst,
-                                const char *src, struct sx_error *err);
-
-/* How many times 'm' dropped what it held (tests). */
-unsigned long sx_file_map_drops(const struct sx_file_map *m);
-
-/* h5_direct_win.c - windows of a file kept between reads, for rows picked thinly */
-
-/*
- * A few aligned windows of a file, least recently used one replaced. A
- * block's rows of one region lie a rank's share of the index apart: a few
- * bytes each, many to a window, and the next block's rows in the same
- * windows again. Reading them through kept windows reads each window once
- * while it is in use, instead of once per block.
- */
-struct sx_file_win;
-
-/*
- * 'nwin' windows of 'win' bytes (a power of two) over 'fd' (borrowed); NULL:
- * no memory. With 'map' (borrowed, may be NULL) the reads copy from it and
- * keep no windows.
- */
-struct sx_file_win *sx_file_win_new(int fd, struct sx_file_map *map, size_t win,
-                                    size_t nwin);
-void sx_file_win_free(struct sx_file_win *w);
-
-/*
- * 'n' bytes at file offset 'at' into 'dst'. Bytes past the end of the file
- * are SX_ERR_IO naming 'src' ("truncated or damaged"); every window read may
- * fail on purpose in the fault tests (SX_FAULT_READ).
- */
-enum sx_status sx_file_win_read(struct sx_file_win *w, uint64_t at, size_t n, void *dst,
-                                const char *src, struct sx_error *err);
-
-/* h5_direct_heap.c - variable-length strings read from the file's global heap */
-
-/*
- * A reader of one contiguous, unfiltered, one-dimensional dataset of
- * variable-length strings that reads the file with pread instead of
- * H5Dread. HDF5 keeps such strings in global heap collections and reads a
- * whole collection (~64 KiB) through its metadata cache for each string, so
- * that rows picked all over a big file make it read every collection again
- * and again; this reader reads each collection whole once, keeps of it only
- * where each object lies (4 bytes per object), and later reads just the
- * strings asked for, each with its object's header, which checks it.
- */
-struct sx_vlen;
-
-/*
- * Open a reader of dataset 'dset' (borrowed, kept open by the caller while
- * the reader lives) on 'fd', a read-only descriptor of the same file
- * (borrowed), mapped as 'map' (borrowed; NULL: read with pread). '*out' is the new
- * reader, or NULL (and SX_OK) when the dataset is not a contiguous, unfiltered, allocated
- * 1-D dataset of variable-length strings in a file of this kind: the caller reads it with
- * HDF5 then. 'src' names the dataset in errors (allocation failures only:
- * nothing is read here).
- */
-enum sx_status sx_vlen_open(hid_t dset, int fd, struct sx_file_map *map, const char *src,
-                            struct sx_vlen **out, struct sx_error *err);
-
-/*
- * The strings of file rows 'rows[0..n)' (any order, repeats allowed), as
- * H5Dread into C strings gives them: string k is text->data[off[k] ..
- * off[k + 1]) ('off' has n + 1 entries), a NULL string is empty, and a
- * string ends at its first NUL byte. 'text' is reset first. A row out of
- * range or a damaged heap is SX_ERR_FORMAT naming 'src', the row and the
- * heap object; a failed read is SX_ERR_IO. A heap collection of a version
- * other than 1 is SX_ERR_UNSUPPORTED with 'err' left as it was: not damage,
- * only not this reader's to read (HDF5 reads it; h5_direct.h falls back).
- */
-enum sx_status sx_vlen_read(struct sx_vlen *v, const hsize_t *rows, size_t n,
-                            struct sx_buf *text, size_t *off, const char *src,
-                            struct sx_error *err);
-
-/*
- * Check 'n' stored variable-length elements 'elems' (each a 4-byte length,
- * a heap ID: the collection's address of 'sa' bytes and a 4-byte index) of
- * a file read on 'fd' (borrowed; 'file_size' bytes, heap addresses relative
- * to 'base', lengths of 'sl' bytes): each must name an object of its heap
- * that holds its length times 'unit' bytes, or it is SX_ERR_FORMAT naming
- * 'src' and the element's row ('rows[k]', or k when 'rows' is NULL). The
- * check stops, passed, at a collection of a version other than 1: HDF5,
- * which reads the values, judges those.
- */
-enum sx_status sx_vlen_check_heap(int fd, uint64_t file_size, uint64_t base, unsigned sa,
-                                  unsigned sl, const unsigned char *elems, size_t n,
-                                  uint64_t unit, const uint64_t *rows, const char *src,
-                                  struct sx_error *err);
-
-/* Free 'v' (NULL is fine). */
-void sx_vlen_close(struct sx_vlen *v);
 
 #endif /* SX_H5_DIRECT_H */

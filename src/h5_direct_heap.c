@@ -1,9 +1,9 @@
 /* h5_direct_heap.c - (h5_direct) variable-length strings read from the global heap
  */
+#include "h5_direct_heap.h"
+
 #include "fault.h"
-#include "h5_direct.h"
-#include "internal.h"
-#include "json_write.h"
+#include "h5_direct_map.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,7 +1,7 @@
 /* h5_direct_map.c - (h5_direct) the run's file mapped read-only, for scattered reads
  */
 #define _GNU_SOURCE /* MADV_DONTNEED, siginfo_t's codes */
-#include "h5_direct.h"
+#include "h5_direct_map.h"
 
 #include "fault.h"
 

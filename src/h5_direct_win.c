@@ -1,6 +1,6 @@
 /* h5_direct_win.c - (h5_direct) kept windows of a file, for rows picked thinly over it
  */
-#include "h5_direct.h"
+#include "h5_direct_map.h"
 
 #include "fault.h"
 

@@ -1,10 +1,11 @@
 /* h5_events.c - event data of rows: slices of the event columns (batched), delta
  * decoding, event_metadata, the GPU column's presence */
+#include "buf.h"
 #include "h5_direct.h"
-#include "h5_int.h"
 #include "h5_read.h"
+#include "h5_reader.h"
+#include "h5_util.h"
 #include "json_parse.h"
-#include "json_write.h"
 #include "run.h"
 
 #include <errno.h>
@@ -125,11 +126,10 @@ out:
     return st;
 }
 
-static enum sx_status h5_read_events_impl(struct sx_h5 *h5, const struct sx_run *run,
-                                          const struct sx_row *row, uint64_t first,
-                                          uint64_t n, unsigned cols,
-                                          int64_t *const out[SX_NCOLS],
-                                          struct sx_error *err) {
+static enum sx_status read_events(struct sx_h5 *h5, const struct sx_run *run,
+                                  const struct sx_row *row, uint64_t first, uint64_t n,
+                                  unsigned cols, int64_t *const out[SX_NCOLS],
+                                  struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct h5_quiet q;
     char src[1100];
@@ -191,9 +191,9 @@ out:
     return st;
 }
 
-static enum sx_status h5_read_meta_impl(struct sx_h5 *h5, const struct sx_run *run,
-                                        const struct sx_row *row, struct sx_buf *out,
-                                        bool *any, struct sx_error *err) {
+static enum sx_status read_meta(struct sx_h5 *h5, const struct sx_run *run,
+                                const struct sx_row *row, struct sx_buf *out, bool *any,
+                                struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct h5_quiet q;
     hid_t fs = -1, ms = -1, t = -1, mt = -1;
@@ -275,10 +275,10 @@ out:
     return st;
 }
 
-static enum sx_status h5_read_metas_impl(struct sx_h5 *h5, const struct sx_run *run,
-                                         const struct sx_row *const *rows, size_t n,
-                                         struct sx_buf *out, size_t *off, bool *any,
-                                         struct sx_error *err) {
+static enum sx_status read_metas(struct sx_h5 *h5, const struct sx_run *run,
+                                 const struct sx_row *const *rows, size_t n,
+                                 struct sx_buf *out, size_t *off, bool *any,
+                                 struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct h5_quiet q;
     hsize_t *pts = NULL;
@@ -337,9 +337,9 @@ out:
     return st;
 }
 
-static enum sx_status h5_gpu_present_impl(struct sx_h5 *h5, const struct sx_run *run,
-                                          const struct sx_row *row, bool *present,
-                                          struct sx_error *err) {
+static enum sx_status gpu_present(struct sx_h5 *h5, const struct sx_run *run,
+                                  const struct sx_row *row, bool *present,
+                                  struct sx_error *err) {
     enum sx_status st = SX_OK;
     enum { PIECE = 1 << 16 };
     int64_t *buf = NULL;
@@ -505,9 +505,8 @@ out:
     return st;
 }
 
-static enum sx_status h5_read_slices_impl(struct sx_h5 *h5, const struct sx_run *run,
-                                          struct sx_slice *s, size_t ns,
-                                          struct sx_error *err) {
+static enum sx_status read_slices(struct sx_h5 *h5, const struct sx_run *run,
+                                  struct sx_slice *s, size_t ns, struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct h5_quiet q;
     struct span *sp = NULL;
@@ -614,7 +613,7 @@ enum sx_status sx_h5_read_events(struct sx_h5 *h5, const struct sx_run *run,
                                  unsigned cols, int64_t *const out[SX_NCOLS],
                                  struct sx_error *err) {
     sx_h5_enter(h5->path);
-    enum sx_status st = h5_read_events_impl(h5, run, row, first, n, cols, out, err);
+    enum sx_status st = read_events(h5, run, row, first, n, cols, out, err);
     sx_h5_leave();
     return st;
 }
@@ -623,7 +622,7 @@ enum sx_status sx_h5_read_meta(struct sx_h5 *h5, const struct sx_run *run,
                                const struct sx_row *row, struct sx_buf *out, bool *any,
                                struct sx_error *err) {
     sx_h5_enter(h5->path);
-    enum sx_status st = h5_read_meta_impl(h5, run, row, out, any, err);
+    enum sx_status st = read_meta(h5, run, row, out, any, err);
     sx_h5_leave();
     return st;
 }
@@ -633,7 +632,7 @@ enum sx_status sx_h5_read_metas(struct sx_h5 *h5, const struct sx_run *run,
                                 struct sx_buf *out, size_t *off, bool *any,
                                 struct sx_error *err) {
     sx_h5_enter(h5->path);
-    enum sx_status st = h5_read_metas_impl(h5, run, rows, n, out, off, any, err);
+    enum sx_status st = read_metas(h5, run, rows, n, out, off, any, err);
     sx_h5_leave();
     return st;
 }
@@ -642,7 +641,7 @@ enum sx_status sx_h5_gpu_present(struct sx_h5 *h5, const struct sx_run *run,
                                  const struct sx_row *row, bool *present,
                                  struct sx_error *err) {
     sx_h5_enter(h5->path);
-    enum sx_status st = h5_gpu_present_impl(h5, run, row, present, err);
+    enum sx_status st = gpu_present(h5, run, row, present, err);
     sx_h5_leave();
     return st;
 }
@@ -650,7 +649,7 @@ enum sx_status sx_h5_gpu_present(struct sx_h5 *h5, const struct sx_run *run,
 enum sx_status sx_h5_read_slices(struct sx_h5 *h5, const struct sx_run *run,
                                  struct sx_slice *s, size_t ns, struct sx_error *err) {
     sx_h5_enter(h5->path);
-    enum sx_status st = h5_read_slices_impl(h5, run, s, ns, err);
+    enum sx_status st = read_slices(h5, run, s, ns, err);
     sx_h5_leave();
     return st;
 }

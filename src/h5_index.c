@@ -1,14 +1,16 @@
-/* h5_index.c - open a run and read its index: schema, metadata, region table, the
- * rank-region index (lazy or full), schema-1 groups, summary-only runs */
+/* h5_index.c - open and close a run; its columnar index read (lazy or full); a lazy
+ * run's rows filled by index entry */
 #define _GNU_SOURCE /* qsort_r: the sort context per call, not in a global */
 #include "h5_direct.h"
-#include "h5_int.h"
+#include "h5_direct_heap.h"
 #include "h5_read.h"
+#include "h5_reader.h"
+#include "h5_util.h"
 #include "json_parse.h"
+#include "json_value.h"
 #include "json_write.h"
 #include "mpi_util.h"
 #include "run.h"
-#include "value.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,141 +22,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-struct meta_ctx {
-    struct sx_h5 *h5;
-    struct sx_value *obj;
-    enum sx_status st;
-    struct sx_error *err;
-};
-
-static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void *op) {
-    (void)info;
-    struct meta_ctx *c = op;
-    char src[1200];
-    snprintf(src, sizeof src, "%s:/metadata@%s", c->h5->path, name);
-    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
-    if (a < 0) {
-        c->st = sx_error_set(c->err, SX_ERR_IO, src, "%s cannot be read", src);
-        return -1;
-    }
-    struct sx_value v = {0};
-    c->st = sx_h5_read_attr_value(a, &v, src, c->err);
-    H5Aclose(a);
-    if (c->st != SX_OK)
-        return -1;
-    char *key = sx_utf8_sanitize(name, strlen(name));
-    /* sx_value_set takes 'v' on failure too: only a value never passed is freed here */
-    bool ok = key != NULL && sx_value_set(c->obj, key, strlen(key), v);
-    if (key == NULL)
-        sx_value_free(&v);
-    free(key);
-    if (!ok) {
-        c->st = sx_error_set(c->err, SX_ERR_NOMEM, src, "out of memory");
-        return -1;
-    }
-    return 0;
-}
-
-static enum sx_status read_metadata(struct sx_h5 *h5, struct sx_run *run,
-                                    struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    hid_t g = -1;
-    if (!sx_h5_link_exists(h5->file, "metadata"))
-        goto out;
-    char src[1100];
-    sx_h5_src_name(src, sizeof src, h5->path, "/metadata");
-    g = H5Gopen2(h5->file, "metadata", H5P_DEFAULT);
-    SX_CHECK(g >= 0, SX_ERR_FORMAT, err, src, "%s is not a group", src);
-    struct meta_ctx c = {h5, &run->metadata, SX_OK, err};
-    hsize_t idx = 0;
-    /* h5py iterates attributes by name (strcmp order), not by creation order. */
-    herr_t rc = H5Aiterate2(g, H5_INDEX_NAME, H5_ITER_INC, &idx, meta_cb, &c);
-    if (c.st != SX_OK) {
-        st = c.st;
-        goto out;
-    }
-    SX_CHECK(rc >= 0, SX_ERR_IO, err, src, "%s: attributes cannot be read", src);
-out:
-    sx_h5_close_id(g);
-    return st;
-}
-
-/* ------------------------------------------------------------------ */
-/* Schema and layout                                                  */
-
-static enum sx_status read_schema(struct sx_h5 *h5, struct sx_run *run,
-                                  struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    hid_t a = -1, t = -1;
-    struct sx_value v = {0};
-    char src[1100];
-    sx_h5_src_name(src, sizeof src, h5->path, "/@scope_profiler_schema");
-    run->schema = 1;
-    if (H5Aexists(h5->file, "scope_profiler_schema") <= 0)
-        goto layout;
-    a = H5Aopen(h5->file, "scope_profiler_schema", H5P_DEFAULT);
-    SX_CHECK(a >= 0, SX_ERR_IO, err, src, "%s cannot be read", src);
-    st = sx_h5_read_attr_value(a, &v, src, err);
-    if (st != SX_OK)
-        goto out;
-    if (v.kind != SX_V_INT && v.kind != SX_V_UINT) {
-        struct sx_buf b = {0};
-        sx_write_value(&b, &v, -1, 0);
-        sx_buf_putc(&b, '\0');
-        st = sx_error_set(
-            err, SX_ERR_FORMAT, src,
-            "HDF5 schema version attribute 'scope_profiler_schema' must be an "
-            "integer, got %s (in %s)",
-            b.data && !b.failed ? b.data : "?", h5->path);
-        sx_buf_free(&b);
-        goto out;
-    }
-    if (v.kind == SX_V_UINT) {
-        st = sx_error_set(err, SX_ERR_UNSUPPORTED, src,
-                          "Unsupported scope-profiler HDF5 schema version %" PRIu64
-                          "; this package supports versions through %d. Upgrade "
-                          "scope-profiler to read this file. (%s)",
-                          v.u.u, CURRENT_SCHEMA, h5->path);
-        goto out;
-    }
-    SX_CHECK(v.u.i >= 1, SX_ERR_UNSUPPORTED, err, src,
-             "Unsupported scope-profiler HDF5 schema version %" PRId64
-             "; versions must be positive (%s)",
-             v.u.i, h5->path);
-    SX_CHECK(
-        v.u.i <= CURRENT_SCHEMA, SX_ERR_UNSUPPORTED, err, src,
-        "Unsupported scope-profiler HDF5 schema version %" PRId64
-        "; this package supports versions through %d. Upgrade scope-profiler to read "
-        "this file. (%s)",
-        v.u.i, CURRENT_SCHEMA, h5->path);
-    run->schema = (int)v.u.i;
-layout:
-    run->layout = run->schema >= 2 ? SX_LAYOUT_COLUMNAR : SX_LAYOUT_SCHEMA1;
-    if (run->schema >= 2 && H5Aexists(h5->file, "storage_layout") > 0) {
-        sx_h5_close_id(a);
-        a = H5Aopen(h5->file, "storage_layout", H5P_DEFAULT);
-        t = a >= 0 ? H5Aget_type(a) : -1;
-        /* Only a str compares equal in Python: a fixed-length (bytes) value reads as
-         * columnar. */
-        if (t >= 0 && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) > 0) {
-            sx_value_free(&v);
-            st = sx_h5_read_attr_value(a, &v, src, err);
-            if (st != SX_OK)
-                goto out;
-            if (v.kind == SX_V_STR && strcmp(v.u.str.s, "aggregate") == 0)
-                run->layout = SX_LAYOUT_AGGREGATE;
-        }
-    }
-out:
-    sx_value_free(&v);
-    sx_h5_close_id(t);
-    sx_h5_close_id(a);
-    return st;
-}
-
-/* ------------------------------------------------------------------ */
-/* Columnar index                                                     */
 
 struct index_cols {
     int64_t *region_ids, *ranks, *offsets, *counts, *lines, *excl;
@@ -308,114 +175,6 @@ out:
     return st;
 }
 
-/* FNV-1a */
-static uint64_t str_hash(const char *s) {
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
-
-/* The id of 's' in 'p' (added when new); 0 for "" and on allocation failure ('*ok'). */
-static uint32_t pool_add(struct pool *p, const char *s, bool *ok) {
-    if (s[0] == '\0')
-        return 0;
-    if (2 * (p->n + 1) > p->nslot) { /* grow the table, rehash */
-        size_t ns = p->nslot ? 2 * p->nslot : 64;
-        uint32_t *t = sx_calloc(ns, sizeof *t);
-        if (t == NULL) {
-            *ok = false;
-            return 0;
-        }
-        for (size_t i = 0; i < p->nslot; i++) {
-            if (p->slot[i] == 0)
-                continue;
-            size_t j = (size_t)(str_hash(p->s[p->slot[i] - 1]) & (ns - 1));
-            while (t[j] != 0)
-                j = (j + 1) & (ns - 1);
-            t[j] = p->slot[i];
-        }
-        free(p->slot);
-        p->slot = t;
-        p->nslot = ns;
-    }
-    size_t j = (size_t)(str_hash(s) & (p->nslot - 1));
-    while (p->slot[j] != 0) {
-        if (strcmp(p->s[p->slot[j] - 1], s) == 0)
-            return p->slot[j];
-        j = (j + 1) & (p->nslot - 1);
-    }
-    if (p->n == p->cap) {
-        size_t nc = p->cap ? 2 * p->cap : 16;
-        char **v = sx_realloc(p->s, nc * sizeof *v);
-        if (v == NULL) {
-            *ok = false;
-            return 0;
-        }
-        p->s = v;
-        p->cap = nc;
-    }
-    p->s[p->n] = sx_strdup(s);
-    if (p->s[p->n] == NULL) {
-        *ok = false;
-        return 0;
-    }
-    p->slot[j] = (uint32_t)++p->n;
-    return p->slot[j];
-}
-
-static void pool_free(struct pool *p) {
-    for (size_t i = 0; i < p->n; i++) {
-        free(p->s[i]);
-        if (p->tags != NULL && p->ntags != NULL && p->ntags[i] > 0)
-            sx_h5_free_strv(p->tags[i], p->ntags[i] - 1);
-    }
-    free(p->tags);
-    free(p->ntags);
-    free(p->s);
-    free(p->slot);
-    free(p->id);
-    memset(p, 0, sizeof *p);
-}
-
-/*
- * Read a string column of the index in pieces into a pool: a row's string
- * costs 4 bytes and each sx_h5_distinct string is kept once (a run's rows of one
- * region share their source file, text and tags). Strings are decoded as the
- * full read decodes them. Through HDF5: read once at open, they gain nothing from
- * the heap walker (h5_direct.h).
- */
-static enum sx_status read_pool(hid_t d, uint64_t nrows, struct pool *p, const char *src,
-                                struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    enum { PIECE = 1 << 16 };
-    struct sx_buf text = {0};
-    size_t *off = NULL;
-    p->id = sx_malloc((nrows + 1) * sizeof *p->id);
-    off = sx_malloc((PIECE + 1) * sizeof *off);
-    SX_CHECK(p->id != NULL && off != NULL, SX_ERR_NOMEM, err, src, "out of memory");
-    for (uint64_t at = 0; at < nrows; at += PIECE) {
-        size_t n = nrows - at < PIECE ? (size_t)(nrows - at) : PIECE;
-        st = sx_h5_read_point_strings(d, NULL, at, n, &text, off, src, err);
-        if (st != SX_OK)
-            goto out;
-        bool ok = true;
-        for (size_t k = 0; k < n && ok; k++) {
-            const char *q = text.data != NULL ? text.data + off[k] : "";
-            size_t len = strnlen(q, off[k + 1] - off[k]);
-            char *s = sx_utf8_sanitize(q, len);
-            SX_CHECK(s != NULL, SX_ERR_NOMEM, err, src, "out of memory");
-            p->id[at + k] = pool_add(p, s, &ok);
-            free(s);
-        }
-        SX_CHECK(ok, SX_ERR_NOMEM, err, src, "out of memory");
-    }
-out:
-    free(off);
-    sx_buf_free(&text);
-    return st;
-}
-
 /* Open the per-row index columns a lazy run reads later, checked as the full read does.
  */
 static enum sx_status open_lazy_cols(struct sx_h5 *h5, uint64_t nrows,
@@ -444,7 +203,7 @@ static enum sx_status open_lazy_cols(struct sx_h5 *h5, uint64_t nrows,
         if (st == SX_OK)
             st = sx_h5_req_len(h5, p, (uint64_t)n, nrows, err);
         if (st == SX_OK && strings && !h5->open_only)
-            st = read_pool(h5->rd[k], nrows, &h5->pool[k], src, err);
+            st = sx_h5_read_pool(h5->rd[k], nrows, &h5->pool[k], src, err);
         if (st != SX_OK)
             goto out;
         if (!strings)
@@ -728,351 +487,9 @@ out:
     return st;
 }
 
-/* ------------------------------------------------------------------ */
-/* Summary-only read (read_h5_summary)                                */
-
-struct summary_stats {
-    int64_t total, minimum, maximum, first, last, start_minimum, end_maximum;
-    uint64_t gpu_count;
-    int64_t gpu_total;
-    double mean, m2;
-};
-
-static enum sx_status read_summary(struct sx_h5 *h5, struct sx_run *run,
-                                   struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    hid_t d = -1, mt = -1;
-    struct summary_stats *s = NULL;
-    char src[1100];
-    sx_h5_src_name(src, sizeof src, h5->path, "/rank_region_index/summary_statistics");
-    d = H5Dopen2(h5->file, "rank_region_index/summary_statistics", H5P_DEFAULT);
-    SX_CHECK(d >= 0, SX_ERR_FORMAT, err, src, "%s cannot be opened", src);
-    int64_t n = sx_h5_dset_len(d);
-    SX_CHECK(n >= 0 && (uint64_t)n == run->nrows, SX_ERR_FORMAT, err, src,
-             "%s has %" PRId64 " rows but the index has %zu", src, n, run->nrows);
-    st = sx_h5_check_claim(h5, d, (uint64_t)n, 88, src, err);
-    if (st != SX_OK)
-        goto out;
-    mt = H5Tcreate(H5T_COMPOUND, sizeof *s);
-#define FIELD(name, type) H5Tinsert(mt, #name, offsetof(struct summary_stats, name), type)
-    FIELD(total, H5T_NATIVE_INT64);
-    FIELD(minimum, H5T_NATIVE_INT64);
-    FIELD(maximum, H5T_NATIVE_INT64);
-    FIELD(first, H5T_NATIVE_INT64);
-    FIELD(last, H5T_NATIVE_INT64);
-    FIELD(start_minimum, H5T_NATIVE_INT64);
-    FIELD(end_maximum, H5T_NATIVE_INT64);
-    FIELD(gpu_count, H5T_NATIVE_UINT64);
-    FIELD(gpu_total, H5T_NATIVE_INT64);
-    FIELD(mean, H5T_NATIVE_DOUBLE);
-    FIELD(m2, H5T_NATIVE_DOUBLE);
-#undef FIELD
-    s = sx_calloc((size_t)n + 1, sizeof *s);
-    SX_CHECK(s != NULL, SX_ERR_NOMEM, err, src, "out of memory");
-    if (n > 0)
-        SX_CHECK(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, s) >= 0, SX_ERR_IO, err,
-                 src, "%s cannot be read; the file is truncated or damaged", src);
-    for (size_t r = 0; r < run->nrows; r++) {
-        struct sx_row *row = &run->rows[r];
-        const struct summary_stats *x = &s[r];
-        static const char *const keys[] = {
-            "count",         "total",       "minimum",   "maximum",   "first", "last",
-            "start_minimum", "end_maximum", "gpu_count", "gpu_total", "mean",  "m2",
-            "exclusive"};
-        int64_t iv[] = {0,        x->total,    x->minimum,       x->maximum,
-                        x->first, x->last,     x->start_minimum, x->end_maximum,
-                        0,        x->gpu_total};
-        row->is_aggregate = true;
-        row->event_data_available = false;
-        for (int k = 0; k < 13; k++) {
-            struct sx_agg_field *f = &row->agg[k];
-            f->key = keys[k];
-            if (k == 0) {
-                f->is_unsigned = true;
-                f->u = row->count;
-            } else if (k == 8) {
-                f->is_unsigned = true;
-                f->u = x->gpu_count;
-            } else if (k == 10 || k == 11) {
-                f->is_float = true;
-                f->f = k == 10 ? x->mean : x->m2;
-            } else if (k == 12) {
-                f->i = row->has_exclusive ? row->exclusive_total : x->total;
-            } else {
-                f->i = iv[k];
-            }
-        }
-        row->nagg = 13;
-    }
-out:
-    free(s);
-    sx_h5_close_id(mt);
-    sx_h5_close_id(d);
-    return st;
-}
-
-static int64_t name_index(struct sx_run *run, const char *name) {
-    for (size_t i = 0; i < run->nnames; i++)
-        if (strcmp(run->names[i], name) == 0)
-            return (int64_t)i;
-    return -1;
-}
-
-static enum sx_status read_schema1(struct sx_h5 *h5, struct sx_run *run,
-                                   struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    struct h5_rank_group *rg = NULL;
-    size_t nrg = 0;
-    struct h5_name_list regs = {0};
-    hid_t g = -1, d = -1, t = -1;
-    char src[1400];
-    size_t cap_rows = 0, cap_names = 0;
-    st = sx_h5_rank_groups(h5, &rg, &nrg, err);
-    if (st != SX_OK)
-        goto out;
-    run->num_ranks = (int64_t)nrg;
-    /* no schema attribute, no metadata, no rank group: some other HDF5 file */
-    if (nrg == 0 && !sx_h5_link_exists(h5->file, "metadata")) {
-        sx_h5_src_name(src, sizeof src, h5->path, "/");
-        st = sx_error_set(
-            err, SX_ERR_FORMAT, src,
-            "%s is an HDF5 file but not a scope-profiler run: it has no "
-            "scope_profiler_schema attribute, no /metadata and no rank groups",
-            h5->path);
-        goto out;
-    }
-    for (size_t k = 0; k < nrg; k++) {
-        char gp[300];
-        snprintf(gp, sizeof gp, "%s/regions", rg[k].name);
-        if (!sx_h5_link_exists(h5->file, gp))
-            continue;
-        sx_h5_src_name(src, sizeof src, h5->path, gp);
-        g = H5Gopen2(h5->file, gp, H5P_DEFAULT);
-        SX_CHECK(g >= 0, SX_ERR_FORMAT, err, src, "%s is not a group", src);
-        sx_h5_free_names(&regs);
-        st = sx_h5_list_links(g, &regs, src, err);
-        if (st != SX_OK)
-            goto out;
-        for (size_t i = 0; i < regs.n; i++) {
-            char rp[1100];
-            snprintf(rp, sizeof rp, "/%s/regions/%s", rg[k].name, regs.v[i]);
-            sx_h5_src_name(src, sizeof src, h5->path, rp);
-            char *name = sx_utf8_sanitize(regs.v[i], strlen(regs.v[i]));
-            SX_CHECK(name != NULL, SX_ERR_NOMEM, err, src, "out of memory");
-            int64_t id = name_index(run, name);
-            if (id < 0) {
-                if (run->nnames == cap_names) {
-                    cap_names = cap_names ? cap_names * 2 : 16;
-                    char **nv = sx_realloc(run->names, cap_names * sizeof *nv);
-                    if (nv == NULL)
-                        free(name);
-                    SX_CHECK(nv != NULL, SX_ERR_NOMEM, err, src, "out of memory");
-                    run->names = nv;
-                }
-                id = (int64_t)run->nnames;
-                run->names[run->nnames++] = name;
-            } else {
-                free(name);
-            }
-            if (run->nrows == cap_rows) {
-                cap_rows = cap_rows ? cap_rows * 2 : 16;
-                struct sx_row *nr = sx_realloc(run->rows, cap_rows * sizeof *nr);
-                SX_CHECK(nr != NULL, SX_ERR_NOMEM, err, src, "out of memory");
-                run->rows = nr;
-            }
-            struct sx_row *row = &run->rows[run->nrows++];
-            *row = (struct sx_row){0};
-            row->region = (uint32_t)id;
-            row->rank = rg[k].rank;
-            row->group = sx_strdup(rp);
-            SX_CHECK(row->group != NULL, SX_ERR_NOMEM, err, src, "out of memory");
-            hid_t rgp = H5Gopen2(g, regs.v[i], H5P_DEFAULT);
-            SX_CHECK(rgp >= 0, SX_ERR_FORMAT, err, src, "%s is not a region group", src);
-            sx_h5_close_id(d);
-            d = rgp; /* closed below or at out */
-            SX_CHECK(sx_h5_link_exists(rgp, "start_times") &&
-                         sx_h5_link_exists(rgp, "end_times"),
-                     SX_ERR_FORMAT, err, src,
-                     "%s has no start_times/end_times datasets; the file is damaged",
-                     src);
-            row->cols = SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END);
-            uint64_t count = 0;
-            for (int c = 0; c < 5; c++) {
-                static const int cc[5] = {SX_COL_START, SX_COL_END, SX_COL_GPU,
-                                          SX_COL_CALL, SX_COL_PARENT};
-                if (!sx_h5_link_exists(rgp, sx_h5_col_names[cc[c]]))
-                    continue;
-                hid_t ds = H5Dopen2(rgp, sx_h5_col_names[cc[c]], H5P_DEFAULT);
-                char cs[1500];
-                snprintf(cs, sizeof cs, "%s/%s", src, sx_h5_col_names[cc[c]]);
-                SX_CHECK(ds >= 0, SX_ERR_FORMAT, err, cs, "%s cannot be opened", cs);
-                t = H5Dget_type(ds);
-                bool isint = t >= 0 && H5Tget_class(t) == H5T_INTEGER;
-                int64_t n = sx_h5_dset_len(ds);
-                if (isint && n >= 0)
-                    st = sx_h5_check_claim(h5, ds, (uint64_t)n, H5Tget_size(t), cs, err);
-                sx_h5_close_id(t);
-                t = -1;
-                H5Dclose(ds);
-                if (st != SX_OK)
-                    goto out;
-                SX_CHECK(isint, SX_ERR_FORMAT, err, cs,
-                         "%s has the wrong datatype: integers expected", cs);
-                SX_CHECK(n >= 0, SX_ERR_FORMAT, err, cs, "%s is not one-dimensional", cs);
-                if (c == 0)
-                    count = (uint64_t)n;
-                else
-                    SX_CHECK((uint64_t)n == count, SX_ERR_FORMAT, err, cs,
-                             "%s has %" PRId64 " values but start_times has %" PRIu64, cs,
-                             n, count);
-                row->cols |= SX_COLBIT(cc[c]);
-            }
-            row->count = count;
-            bool found = false;
-            st = sx_h5_attr_string(h5, rgp, rp, "source_file", &row->source_file, &found,
-                                   err);
-            if (st == SX_OK)
-                st = sx_h5_attr_string(h5, rgp, rp, "source_text", &row->source_text,
-                                       &found, err);
-            if (st != SX_OK)
-                goto out;
-            struct sx_value lv = {0};
-            st = sx_h5_attr_number(h5, rgp, rp, "source_lineno", &lv, &found, err);
-            if (st != SX_OK)
-                goto out;
-            if (found) {
-                row->has_lineno = true;
-                row->source_lineno = sx_h5_value_as_int(&lv);
-            }
-            st = sx_h5_attr_strings(h5, rgp, rp, "tags", &row->tags, &row->ntags, err);
-            if (st != SX_OK)
-                goto out;
-        }
-        sx_h5_close_id(g);
-        g = -1;
-    }
-out:
-    sx_h5_free_names(&regs);
-    sx_h5_free_rank_groups(rg, nrg);
-    sx_h5_close_id(t);
-    sx_h5_close_id(d);
-    sx_h5_close_id(g);
-    return st;
-}
-
-/* ------------------------------------------------------------------ */
-/* Open / close                                                       */
-
-/* NOTE: collective. MPI counts are int: broadcast 'n' bytes in pieces of 1 GiB. */
-static bool bcast_big(void *p, uint64_t n, MPI_Comm comm) {
-    bool ok = true;
-    for (uint64_t at = 0; at < n; at += 1u << 30) {
-        int k = n - at < (1u << 30) ? (int)(n - at) : (int)(1u << 30);
-        ok &= MPI_Bcast((char *)p + at, k, MPI_BYTE, 0, comm) == MPI_SUCCESS;
-    }
-    return ok;
-}
-
-/*
- * NOTE: collective over 'comm'. The index of a lazily read columnar run is
- * read by rank 0 alone and sent to every rank: at thousands of ranks, every
- * rank reading every index column would storm a parallel file system. The
- * others opened the file's datasets but read no row ('open_only'). Every rank
- * calls this whatever its 'st'; returns the agreed status.
- */
-static enum sx_status share_index(MPI_Comm comm, struct sx_h5 *h5, struct sx_run *run,
-                                  enum sx_status st, struct sx_error *err) {
-    int rank = 0;
-    struct share_hdr {
-        uint64_t nindex, npool[3], bytes[3];
-        int64_t num_ranks;
-        int32_t shared, has_ids[3];
-    } hd;
-    char *blob = NULL;
-    MPI_Comm_rank(comm, &rank);
-    memset(&hd, 0, sizeof hd);
-    if (rank == 0 && st == SX_OK && run->index != NULL) {
-        hd.shared = 1;
-        hd.nindex = run->nindex;
-        hd.num_ranks = run->num_ranks;
-        for (int k = 0; k < 3; k++) {
-            hd.has_ids[k] = h5->pool[k].id != NULL;
-            hd.npool[k] = h5->pool[k].n;
-            for (size_t i = 0; i < h5->pool[k].n; i++)
-                hd.bytes[k] += strlen(h5->pool[k].s[i]) + 1;
-        }
-    }
-    if (MPI_Bcast(&hd, (int)sizeof hd, MPI_BYTE, 0, comm) != MPI_SUCCESS && st == SX_OK)
-        st = sx_error_set(err, SX_ERR_MPI, h5->path, "%s: MPI_Bcast of the index failed",
-                          h5->path);
-    /* room on the receivers */
-    if (rank != 0 && st == SX_OK && hd.shared) {
-        if (!h5->open_only)
-            st = sx_error_set(err, SX_ERR_INTERNAL, h5->path,
-                              "%s: the ranks disagree on the file's layout", h5->path);
-        run->index = sx_malloc((hd.nindex + 1) * sizeof *run->index);
-        run->nindex = (size_t)hd.nindex;
-        run->num_ranks = hd.num_ranks;
-        bool ok = run->index != NULL;
-        for (int k = 0; k < 3 && ok; k++) {
-            struct pool *pl = &h5->pool[k];
-            if (hd.has_ids[k])
-                ok = (pl->id = sx_malloc((hd.nindex + 1) * sizeof *pl->id)) != NULL;
-            if (ok && hd.npool[k] > 0)
-                ok = (pl->s = sx_calloc(hd.npool[k], sizeof *pl->s)) != NULL;
-            pl->cap = (size_t)hd.npool[k];
-        }
-        if (!ok)
-            st = sx_error_set(err, SX_ERR_NOMEM, h5->path,
-                              "%s: out of memory for the run's index", h5->path);
-    }
-    uint64_t most = 0;
-    for (int k = 0; k < 3; k++)
-        most = hd.bytes[k] > most ? hd.bytes[k] : most;
-    if (st == SX_OK && hd.shared && (blob = sx_malloc(most + 1)) == NULL)
-        st = sx_error_set(err, SX_ERR_NOMEM, h5->path, "%s: out of memory", h5->path);
-    st = sx_all_ok(comm, st, err);
-    if (st != SX_OK || !hd.shared)
-        goto out;
-
-    bool ok = bcast_big(run->index, hd.nindex * sizeof *run->index, comm);
-    for (int k = 0; k < 3; k++) {
-        struct pool *pl = &h5->pool[k];
-        if (hd.has_ids[k])
-            ok &= bcast_big(pl->id, hd.nindex * sizeof *pl->id, comm);
-        if (hd.npool[k] == 0)
-            continue;
-        char *q = blob;
-        for (size_t i = 0; rank == 0 && i < pl->n; i++) {
-            size_t len = strlen(pl->s[i]) + 1;
-            memcpy(q, pl->s[i], len);
-            q += len;
-        }
-        ok &= bcast_big(blob, hd.bytes[k], comm);
-        q = blob;
-        for (size_t i = 0; rank != 0 && i < hd.npool[k]; i++) {
-            size_t len = strlen(q) + 1;
-            pl->s[i] = sx_strdup(q);
-            if (pl->s[i] == NULL && st == SX_OK)
-                st = sx_error_set(err, SX_ERR_NOMEM, h5->path, "%s: out of memory",
-                                  h5->path);
-            if (pl->s[i] != NULL)
-                pl->n = i + 1;
-            q += len;
-        }
-    }
-    if (!ok && st == SX_OK)
-        st = sx_error_set(err, SX_ERR_MPI, h5->path, "%s: MPI_Bcast of the index failed",
-                          h5->path);
-    st = sx_all_ok(comm, st, err);
-out:
-    free(blob);
-    return st;
-}
-
-static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary,
-                                   bool lazy, struct sx_h5 **out, struct sx_run **run_out,
-                                   struct sx_error *err) {
+static enum sx_status open_run(MPI_Comm comm, const char *path, bool summary, bool lazy,
+                               struct sx_h5 **out, struct sx_run **run_out,
+                               struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_h5 *h5 = NULL;
     struct sx_run *run = NULL;
@@ -1097,8 +514,10 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
         for (int c = 0; c < SX_NCOLS; c++)
             h5->ev[c] = -1;
         h5->path = sx_strdup(path);
+        h5->raw = sx_calloc(SX_NCOLS + RD_N, sizeof *h5->raw);
+        h5->rdraw = h5->raw != NULL ? h5->raw + SX_NCOLS : NULL;
     }
-    if (h5 == NULL || h5->path == NULL)
+    if (h5 == NULL || h5->path == NULL || h5->raw == NULL)
         st = sx_error_set(err, SX_ERR_NOMEM, path, "%s: out of memory", path);
     else if (stat(path, &sb) != 0)
         st = sx_error_set(err, SX_ERR_NOT_FOUND, path, "HDF5 file not found: %s", path);
@@ -1137,7 +556,7 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
 
     /* the size and the raw views are those of the file HDF5 opened, whatever the
      * path names by now */
-    const int hfd = sx_direct_hdf5_fd(h5->file);
+    const int hfd = sx_h5_posix_fd(h5->file);
     if (hfd >= 0 && fstat(hfd, &sb) == 0)
         h5->file_size = sb.st_size;
     sx_direct_open(h5->file, path, &h5->direct);
@@ -1149,20 +568,20 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
     run->path = sx_strdup(path);
     SX_CHECK(run->path != NULL, SX_ERR_NOMEM, err, path, "out of memory");
     run->summary = summary;
-    st = read_schema(h5, run, err);
+    st = sx_h5_read_schema(h5, run, err);
     if (st == SX_OK)
-        st = read_metadata(h5, run, err);
+        st = sx_h5_read_metadata(h5, run, err);
     if (st != SX_OK)
         goto out;
     h5->open_only = h5->lazy && comm != MPI_COMM_NULL && rank != 0 &&
                     run->layout == SX_LAYOUT_COLUMNAR;
     if (run->layout == SX_LAYOUT_SCHEMA1) {
-        st = read_schema1(h5, run, err);
+        st = sx_h5_read_schema1(h5, run, err);
     } else {
         st = read_columnar(h5, run, err);
         if (st == SX_OK && summary && run->layout == SX_LAYOUT_COLUMNAR &&
             sx_h5_link_exists(h5->file, "rank_region_index/summary_statistics"))
-            st = read_summary(h5, run, err);
+            st = sx_h5_read_summary(h5, run, err);
     }
     if (st != SX_OK)
         goto out;
@@ -1174,7 +593,7 @@ static enum sx_status h5_open_impl(MPI_Comm comm, const char *path, bool summary
 out:
     /* NOTE: collective: every rank of a lazy open joins, whatever its status */
     if (h5 != NULL && h5->lazy && comm != MPI_COMM_NULL && opened_mpi)
-        st = share_index(comm, h5, run, st, err);
+        st = sx_h5_share_index(comm, h5, run, st, err);
     sx_h5_close_id(fapl);
     sx_h5_quiet_end(&q);
     if (st != SX_OK) {
@@ -1186,7 +605,7 @@ out:
     return st;
 }
 
-static void h5_close_impl(struct sx_h5 *h5) {
+static void close_run(struct sx_h5 *h5) {
     if (h5 == NULL)
         return;
     struct h5_quiet q;
@@ -1198,20 +617,21 @@ static void h5_close_impl(struct sx_h5 *h5) {
     for (int k = 0; k < RD_N; k++)
         sx_h5_close_id(h5->rd[k]);
     for (int k = 0; k < 3; k++)
-        pool_free(&h5->pool[k]);
+        sx_h5_pool_free(&h5->pool[k]);
     sx_h5_close_id(h5->file);
     sx_h5_quiet_end(&q);
     sx_direct_close(h5->direct);
     free(h5->scratch);
+    free(h5->raw);
     free(h5->path);
     free(h5);
 }
 
 long sx_h5_open_ids(void) { return (long)H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL); }
 
-static enum sx_status h5_fill_rows_impl(struct sx_h5 *h5, const struct sx_run *run,
-                                        const struct sx_index_row *const *ix, size_t n,
-                                        struct sx_row *out, struct sx_error *err) {
+static enum sx_status fill_rows(struct sx_h5 *h5, const struct sx_run *run,
+                                const struct sx_index_row *const *ix, size_t n,
+                                struct sx_row *out, struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct h5_quiet q;
     hsize_t *pts = NULL;
@@ -1252,9 +672,8 @@ static enum sx_status h5_fill_rows_impl(struct sx_h5 *h5, const struct sx_run *r
         snprintf(obj, sizeof obj, "rank_region_index/%s", sx_h5_rd_names[c]);
         sx_h5_src_name(src, sizeof src, h5->path, obj);
         if (c == RD_LINES || c == RD_EXCL) {
-            st = h5->rdraw[c].ok ? sx_direct_read_points(h5->direct, &h5->rdraw[c], pts,
-                                                         n, iv, src, err)
-                                 : sx_h5_read_point_ints(h5->rd[c], pts, n, iv, src, err);
+            st = sx_direct_point_ints(h5->direct, &h5->rdraw[c], h5->rd[c], pts, n, iv,
+                                      src, err);
             if (st != SX_OK)
                 goto out;
             for (size_t k = 0; k < n; k++) {
@@ -1322,7 +741,7 @@ out:
 enum sx_status sx_h5_open(MPI_Comm comm, const char *path, bool summary,
                           struct sx_h5 **h5, struct sx_run **run, struct sx_error *err) {
     sx_h5_enter(path);
-    enum sx_status st = h5_open_impl(comm, path, summary, false, h5, run, err);
+    enum sx_status st = open_run(comm, path, summary, false, h5, run, err);
     sx_h5_leave();
     return st;
 }
@@ -1331,7 +750,7 @@ enum sx_status sx_h5_open_index(MPI_Comm comm, const char *path, bool summary,
                                 struct sx_h5 **h5, struct sx_run **run,
                                 struct sx_error *err) {
     sx_h5_enter(path);
-    enum sx_status st = h5_open_impl(comm, path, summary, true, h5, run, err);
+    enum sx_status st = open_run(comm, path, summary, true, h5, run, err);
     sx_h5_leave();
     return st;
 }
@@ -1340,13 +759,13 @@ enum sx_status sx_h5_fill_rows(struct sx_h5 *h5, const struct sx_run *run,
                                const struct sx_index_row *const *ix, size_t n,
                                struct sx_row *out, struct sx_error *err) {
     sx_h5_enter(h5->path);
-    enum sx_status st = h5_fill_rows_impl(h5, run, ix, n, out, err);
+    enum sx_status st = fill_rows(h5, run, ix, n, out, err);
     sx_h5_leave();
     return st;
 }
 
 void sx_h5_close(struct sx_h5 *h5) {
     sx_h5_enter(h5 != NULL ? h5->path : NULL);
-    h5_close_impl(h5);
+    close_run(h5);
     sx_h5_leave();
 }

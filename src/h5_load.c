@@ -1,7 +1,8 @@
 /* h5_load.c - a whole run, events included, in memory (compare and import) */
-#include "h5_int.h"
+#include "buf.h"
 #include "h5_read.h"
-#include "json_write.h"
+#include "h5_reader.h"
+#include "h5_util.h"
 #include "run.h"
 
 #include <errno.h>
@@ -18,8 +19,8 @@
 /* ------------------------------------------------------------------ */
 /* Full load                                                          */
 
-static enum sx_status h5_load_impl(const char *path, bool summary, struct sx_run **out,
-                                   struct sx_error *err) {
+static enum sx_status load_run(const char *path, bool summary, struct sx_run **out,
+                               struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_h5 *h5 = NULL;
     struct sx_run *run = NULL;
@@ -80,7 +81,7 @@ out:
 enum sx_status sx_h5_load(const char *path, bool summary, struct sx_run **run,
                           struct sx_error *err) {
     sx_h5_enter(path);
-    enum sx_status st = h5_load_impl(path, summary, run, err);
+    enum sx_status st = load_run(path, summary, run, err);
     sx_h5_leave();
     return st;
 }

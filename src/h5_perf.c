@@ -1,5 +1,6 @@
 /* h5_perf.c - rank<N>/perf_events/<region>/ groups: Linux perf counter totals */
-#include "h5_int.h"
+#include "h5_reader.h"
+#include "h5_util.h"
 #include "json_write.h"
 #include "stop.h"
 #include "trace.h"

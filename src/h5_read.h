@@ -1,14 +1,14 @@
-/* h5_read.h - HDF5 runs into the run model: the readers' face (h5_index.c, h5_extras.c,
- * h5_events.c, h5_load.c) */
+/* h5_read.h - HDF5 runs into the run model: the readers' face (h5_index.c,
+ * h5_rank_tables.c, h5_events.c, h5_load.c) */
 #ifndef SX_H5_READ_H
 #define SX_H5_READ_H
 
-#include "json_write.h"
+#include "buf.h"
 #include "run.h"
 
 #include <mpi.h>
 
-/* An open run (h5_int.h). */
+/* An open run (h5_reader.h). */
 struct sx_h5;
 
 /*

@@ -1,11 +1,13 @@
 /* h5_util.c - HDF5 helpers the readers share: ids, a quiet error stack, typed reads of
  * datasets and attributes, group listings, object names for messages */
+#include "h5_util.h"
 #include "cli_support.h"
 #include "fault.h"
-#include "h5_int.h"
+#include "h5_direct_heap.h"
+#include "h5_reader.h"
+#include "json_value.h"
 #include "json_write.h"
 #include "run.h"
-#include "value.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -189,7 +191,7 @@ enum sx_status sx_h5_vlen_guard(hid_t obj, hid_t ms, hid_t fs, const char *src,
     /* read where HDF5 reads, not by the file's name: the name may meanwhile be
      * another file's */
     if (H5Pget_userblock(fcpl, &ub) >= 0 && sl >= 2 && sl <= 8)
-        fd = sx_direct_hdf5_fd(file);
+        fd = sx_h5_posix_fd(file);
     if (fd >= 0)
         st = sx_vlen_check_heap(fd, (uint64_t)fsize, (uint64_t)ub, (unsigned)sa,
                                 (unsigned)sl, raw, (size_t)n, base, rows, src, err);
@@ -264,6 +266,17 @@ enum sx_status sx_h5_refuse_foreign(hid_t file, const char *path, struct sx_erro
                             "damaged",
                             path);
     return w.st;
+}
+
+int sx_h5_posix_fd(hid_t file) {
+    void *handle = NULL;
+    hid_t fapl = H5Fget_access_plist(file);
+    bool sec2 = fapl >= 0 && H5Pget_driver(fapl) == H5FD_SEC2;
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    if (!sec2 || H5Fget_vfd_handle(file, H5P_DEFAULT, &handle) < 0 || handle == NULL)
+        return -1;
+    return *(const int *)handle;
 }
 
 void sx_h5_close_id(hid_t id) {

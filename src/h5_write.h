@@ -2,8 +2,8 @@
 #ifndef SX_H5_WRITE_H
 #define SX_H5_WRITE_H
 
+#include "json_value.h"
 #include "run.h"
-#include "value.h"
 
 /* A fully loaded run as a schema-3 HDF5 file (scope-profiler's layout). */
 enum sx_status sx_h5_write(const struct sx_run *run, const char *path,

@@ -1,5 +1,6 @@
 /* json_doc.c - the JSON profile as a pipeline document: its plan, blocks read ahead */
 #include "doc.h"
+#include "doc_ahead.h"
 #include "doc_plan.h"
 #include "h5_read.h"
 #include "pipeline.h"

@@ -1,173 +1,21 @@
 /* json_load.c - a JSON profile (.json, .json.gz) into the run model */
 #include "json_load.h"
 
-#include "fault.h"
+#include "buf.h"
+#include "gz_read.h"
+#include "json_convert.h"
 #include "json_tree.h"
-#include "json_write.h"
+#include "json_value.h"
 #include "run.h"
-#include "value.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <zlib.h>
 
 #define SX_FORMAT_NAME "scope-profiler-profile"
 #define SX_FORMAT_VERSION 1
-
-/* Reading the file                                                   */
-
-/* Grow 'buf' (capacity '*cap', 'n' used) to hold 'more' bytes and a NUL. */
-static bool grow(char **buf, size_t *cap, size_t n, size_t more) {
-    if (*cap - n > more)
-        return true;
-    size_t ncap = *cap ? *cap : (size_t)4 << 20;
-    while (ncap - n <= more) {
-        if (ncap > SIZE_MAX / 2)
-            return false;
-        ncap *= 2;
-    }
-    char *p = sx_realloc(*buf, ncap);
-    if (p == NULL)
-        return false;
-    *buf = p;
-    *cap = ncap;
-    return true;
-}
-
-/* The bytes of the regular file 'fd' (size 'size' when opened). */
-static enum sx_status read_raw(const char *path, int fd, size_t size, char **data,
-                               size_t *len, struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        SX_CHECK(grow(&buf, &cap, n, n < size ? size - n : (size_t)1 << 20), SX_ERR_NOMEM,
-                 err, path, "out of memory reading %s", path);
-        const size_t want =
-            cap - n - 1 < ((size_t)1 << 30) ? cap - n - 1 : (size_t)1 << 30;
-        ssize_t got = read(fd, buf + n, want);
-        SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, path, "cannot read %s: %s",
-                 path, strerror(EIO)); /* a fault test's failed read */
-        if (got < 0 && errno == EINTR)
-            continue;
-        SX_CHECK(got >= 0, SX_ERR_IO, err, path, "cannot read %s: %s", path,
-                 strerror(errno));
-        if (got == 0)
-            break;
-        n += (size_t)got;
-    }
-    *data = buf;
-    *len = n;
-    buf = NULL;
-out:
-    free(buf);
-    return st;
-}
-
-/*
- * Inflate the gzip members of 'in' into '*data' (new). Members may follow
- * each other, as gzip writes them; anything else after a member is an error,
- * as it is for gzip -t: such a file is damaged, not a profile.
- */
-static enum sx_status gunzip(const char *path, const unsigned char *in, size_t n,
-                             char **data, size_t *len, struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    z_stream z;
-    bool live = false;
-    char *buf = NULL;
-    size_t out = 0, cap = 0, at = 0;
-    memset(&z, 0, sizeof z);
-    SX_CHECK(inflateInit2(&z, 16 + 15) == Z_OK, SX_ERR_NOMEM, err, path,
-             "out of memory reading %s", path);
-    live = true;
-    for (;;) {
-        SX_CHECK(grow(&buf, &cap, out, (size_t)1 << 20), SX_ERR_NOMEM, err, path,
-                 "out of memory reading %s", path);
-        const size_t in_left = n - at, room = cap - out - 1;
-        z.next_in = (unsigned char *)(uintptr_t)(in + at);
-        z.avail_in = in_left < ((size_t)1 << 30) ? (uInt)in_left : 1u << 30;
-        z.next_out = (unsigned char *)buf + out;
-        z.avail_out = room < ((size_t)1 << 30) ? (uInt)room : 1u << 30;
-        const uInt gave_in = z.avail_in, gave_out = z.avail_out;
-        int rc = inflate(&z, Z_NO_FLUSH);
-        at += gave_in - z.avail_in;
-        out += gave_out - z.avail_out;
-        SX_CHECK(rc == Z_OK || rc == Z_STREAM_END || (rc == Z_BUF_ERROR && at < n),
-                 SX_ERR_FORMAT, err, path, "%s: gzip data is damaged or truncated (%s)",
-                 path,
-                 rc == Z_BUF_ERROR ? "unexpected end of file"
-                 : z.msg           ? z.msg
-                                   : "");
-        if (rc != Z_STREAM_END)
-            continue;
-        if (at == n)
-            break;
-        SX_CHECK(n - at >= 2 && in[at] == 0x1f && in[at + 1] == 0x8b, SX_ERR_FORMAT, err,
-                 path,
-                 "%s: gzip data is damaged: %zu bytes that are not gzip follow the "
-                 "compressed data",
-                 path, n - at);
-        SX_CHECK(inflateReset(&z) == Z_OK, SX_ERR_FORMAT, err, path,
-                 "%s: gzip data is damaged", path);
-    }
-    *data = buf;
-    *len = out;
-    buf = NULL;
-out:
-    if (live)
-        inflateEnd(&z);
-    free(buf);
-    return st;
-}
-
-/*
- * The whole (decompressed) content of 'path', NUL-terminated. gzip is
- * detected by content. Only a regular file: a FIFO or a device (/dev/zero)
- * would block or never end.
- */
-static enum sx_status read_all(const char *path, char **data, size_t *len,
-                               struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    int fd = -1;
-    char *raw = NULL;
-    size_t n = 0;
-    struct stat sb;
-
-    fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    SX_CHECK(fd >= 0 || errno != ENOENT, SX_ERR_NOT_FOUND, err, path,
-             "JSON profile not found: %s", path);
-    SX_CHECK(fd >= 0, SX_ERR_OPEN, err, path, "cannot open %s: %s", path,
-             strerror(errno));
-    SX_CHECK(fstat(fd, &sb) == 0, SX_ERR_OPEN, err, path, "cannot open %s: %s", path,
-             strerror(errno));
-    SX_CHECK(S_ISREG(sb.st_mode), SX_ERR_OPEN, err, path, "%s is not a regular file",
-             path);
-    st = read_raw(path, fd, (size_t)sb.st_size, &raw, &n, err);
-    if (st != SX_OK)
-        goto out;
-    if (n >= 2 && (unsigned char)raw[0] == 0x1f && (unsigned char)raw[1] == 0x8b) {
-        st = gunzip(path, (const unsigned char *)raw, n, data, len, err);
-        if (st != SX_OK)
-            goto out;
-    } else {
-        *data = raw;
-        *len = n;
-        raw = NULL;
-    }
-    (*data)[*len] = '\0';
-out:
-    if (fd >= 0)
-        close(fd);
-    free(raw);
-    return st;
-}
 
 /* ------------------------------------------------------------------ */
 /* Document -> run model                                              */
@@ -195,44 +43,6 @@ static uint64_t hash_row(uint32_t region, int64_t rank) {
     h *= 0xff51afd7ed558ccdull;
     h ^= h >> 33;
     return h;
-}
-
-/* Python's int(v) for the values a document can hold there. */
-static bool py_int(const json_t *v, int64_t *out) {
-    if (json_is_integer(v)) {
-        *out = (int64_t)json_integer_value(v);
-        return true;
-    }
-    if (json_is_boolean(v)) {
-        *out = json_is_true(v) ? 1 : 0;
-        return true;
-    }
-    if (json_is_real(v)) {
-        const double d = json_real_value(v);
-        if (!isfinite(d) || d >= 9223372036854775808.0 || d < -9223372036854775808.0)
-            return false;
-        *out = (int64_t)d;
-        return true;
-    }
-    if (json_is_string(v)) {
-        const char *s = json_string_value(v), *end = NULL;
-        while (*s == ' ' || (*s >= '\t' && *s <= '\r'))
-            s++;
-        if (*s == '\0')
-            return false;
-        errno = 0;
-        const long long x = strtoll(s, (char **)&end, 10);
-        if (errno != 0 || end == s ||
-            (*end != '\0' && !(*end == ' ' || (*end >= '\t' && *end <= '\r'))))
-            return false;
-        while (*end == ' ' || (*end >= '\t' && *end <= '\r'))
-            end++;
-        if (*end != '\0' || (size_t)(end - json_string_value(v)) != json_string_length(v))
-            return false;
-        *out = x;
-        return true;
-    }
-    return false;
 }
 
 /* The integer at 'key' of 'obj' ('*present' = false when absent or null). */
@@ -310,17 +120,6 @@ out:
     return st;
 }
 
-/* A number or null (NaN) as a double. */
-static bool num_or_null(const json_t *x, double *d) {
-    if (json_is_null(x))
-        *d = NAN;
-    else if (json_is_number(x))
-        *d = json_number_value(x);
-    else
-        return false;
-    return true;
-}
-
 /* A double array from a list of numbers/null at 'key' (default []). */
 static enum sx_status get_f64s(struct loader *ld, const json_t *obj, const char *key,
                                double **out, size_t *n) {
@@ -340,7 +139,7 @@ static enum sx_status get_f64s(struct loader *ld, const json_t *obj, const char 
     SX_CHECK(a != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
     for (size_t i = 0; i < json_array_size(v); i++) {
         const json_t *x = json_array_get(v, i);
-        SX_CHECK(num_or_null(x, &a[i]), SX_ERR_FORMAT, err, ld->path,
+        SX_CHECK(sx_json_num_or_null(x, &a[i]), SX_ERR_FORMAT, err, ld->path,
                  "%s: %s: '%s'[%zu] must be a number or null, got %s", ld->path,
                  ld->where, key, i, sx_json_kind(x));
     }
@@ -364,104 +163,6 @@ static enum sx_status get_strs(struct loader *ld, const json_t *obj, const char 
         return SX_OK;
     snprintf(what, sizeof what, "%s: %s: '%s'", ld->path, ld->where, key);
     return sx_json_string_list(v, out, n, ld->path, what, ld->err);
-}
-
-/* Decimal digits (no sign) that fit uint64. */
-static bool parse_u64(const char *d, size_t n, uint64_t *out) {
-    uint64_t v = 0;
-    if (n == 0)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        const unsigned k = (unsigned)(d[i] - '0');
-        if (k > 9 || v > (UINT64_MAX - k) / 10)
-            return false;
-        v = v * 10 + k;
-    }
-    *out = v;
-    return true;
-}
-
-/* JSON value -> sx_value (metadata). */
-static enum sx_status to_value(struct loader *ld, const json_t *v, struct sx_value *out) {
-    enum sx_status st = SX_OK;
-    struct sx_error *err = ld->err;
-    struct sx_value item = {.kind = SX_V_NULL};
-    const char *digits = NULL;
-    size_t ndigits = 0;
-
-    *out = sx_value_null();
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        sx_value_object(out);
-        for (void *it = json_object_iter((json_t *)v); it != NULL;
-             it = json_object_iter_next((json_t *)v, it)) {
-            st = to_value(ld, json_object_iter_value(it), &item);
-            if (st != SX_OK)
-                goto out;
-            const bool set = sx_value_set(out, json_object_iter_key(it),
-                                          json_object_iter_key_len(it), item);
-            item.kind = SX_V_NULL; /* taken by sx_value_set, on failure too */
-            SX_CHECK(set, SX_ERR_NOMEM, err, ld->path, "out of memory");
-        }
-        break;
-    case JSON_ARRAY:
-        sx_value_array(out);
-        for (size_t i = 0; i < json_array_size(v); i++) {
-            st = to_value(ld, json_array_get(v, i), &item);
-            if (st != SX_OK)
-                goto out;
-            const bool pushed = sx_value_push(out, item);
-            item.kind = SX_V_NULL; /* taken by sx_value_push, on failure too */
-            SX_CHECK(pushed, SX_ERR_NOMEM, err, ld->path, "out of memory");
-        }
-        break;
-    case JSON_STRING:
-        if (sx_json_big_int(v, &digits, &ndigits)) {
-            uint64_t u = 0;
-            if (digits[0] != '-' && parse_u64(digits, ndigits, &u))
-                *out = (struct sx_value){.kind = SX_V_UINT, .u.u = u};
-            else /* beyond uint64 too: keep Python's exact digits */
-                SX_CHECK(sx_value_raw(out, digits, ndigits), SX_ERR_NOMEM, err, ld->path,
-                         "out of memory");
-            break;
-        }
-        SX_CHECK(sx_value_str(out, json_string_value(v), json_string_length(v)),
-                 SX_ERR_NOMEM, err, ld->path, "out of memory");
-        break;
-    case JSON_INTEGER:
-        *out = sx_value_int((int64_t)json_integer_value(v));
-        break;
-    case JSON_REAL:
-        *out = sx_value_float(json_real_value(v));
-        break;
-    case JSON_TRUE:
-    case JSON_FALSE:
-        *out = sx_value_bool(json_is_true(v));
-        break;
-    case JSON_NULL:
-        break;
-    }
-out:
-    sx_value_free(&item);
-    if (st != SX_OK)
-        sx_value_free(out);
-    return st;
-}
-
-enum sx_status sx_json_to_value(const char *text, size_t n, struct sx_value *out,
-                                struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    json_t *root = NULL;
-    struct loader ld = {.err = err};
-
-    *out = sx_value_null();
-    st = sx_json_parse_text(text, n, &root, NULL, "JSON text", false, err);
-    if (st != SX_OK)
-        goto out;
-    st = to_value(&ld, root, out);
-out:
-    json_decref(root);
-    return st;
 }
 
 static enum sx_status tables_init(struct loader *ld, size_t nrows) {
@@ -528,27 +229,6 @@ static const char *const agg_keys[] = {
     "start_minimum", "end_maximum", "gpu_count", "gpu_total", "mean",  "m2",
     "exclusive"};
 
-/*
- * The double whose integral value has exactly these decimal digits (an
- * optional '-' first), as "%.0f" prints it back; false when there is none.
- */
-static bool exact_double(const char *d, size_t n, double *out) {
-    char buf[400], back[400];
-    if (n == 0 || n >= sizeof buf)
-        return false;
-    memcpy(buf, d, n);
-    buf[n] = '\0';
-    char *end = NULL;
-    const double v = strtod(buf, &end);
-    if (end != buf + n || !isfinite(v))
-        return false;
-    snprintf(back, sizeof back, "%.0f", v);
-    if (strcmp(back, buf) != 0)
-        return false;
-    *out = v;
-    return true;
-}
-
 static enum sx_status load_aggregate(struct loader *ld, const json_t *agg,
                                      struct sx_row *row) {
     enum sx_status st = SX_OK;
@@ -574,9 +254,9 @@ static enum sx_status load_aggregate(struct loader *ld, const json_t *agg,
         uint64_t u = 0;
         const bool big = sx_json_big_int(v, &digits, &ndigits);
         double huge = 0.0;
-        const bool is_u64 = big && parse_u64(digits, ndigits, &u);
+        const bool is_u64 = big && sx_json_parse_u64(digits, ndigits, &u);
         SX_CHECK(json_is_number(v) || is_u64 ||
-                     (big && exact_double(digits, ndigits, &huge)),
+                     (big && sx_json_exact_double(digits, ndigits, &huge)),
                  SX_ERR_FORMAT, err, ld->path,
                  "%s: %s: aggregate '%s' must be a number, got %s", ld->path, ld->where,
                  key, sx_json_kind(v));
@@ -703,7 +383,7 @@ static enum sx_status load_row(struct loader *ld, size_t i, const json_t *obj) {
              sx_json_kind(name));
     SX_CHECK(rank != NULL, SX_ERR_FORMAT, err, ld->path, "%s: %s ('%.60s') has no 'rank'",
              ld->path, ld->where, json_string_value(name));
-    SX_CHECK(py_int(rank, &row.rank), SX_ERR_FORMAT, err, ld->path,
+    SX_CHECK(sx_json_py_int(rank, &row.rank), SX_ERR_FORMAT, err, ld->path,
              "%s: %s ('%.60s'): 'rank' must be an integer, got %s", ld->path, ld->where,
              json_string_value(name), sx_json_kind(rank));
     snprintf(ld->where, sizeof ld->where, "regions[%zu] ('%.60s', rank %lld)", i,
@@ -796,7 +476,7 @@ static enum sx_status rank_key(struct loader *ld, const char *section, const cha
 
     SX_CHECK(s != NULL, SX_ERR_FORMAT, err, ld->path, "%s: %s: bad rank key", ld->path,
              section);
-    SX_CHECK(py_int(s, rank), SX_ERR_FORMAT, err, ld->path,
+    SX_CHECK(sx_json_py_int(s, rank), SX_ERR_FORMAT, err, ld->path,
              "%s: %s: key '%.60s' is not a rank number", ld->path, section, key);
 out:
     json_decref(s);
@@ -812,7 +492,7 @@ static enum sx_status lane_int(struct loader *ld, const json_t *obj, const char 
 
     SX_CHECK(v != NULL, SX_ERR_FORMAT, err, ld->path, "%s: %s has no '%s'", ld->path,
              ld->where, key);
-    SX_CHECK(py_int(v, out), SX_ERR_FORMAT, err, ld->path,
+    SX_CHECK(sx_json_py_int(v, out), SX_ERR_FORMAT, err, ld->path,
              "%s: %s: '%s' must be an integer, got %s", ld->path, ld->where, key,
              sx_json_kind(v));
 out:
@@ -855,7 +535,7 @@ static enum sx_status load_thread(struct loader *ld, const json_t *o,
         t->daemon = json_is_true(d);
     } else {
         int64_t x = 0;
-        SX_CHECK(py_int(d, &x), SX_ERR_FORMAT, err, ld->path,
+        SX_CHECK(sx_json_py_int(d, &x), SX_ERR_FORMAT, err, ld->path,
                  "%s: %s: 'daemon' must be true or false, got %s", ld->path, ld->where,
                  sx_json_kind(d));
         t->daemon = x != 0;
@@ -977,7 +657,7 @@ static enum sx_status load_matrix(struct loader *ld, const json_t *obj, const ch
         const size_t nr = json_is_array(r) ? json_array_size(r) : 1;
         for (size_t j = 0; j < nr; j++) {
             const json_t *x = json_is_array(r) ? json_array_get(r, j) : r;
-            SX_CHECK(num_or_null(x, &m->v[k]), SX_ERR_FORMAT, err, ld->path,
+            SX_CHECK(sx_json_num_or_null(x, &m->v[k]), SX_ERR_FORMAT, err, ld->path,
                      "%s: %s: '%s' values must be numbers or null, got %s", ld->path,
                      ld->where, key, sx_json_kind(x));
             k++;
@@ -1144,7 +824,7 @@ static enum sx_status load_document(struct loader *ld, const json_t *doc) {
              "json` or `-o <name>.json`).",
              ld->path);
     v = json_object_get(doc, "format_version");
-    SX_CHECK(v == NULL || py_int(v, &version), SX_ERR_FORMAT, err, ld->path,
+    SX_CHECK(v == NULL || sx_json_py_int(v, &version), SX_ERR_FORMAT, err, ld->path,
              "%s: 'format_version' must be an integer, got %s", ld->path,
              v != NULL ? sx_json_kind(v) : "nothing");
     SX_CHECK(version <= SX_FORMAT_VERSION, SX_ERR_UNSUPPORTED, err, ld->path,
@@ -1161,7 +841,7 @@ static enum sx_status load_document(struct loader *ld, const json_t *doc) {
         SX_CHECK(json_is_object(v), SX_ERR_FORMAT, err, ld->path,
                  "%s: 'metadata' must be an object, got %s", ld->path, sx_json_kind(v));
         sx_value_free(&run->metadata);
-        st = to_value(ld, v, &run->metadata);
+        st = sx_json_value_of(v, &run->metadata, ld->path, ld->err);
         if (st != SX_OK)
             goto out;
     }
@@ -1216,7 +896,7 @@ enum sx_status sx_json_load(const char *path, struct sx_run **run_out,
     struct loader ld = {.path = path, .err = err};
 
     *run_out = NULL;
-    st = read_all(path, &data, &len, err);
+    st = sx_gz_read_all(path, &data, &len, err);
     if (st != SX_OK)
         goto out;
     st = sx_json_parse_text(data, len, &doc, path, path, true, err);

@@ -2,12 +2,9 @@
 #ifndef SX_JSON_LOAD_H
 #define SX_JSON_LOAD_H
 
+#include "json_value.h"
 #include "run.h"
-#include "value.h"
 
-/* Parse 'n' bytes of JSON text into a new value tree in '*out'. */
-enum sx_status sx_json_to_value(const char *text, size_t n, struct sx_value *out,
-                                struct sx_error *err);
 /* Load a JSON profile (.json or .json.gz, or by content) into a run. */
 enum sx_status sx_json_load(const char *path, struct sx_run **run, struct sx_error *err);
 

@@ -3,7 +3,7 @@
 #ifndef SX_JSON_PARSE_H
 #define SX_JSON_PARSE_H
 
-#include "json_write.h"
+#include "buf.h"
 
 /*
  * Parse 'n' bytes of stored event-metadata JSON text (a list of objects) and

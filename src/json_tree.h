@@ -1,9 +1,9 @@
 /* json_tree.h - jansson's trees as the JSON readers share them (json_parse.c,
- * json_load.c) */
+ * json_convert.c, json_load.c) */
 #ifndef SX_JSON_TREE_H
 #define SX_JSON_TREE_H
 
-#include "json_write.h"
+#include "buf.h"
 
 #include <jansson.h>
 

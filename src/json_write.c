@@ -1,81 +1,10 @@
-/* json_write.c - byte-exact JSON text: buffers, integers, floats and strings */
+/* json_write.c - byte-exact JSON text: integers, floats and strings */
 #include "json_write.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ------------------------------------------------------------------ */
-/* Buffers                                                            */
-
-void sx_buf_init(struct sx_buf *b) {
-    b->data = NULL;
-    b->len = 0;
-    b->cap = 0;
-    b->failed = false;
-}
-
-void sx_buf_free(struct sx_buf *b) {
-    free(b->data);
-    sx_buf_init(b);
-}
-
-void sx_buf_reset(struct sx_buf *b) {
-    b->len = 0;
-    b->failed = false;
-    if (b->data)
-        b->data[0] = '\0';
-}
-
-/*
- * One byte more than asked is kept free so that 'data' can stay
- * NUL-terminated after every append: callers may treat it as a C string.
- */
-bool sx_buf_reserve(struct sx_buf *b, size_t extra) {
-    if (b->failed)
-        return false;
-    if (extra > SIZE_MAX - 1 - b->len)
-        goto fail;
-    size_t need = b->len + extra + 1;
-    if (need <= b->cap)
-        return true;
-    size_t cap = b->cap ? b->cap : 64;
-    while (cap < need) {
-        if (cap > SIZE_MAX / 2) {
-            cap = need;
-            break;
-        }
-        cap *= 2;
-    }
-    char *p = sx_realloc(b->data, cap);
-    if (!p)
-        goto fail;
-    b->data = p;
-    b->cap = cap;
-    return true;
-fail:
-    b->failed = true;
-    return false;
-}
-
-void sx_buf_append(struct sx_buf *b, const void *p, size_t n) {
-    if (!sx_buf_reserve(b, n))
-        return;
-    if (n)
-        memcpy(b->data + b->len, p, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-}
-
-void sx_buf_puts(struct sx_buf *b, const char *s) { sx_buf_append(b, s, strlen(s)); }
-
-void sx_buf_putc(struct sx_buf *b, char c) {
-    if (!sx_buf_reserve(b, 1))
-        return;
-    b->data[b->len++] = c;
-    b->data[b->len] = '\0';
-}
 
 /* ------------------------------------------------------------------ */
 /* Integers: the hot path (every event time goes through here)         */

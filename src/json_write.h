@@ -1,26 +1,10 @@
-/* json_write.h - byte-exact JSON text as Python's json.dumps writes it: a growable
- * buffer, numbers, strings */
+/* json_write.h - byte-exact JSON text as Python's json.dumps writes it: numbers and
+ * strings appended to a buffer (buf.h) */
 #ifndef SX_JSON_WRITE_H
 #define SX_JSON_WRITE_H
 
-#include "internal.h"
+#include "buf.h"
 
-/* A growable byte buffer. Zero-initialise, or sx_buf_init(). */
-struct sx_buf {
-    char *data;
-    size_t len;
-    size_t cap;
-    bool failed; /* an allocation failed; further appends are dropped */
-};
-
-void sx_buf_init(struct sx_buf *b);
-void sx_buf_free(struct sx_buf *b);
-void sx_buf_reset(struct sx_buf *b);
-/* Make room for 'extra' more bytes; false (and b->failed) on allocation failure. */
-bool sx_buf_reserve(struct sx_buf *b, size_t extra);
-void sx_buf_append(struct sx_buf *b, const void *p, size_t n);
-void sx_buf_puts(struct sx_buf *b, const char *s);
-void sx_buf_putc(struct sx_buf *b, char c);
 /* Decimal integers, as Python's int.__repr__. */
 void sx_buf_i64(struct sx_buf *b, int64_t v);
 void sx_buf_u64(struct sx_buf *b, uint64_t v);

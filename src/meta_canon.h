@@ -2,7 +2,7 @@
 #ifndef SX_META_CANON_H
 #define SX_META_CANON_H
 
-#include "json_write.h"
+#include "buf.h"
 
 /*
  * When 'text' ('n' bytes, not NUL-terminated) is a JSON list of objects

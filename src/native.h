@@ -3,8 +3,8 @@
 #define SX_NATIVE_H
 
 #include "h5_direct.h"
+#include "json_value.h"
 #include "run.h"
-#include "value.h"
 
 /*
  * A native run is a set of per-process files, <prefix>_rank<NNNNN>.spt

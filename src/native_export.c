@@ -1,16 +1,16 @@
 /* native_export.c - sx_export_native(), sx_import_native(): native runs, no merged file
  */
 #define _GNU_SOURCE /* qsort_r: the sort context per call, not in a global */
+#include "buf.h"
 #include "doc.h"
 #include "doc_plan.h"
 #include "fault.h"
+#include "filter.h"
 #include "h5_write.h"
-#include "json_write.h"
 #include "mpi_util.h"
 #include "native.h"
 #include "out_file.h"
 #include "pipeline.h"
-#include "regex.h"
 #include "run.h"
 #include "stop.h"
 #include "stream.h"

@@ -1,9 +1,9 @@
 /* native_merge.c - every rank's per-process files -> one run, agreed by collectives */
-#include "json_write.h"
+#include "buf.h"
+#include "json_value.h"
 #include "mpi_util.h"
 #include "native.h"
 #include "run.h"
-#include "value.h"
 
 #include <inttypes.h>
 #include <limits.h>

@@ -1,8 +1,8 @@
 /* native_read.c - find and read per-process .spt traces and .h5 profiles */
 #include "h5_read.h"
+#include "json_value.h"
 #include "native.h"
 #include "run.h"
-#include "value.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -3,6 +3,7 @@
 #include "out_file.h"
 
 #include "fault.h"
+#include "mpi_util.h"
 #include "stop.h"
 
 #include <errno.h>
@@ -60,6 +61,15 @@ void sx_tmp_track(const char *tmp) {
         }
 }
 
+enum sx_status sx_tmp_share(MPI_Comm comm, int rank, char tmp[SX_TMP_NAME],
+                            struct sx_error *err) {
+    enum sx_status st =
+        sx_mpi_check(MPI_Bcast(tmp, SX_TMP_NAME, MPI_CHAR, 0, comm), "MPI_Bcast", err);
+    if (st == SX_OK && rank != 0)
+        sx_tmp_track(tmp);
+    return st;
+}
+
 void sx_tmp_forget(const char *tmp) {
     for (int i = 0; tmp != NULL && i < MAX_TMP; i++)
         if (pending[i].set && strcmp(pending[i].path, tmp) == 0) {
@@ -90,6 +100,16 @@ int sx_tmp_remove_all(void) {
             n++;
         }
     return n;
+}
+
+/* The public stop lives here, beside the commit it races with: the flag, then the
+ * temporary files. */
+int sx_request_stop(void) {
+    sx_stop_set();
+    /* the flag before the look at the temporary files, as sx_tmp_commit() has it
+     * the other way round: one of the two sees the other's write */
+    atomic_thread_fence(memory_order_seq_cst);
+    return sx_tmp_remove_all(); /* in case SIGKILL follows before the export unwinds */
 }
 
 int sx_tmp_commit(const char *tmp, const char *path) {

@@ -3,8 +3,8 @@
 #ifndef SX_OUT_FILE_H
 #define SX_OUT_FILE_H
 
+#include "buf.h"
 #include "internal.h"
-#include "json_write.h"
 
 #include <sys/stat.h>
 
@@ -69,6 +69,14 @@ void sx_out_adopt(int fd, const struct stat *old);
 enum sx_status sx_tmp_create(const char *path, char **tmp, int *fd, struct sx_error *err);
 /* Track a temporary file another rank writes, so that a signal here removes it. */
 void sx_tmp_track(const char *tmp);
+/*
+ * NOTE: collective over 'comm'. Every rank learns rank 0's temporary name: rank 0 has it
+ * in 'tmp', the others get it there, and track it (sx_tmp_track), so that a signal on any
+ * rank removes the file: when rank 0 is killed outright, the launcher stops the others
+ * with SIGTERM. Those others call sx_tmp_forget when the file is renamed or removed.
+ */
+enum sx_status sx_tmp_share(MPI_Comm comm, int rank, char tmp[SX_TMP_NAME],
+                            struct sx_error *err);
 /* 'tmp' was renamed or removed: no longer tracked. */
 void sx_tmp_forget(const char *tmp);
 /* Unlink every tracked temporary file (async-signal-safe: signal handlers); how

@@ -3,13 +3,13 @@
 #include "pipeline.h"
 
 #include "fault.h"
+#include "filter.h"
 #include "gpu_rows.h"
 #include "h5_read.h"
 #include "json_load.h"
 #include "mpi_util.h"
 #include "native.h"
 #include "out_file.h"
-#include "regex.h"
 #include "run.h"
 #include "stop.h"
 #include "trace.h"
@@ -175,61 +175,16 @@ static const struct source_type source_native = {native_check, native_open, nati
                                                  native_close};
 
 /* ------------------------------------------------------------------ */
-/* What the documents share                                            */
-
-enum sx_status sx_pipe_trace_plan(const struct sx_pipe *p, struct sx_trace *t,
-                                  struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    int64_t *mins = NULL;
-    const struct sx_run *run = p->run;
-    /* Stage: the rows' first starts (this rank's share), min-reduced. */
-    st = sx_trace_row_mins(run, p->h5, p->events, p->rank, p->size, &mins, err);
-    st = sx_all_ok(p->comm, st, err);
-    if (st == SX_OK)
-        st = sx_all_min_i64(p->comm, mins, run->nrows, run->path, err);
-    st = sx_all_ok(p->comm, st, err);
-    if (st != SX_OK) {
-        free(mins);
-        return st;
-    }
-    /* the region order: local, the same on every rank ('mins' taken over) */
-    return sx_trace_plan(t, p->run, p->h5, p->events, p->filter, p->o, mins, err);
-}
-
-enum sx_status sx_pipe_trace_state(const struct sx_pipe *p, struct sx_doc_state *ds,
-                                   size_t size, void (*free_ctx)(void *ctx),
-                                   struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    struct sx_trace *t = sx_calloc(1, size); /* the state's first member */
-    ds->ctx = t;
-    ds->free = free_ctx;
-    if (t == NULL)
-        st = sx_error_set(err, SX_ERR_NOMEM, p->run->path, "out of memory");
-    st = sx_all_ok(p->comm, st, err);
-    if (st != SX_OK)
-        return st;
-    return sx_pipe_trace_plan(p, t, err); /* (agreed inside) */
-}
-
-/* ------------------------------------------------------------------ */
 /* The stages                                                          */
 
-/*
- * NOTE: collective. Every rank learns rank 0's temporary output name in
- * 'tmp' and tracks it, so that a signal on any rank removes the file: when
- * rank 0 is killed outright, the launcher stops the others with SIGTERM.
- */
+/* NOTE: collective. Every rank learns rank 0's temporary output name (sx_tmp_share). */
 static enum sx_status share_tmp(MPI_Comm comm, int rank, const struct sx_out_file *f,
                                 char tmp[SX_TMP_NAME], struct sx_error *err) {
     if (comm == MPI_COMM_NULL)
         return SX_OK;
     if (rank == 0)
         snprintf(tmp, SX_TMP_NAME, "%s", sx_out_tmp_path(f));
-    enum sx_status st =
-        sx_mpi_check(MPI_Bcast(tmp, SX_TMP_NAME, MPI_CHAR, 0, comm), "MPI_Bcast", err);
-    if (st == SX_OK && rank != 0)
-        sx_tmp_track(tmp);
-    return st;
+    return sx_tmp_share(comm, rank, tmp, err);
 }
 
 /* The options every rank checks alike, after the source's own checks. */

@@ -3,13 +3,13 @@
 
 #include "pipeline.h"
 
+#include "filter.h"
 #include "flame_svg.h"
 #include "h5_read.h"
 #include "json_load.h"
 #include "mpi_util.h"
 #include "np_sum.h"
 #include "out_file.h"
-#include "regex.h"
 #include "run.h"
 #include "trace.h"
 

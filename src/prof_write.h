@@ -2,8 +2,8 @@
 #ifndef SX_PROF_WRITE_H
 #define SX_PROF_WRITE_H
 
+#include "buf.h"
 #include "internal.h"
-#include "json_write.h"
 
 #include <mpi.h>
 

@@ -1,7 +1,7 @@
 /* run.c - the in-memory run model: construction, destruction, lane timestamps */
 #include "run.h"
 
-#include "value.h"
+#include "json_value.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -2,8 +2,8 @@
 #ifndef SX_RUN_H
 #define SX_RUN_H
 
-#include "json_write.h"
-#include "value.h"
+#include "buf.h"
+#include "json_value.h"
 
 /* Event columns, in the order the document writes them (after the times). */
 enum sx_col {

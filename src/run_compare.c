@@ -1,8 +1,8 @@
 /* run_compare.c - are two run models "the same run" (read_h5 vs read_json)? */
 #include "run_compare.h"
 
+#include "json_value.h"
 #include "run.h"
-#include "value.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -3,6 +3,7 @@
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "stats_regions.h"
 
+#include "filter.h"
 #include "h5_read.h"
 #include "json_load.h"
 #include "json_write.h"
@@ -10,7 +11,6 @@
 #include "np_sum.h"
 #include "out_file.h"
 #include "pipeline.h"
-#include "regex.h"
 #include "run.h"
 #include "stream.h"
 #include "trace.h"

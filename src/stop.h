@@ -10,6 +10,9 @@
  * not this export's) and when it ends (a stop asked for during it ends with it): two
  * exports in one process give what two processes would.
  */
+/* Raise the flag (async-signal-safe); sx_request_stop() does, before it removes the
+ * temporary files. */
+void sx_stop_set(void);
 /* Whether sx_request_stop() was called since the last sx_stop_clear(). */
 bool sx_stop_requested(void);
 void sx_stop_clear(void);

@@ -1,9 +1,9 @@
 /* stream.c - the block stream: owners format blocks, rank 0 writes them in order */
 #include "stream.h"
 
+#include "buf.h"
 #include "deflate_out.h"
 #include "fault.h"
-#include "json_write.h"
 #include "mpi_util.h"
 #include "out_file.h"
 #include "stop.h"

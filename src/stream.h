@@ -2,7 +2,7 @@
 #ifndef SX_STREAM_H
 #define SX_STREAM_H
 
-#include "json_write.h"
+#include "buf.h"
 #include "out_file.h"
 
 /*

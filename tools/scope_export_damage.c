@@ -1,5 +1,6 @@
 /* scope_export_damage.c - write deliberately damaged scope-profiler runs for tests */
-#include "h5_int.h"
+#include "h5_reader.h"
+#include "h5_util.h"
 
 #include <stdbool.h>
 #include <stdint.h>

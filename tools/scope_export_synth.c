@@ -1,10 +1,10 @@
 /* scope_export_synth.c - write synthetic scope-profiler runs (schema 3) for tests and
  * benchmarks */
 #include "h5_write.h"
+#include "json_value.h"
 #include "json_write.h"
 #include "mpi_util.h"
 #include "run.h"
-#include "value.h"
 
 #include "trace.h"
 

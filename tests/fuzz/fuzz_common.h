@@ -4,6 +4,7 @@
 #define SX_FUZZ_COMMON_H
 
 #include "doc.h"
+#include "json_convert.h"
 #include "json_load.h"
 #include "json_write.h"
 #include "run.h"

@@ -4,7 +4,7 @@
  * host's handler, and ours stays for the next read; closing the last mapping puts the
  * host's handler back, and leaves alone one the host set in the meantime.
  */
-#include "h5_direct.h"
+#include "h5_direct_map.h"
 #include "sx_test.h"
 
 #include <fcntl.h>

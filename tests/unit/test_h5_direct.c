@@ -1,7 +1,8 @@
 /* test_h5_direct.c - the reads around libhdf5: byte orders, file identity, the switch */
 #include "h5_direct.h"
-#include "h5_int.h"
 #include "h5_read.h"
+#include "h5_reader.h"
+#include "h5_util.h"
 #include "internal.h"
 #include "run.h"
 #include "sx_test.h"

@@ -1,10 +1,12 @@
 /* test_h5_vlen.c - sx_vlen_read against H5Dread on variable-length string datasets */
 #include "h5_direct.h"
-#include "h5_int.h"
+#include "h5_direct_heap.h"
+#include "h5_direct_map.h"
+#include "h5_util.h"
 #undef H5Dread /* this test reads with HDF5 itself, not through the fault hook */
 #undef H5Aread
+#include "buf.h"
 #include "internal.h"
-#include "json_write.h"
 #include "sx_fault.h"
 #include "sx_test.h"
 

@@ -1,7 +1,7 @@
 /* test_h5_write.c - sx_h5_write and the streaming writer against the schema-3 layout */
 #include "h5_write.h"
+#include "json_value.h"
 #include "run.h"
-#include "value.h"
 
 #include "sx_test.h"
 

@@ -1,17 +1,18 @@
 /* test_json_read.c - JSON profiles and stored JSON snippets read back into the run model
  */
+#include "buf.h"
 #include "doc.h"
 #include "fault.h"
 #include "h5_read.h"
+#include "json_convert.h"
 #include "json_load.h"
 #include "json_parse.h"
-#include "json_write.h"
+#include "json_value.h"
 #include "run.h"
 #include "run_compare.h"
 #include "sx_fault.h"
 #include "sx_test.h"
 #include "sx_test_doc.h"
-#include "value.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -2,10 +2,11 @@
  */
 #include "cli_support.h"
 #include "doc.h"
+#include "filter.h"
 #include "h5_read.h"
 #include "json_write.h"
-#include "regex.h"
 #include "run.h"
+#include "run_label.h"
 #include "sx_test.h"
 
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  * output leaves no file and no temporary behind, and an existing file as it
  * was.
  */
-#include "json_write.h"
+#include "buf.h"
 #include "out_file.h"
 #include "sx_fault.h"
 #include "sx_test.h"

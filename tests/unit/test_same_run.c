@@ -1,9 +1,9 @@
 /* test_same_run.c - generated runs: load(h5) == load(json) == load(import(json)) */
+#include "buf.h"
 #include "doc.h"
+#include "filter.h"
 #include "h5_read.h"
 #include "json_load.h"
-#include "json_write.h"
-#include "regex.h"
 #include "run.h"
 #include "run_compare.h"
 #include "sx_test.h"

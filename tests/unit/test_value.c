@@ -1,7 +1,7 @@
 /* test_value.c - value trees and their text against CPython 3.11's json.dumps */
-#include "json_write.h"
+#include "buf.h"
+#include "json_value.h"
 #include "sx_test.h"
-#include "value.h"
 
 #include <math.h>
 

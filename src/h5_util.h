@@ -1,67 +1,15 @@
-/* h5_int.h - what the HDF5 readers (h5_*.c) share: the open file and its helpers */
-#ifndef SX_H5_INT_H
-#define SX_H5_INT_H
+/* h5_util.h - HDF5 helpers: ids, a quiet error stack, typed reads, group listings */
+#ifndef SX_H5_UTIL_H
+#define SX_H5_UTIL_H
 
-#include "h5_direct.h"
-#include "h5_read.h"
-#include "json_write.h"
+#include "buf.h"
+#include "internal.h"
+#include "json_value.h"
 #include "run.h"
-#include "value.h"
 
 #include <hdf5.h>
 
-#include <sys/types.h>
-
-/* The schema this reader knows best; newer files are read with a warning-free best
- * effort. */
-#define CURRENT_SCHEMA 3
-
-/* Event dataset names in the columnar layout, per column. */
-extern const char *const sx_h5_col_names[SX_NCOLS];
-
-/* The per-row columns of the index a lazy run reads for the blocks that write them. */
-enum { RD_FILES, RD_TEXTS, RD_TAGS, RD_LINES, RD_EXCL, RD_N };
-extern const char *const sx_h5_rd_names[RD_N];
-
-/* An open run: the file, its event datasets and what the readers reuse between calls. */
-struct sx_h5 {
-    hid_t file;
-    char *path;
-    hid_t ev[SX_NCOLS]; /* columnar event datasets (START/END: deltas/durations when
-                           encoded) */
-    hid_t meta;         /* rank_region_index/event_metadata, or -1 */
-    bool lazy;          /* sx_h5_open_index: rows are read by sx_h5_fill_rows */
-    bool open_only;     /* a rank other than 0 of a shared index: opens, reads no rows */
-    hid_t rd[5];        /* lazily read index columns (RD_*), or -1 */
-    /* the strings of 'meta' read from the file's global heap, or NULL: HDF5 reads them */
-    struct sx_vlen *meta_vlen;
-    /* running sums of start_deltas at piece ends, so that a row read in
-     * pieces does not re-sum from its first event for every piece */
-    struct ckpt {
-        uint64_t offset; /* the row's first event: rows come and go, offsets stay */
-        uint64_t pos, sum;
-    } ck[256];
-    size_t ck_next;
-    int64_t *scratch; /* reused read buffer of batched slice reads */
-    size_t scratch_cap;
-    off_t file_size; /* of the file HDF5 opened */
-    /* the reads around HDF5 (h5_direct.h), or NULL: HDF5 reads all */
-    struct sx_direct *direct;
-    struct sx_direct_col raw[SX_NCOLS], rdraw[5];
-    /* a lazy run's string columns (RD_FILES..RD_TAGS), read once at open: every
-     * distinct string once in a pool, and per row its id (0: empty) */
-    struct pool {
-        char **s; /* s[id - 1] */
-        size_t n, cap;
-        uint32_t *slot; /* hash table of ids, 0 = free */
-        size_t nslot;
-        uint32_t *id; /* per file row */
-        /* tags only: each string parsed once, when a row first needs it (ntags + 1;
-         * 0: not yet) */
-        char ***tags;
-        size_t *ntags;
-    } pool[3];
-};
+struct sx_h5; /* an open run (h5_reader.h): its path and size name and bound the reads */
 
 /* HDF5 prints its error stack by default; we turn failures into sx_error. */
 struct h5_quiet {
@@ -199,8 +147,14 @@ enum sx_status sx_h5_read_matrix(struct sx_h5 *h5, hid_t loc, const char *name,
 enum sx_status sx_h5_read_point_ints(hid_t d, const hsize_t *pts, size_t n, int64_t *out,
                                      const char *src, struct sx_error *err);
 
+/*
+ * The descriptor HDF5's POSIX driver reads 'file' with (borrowed: not to be
+ * closed), or -1 under another driver.
+ */
+int sx_h5_posix_fd(hid_t file);
+
 /* Entry points mark the file they read, for a crash report (sx_hdf5_file_in_use). */
 void sx_h5_enter(const char *path);
 void sx_h5_leave(void);
 
-#endif /* SX_H5_INT_H */
+#endif /* SX_H5_UTIL_H */

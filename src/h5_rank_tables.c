@@ -1,9 +1,10 @@
-/* h5_extras.c - the parts of a run beside its events: thread and task lanes, LIKWID
- * groups, line profiles */
-#include "h5_int.h"
+/* h5_rank_tables.c - a run's per-rank tables beside its events: thread and task lanes,
+ * LIKWID groups, line profiles */
 #include "h5_read.h"
+#include "h5_reader.h"
+#include "h5_util.h"
+#include "json_value.h"
 #include "run.h"
-#include "value.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -299,8 +300,8 @@ out:
     return st;
 }
 
-static enum sx_status h5_read_extras_impl(struct sx_h5 *h5, struct sx_run *run,
-                                          struct sx_error *err) {
+static enum sx_status read_rank_tables(struct sx_h5 *h5, struct sx_run *run,
+                                       struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct h5_quiet q;
     struct h5_rank_group *rg = NULL;
@@ -347,7 +348,7 @@ out:
 enum sx_status sx_h5_read_extras(struct sx_h5 *h5, struct sx_run *run,
                                  struct sx_error *err) {
     sx_h5_enter(h5->path);
-    enum sx_status st = h5_read_extras_impl(h5, run, err);
+    enum sx_status st = read_rank_tables(h5, run, err);
     sx_h5_leave();
     return st;
 }

@@ -1,5 +1,5 @@
-/* value.c - small JSON-like value trees and their json.dumps text */
-#include "value.h"
+/* json_value.c - small JSON-like value trees and their json.dumps text */
+#include "json_value.h"
 
 #include "json_write.h"
 

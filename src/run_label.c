@@ -1,11 +1,14 @@
-/* names.c - output file names and run labels, as export_json chooses them */
-#include "cli_support.h"
-#include "h5_read.h"
-#include "mpi_util.h"
-#include "regex.h"
-#include "run.h"
-#include "value.h"
+/* run_label.c - run labels and the output file names made of them, as export_json
+ * chooses them: the label read from the run, its slug */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "run_label.h"
 
+#include "h5_read.h"
+#include "json_value.h"
+#include "mpi_util.h"
+#include "run.h"
+
+#include <pcre2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,4 +105,38 @@ out:
     }
     *label = text;
     return st;
+}
+
+/* _filename_slug: re.sub(r"[^\w.+-]+", "_", label).strip("_") or the label itself. */
+char *sx_slug(const char *label) {
+    int code = 0;
+    PCRE2_SIZE off = 0;
+    char *res = NULL;
+    pcre2_code *re =
+        pcre2_compile((PCRE2_SPTR) "[^\\w.+-]+", PCRE2_ZERO_TERMINATED,
+                      PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &code, &off, NULL);
+    if (re == NULL)
+        return NULL;
+    size_t n = strlen(label);
+    PCRE2_SIZE outlen = n * 2 + 16;
+    PCRE2_UCHAR *buf = sx_malloc(outlen);
+    if (buf == NULL)
+        goto out;
+    int rc = pcre2_substitute(re, (PCRE2_SPTR)label, n, 0, PCRE2_SUBSTITUTE_GLOBAL, NULL,
+                              NULL, (PCRE2_SPTR) "_", 1, buf, &outlen);
+    if (rc < 0)
+        goto out;
+    const char *s = (const char *)buf;
+    size_t len = outlen;
+    while (len > 0 && *s == '_') {
+        s++;
+        len--;
+    }
+    while (len > 0 && s[len - 1] == '_')
+        len--;
+    res = len > 0 ? sx_strndup(s, len) : sx_strdup(label);
+out:
+    free(buf);
+    pcre2_code_free(re);
+    return res;
 }

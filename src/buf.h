@@ -1,0 +1,24 @@
+/* buf.h - a growable byte buffer: the bytes every writer appends to */
+#ifndef SX_BUF_H
+#define SX_BUF_H
+
+#include "internal.h"
+
+/* A growable byte buffer. Zero-initialise, or sx_buf_init(). */
+struct sx_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+    bool failed; /* an allocation failed; further appends are dropped */
+};
+
+void sx_buf_init(struct sx_buf *b);
+void sx_buf_free(struct sx_buf *b);
+void sx_buf_reset(struct sx_buf *b);
+/* Make room for 'extra' more bytes; false (and b->failed) on allocation failure. */
+bool sx_buf_reserve(struct sx_buf *b, size_t extra);
+void sx_buf_append(struct sx_buf *b, const void *p, size_t n);
+void sx_buf_puts(struct sx_buf *b, const char *s);
+void sx_buf_putc(struct sx_buf *b, char c);
+
+#endif /* SX_BUF_H */

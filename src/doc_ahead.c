@@ -1,0 +1,198 @@
+/* doc_ahead.c - the JSON profile's events read ahead for a rank's next blocks, into a
+ * reused arena */
+#include "doc_ahead.h"
+
+#include "buf.h"
+#include "doc_plan.h"
+#include "run.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Bounds of one read-ahead: event values (8 bytes each), event pieces and
+ * calls whose event_metadata it holds; json_block bounds its blocks. The
+ * room is reused from one read-ahead to the next. Each read-ahead of a
+ * many-row run touches most of the event columns' file (a block's rows lie
+ * over all of it), so fewer, larger ones fault fewer frames of the mapping
+ * in (h5_direct.h): 12 MiB of values holds three blocks of the 1024 x 64 run.
+ */
+enum { AHEAD_VALUES = 3 << 19, AHEAD_PIECES = 3 << 14, AHEAD_META_CALLS = 3 << 17 };
+/* Events of a block's average piece from which it is read on its own. */
+enum { AHEAD_LONG = 1024 };
+
+void sx_doc_ahead_init(struct sx_doc_ahead *ah) { memset(ah, 0, sizeof *ah); }
+
+void sx_doc_ahead_free(struct sx_doc_ahead *ah) {
+    if (ah == NULL)
+        return;
+    free(ah->block);
+    free(ah->first);
+    free(ah->ent);
+    free(ah->arena);
+    free(ah->rows);
+    free(ah->slices);
+    free(ah->rowi);
+    free(ah->mfirst);
+    free(ah->mrow);
+    free(ah->mrows);
+    free(ah->moff);
+    free(ah->many);
+    sx_buf_free(&ah->mtext);
+    sx_doc_ahead_init(ah);
+}
+
+/* The place of block 'b' among those read ahead, or -1. */
+long sx_doc_ahead_find(const struct sx_doc_ahead *ah, size_t b) {
+    for (size_t k = 0; ah != NULL && k < ah->nblock; k++)
+        if (ah->block[k] == b)
+            return (long)k;
+    return -1;
+}
+
+bool sx_doc_ahead_has(const struct sx_doc_ahead *ah, size_t b) {
+    return sx_doc_ahead_find(ah, b) >= 0;
+}
+
+/* Make '*p' hold at least 'n' elements of 'size' bytes; its contents are kept. */
+static bool grow(void **p, size_t *cap, size_t n, size_t size) {
+    if (n <= *cap)
+        return true;
+    size_t ncap = *cap ? *cap : 16;
+    while (ncap < n)
+        ncap *= 2;
+    void *q = sx_realloc(*p, ncap * size);
+    if (q == NULL)
+        return false;
+    *p = q;
+    *cap = ncap;
+    return true;
+}
+
+enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
+                                 const struct sx_event_source *src,
+                                 struct sx_doc_ahead *ah, const size_t *blocks, size_t n,
+                                 struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const struct sx_run *run = doc->run;
+    struct sx_piece *pieces = NULL;
+    size_t capp = 0, np = 0, nrow = 0;
+    struct sx_row tmp;
+    memset(&tmp, 0, sizeof tmp);
+    ah->nblock = ah->nent = ah->nmeta = 0;
+    ah->metas = src->ops != NULL && src->ops->read_metas != NULL;
+    if (src->ops == NULL || src->ops->read_slices == NULL || !sx_run_is_lazy(run))
+        goto out;
+    uint64_t values = 0, calls = 0, last = UINT64_MAX;
+    for (size_t k = 0; k < n; k++) {
+        st = sx_doc_block_pieces(doc, blocks[k], &pieces, &capp, &np, err);
+        if (st != SX_OK)
+            goto out;
+        uint64_t evs = 0, mcalls = 0;
+        size_t nev = 0, nm = 0;
+        for (size_t q = 0; q < np; q++) {
+            if (sx_seg_col(pieces[q].seg) >= 0) {
+                evs += pieces[q].z - pieces[q].a;
+                nev++;
+            } else if (pieces[q].seg == SX_SEG_META && ah->metas) {
+                mcalls += sx_plan_row_again(run, doc->order[pieces[q].i], &tmp)->count;
+                nm++;
+            }
+        }
+        /* long pieces are read well block by block, and reading them early
+         * would only hold back the block stream (decompressing, say) */
+        if (values + evs > AHEAD_VALUES || ah->nent + nev > AHEAD_PIECES ||
+            calls + mcalls > AHEAD_META_CALLS || (nev > 0 && evs / nev >= AHEAD_LONG))
+            break;
+        SX_CHECK(
+            grow((void **)&ah->block, &ah->block_cap, ah->nblock + 1,
+                 sizeof *ah->block) &&
+                grow((void **)&ah->first, &ah->first_cap, ah->nblock + 2,
+                     sizeof *ah->first) &&
+                grow((void **)&ah->mfirst, &ah->mfirst_cap, ah->nblock + 2,
+                     sizeof *ah->mfirst) &&
+                grow((void **)&ah->ent, &ah->ent_cap, ah->nent + nev, sizeof *ah->ent) &&
+                grow((void **)&ah->mrow, &ah->mrow_cap, ah->nmeta + nm,
+                     sizeof *ah->mrow) &&
+                grow((void **)&ah->rowi, &ah->rowi_cap, nrow + nev + nm,
+                     sizeof *ah->rowi),
+            SX_ERR_NOMEM, err, run->path, "out of memory");
+        ah->block[ah->nblock] = blocks[k];
+        ah->first[ah->nblock] = ah->nent;
+        ah->mfirst[ah->nblock] = ah->nmeta;
+        for (size_t q = 0; q < np; q++) {
+            const struct sx_piece *pc = &pieces[q];
+            bool ev = sx_seg_col(pc->seg) >= 0;
+            if (!ev && !(pc->seg == SX_SEG_META && ah->metas))
+                continue;
+            if (pc->i != last) { /* the pieces' rows, each once */
+                ah->rowi[nrow++] = pc->i;
+                last = pc->i;
+            }
+            if (ev) {
+                ah->ent[ah->nent++] = (struct sx_doc_ahead_ent){
+                    pc->i, pc->seg, pc->a, pc->z - pc->a, values, nrow - 1};
+                values += pc->z - pc->a;
+            } else {
+                ah->mrow[ah->nmeta++] = nrow - 1;
+            }
+        }
+        calls += mcalls;
+        ah->nblock++;
+        ah->first[ah->nblock] = ah->nent;
+        ah->mfirst[ah->nblock] = ah->nmeta;
+    }
+    if (nrow == 0)
+        goto out;
+
+    /* The rows the pieces name, as the index gives them. */
+    if (nrow > ah->rows_cap) {
+        free(ah->rows);
+        ah->rows = sx_calloc(nrow, sizeof *ah->rows);
+        ah->rows_cap = ah->rows != NULL ? nrow : 0;
+    }
+    SX_CHECK(ah->rows != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+    for (size_t r = 0; r < nrow; r++)
+        sx_plan_row_again(run, doc->order[ah->rowi[r]], &ah->rows[r]);
+
+    /* Their events: one slice per piece, one read. */
+    if (ah->nent > 0) {
+        SX_CHECK(
+            grow((void **)&ah->arena, &ah->arena_cap, values + 1, sizeof *ah->arena) &&
+                grow((void **)&ah->slices, &ah->slices_cap, ah->nent, sizeof *ah->slices),
+            SX_ERR_NOMEM, err, run->path, "out of memory");
+        struct sx_slice *slices = ah->slices;
+        memset(slices, 0, ah->nent * sizeof *slices);
+        for (size_t e = 0; e < ah->nent; e++) {
+            const struct sx_doc_ahead_ent *en = &ah->ent[e];
+            int c = sx_seg_col(en->seg);
+            slices[e].row = &ah->rows[en->row];
+            slices[e].first = en->a;
+            slices[e].n = en->n;
+            slices[e].cols = SX_COLBIT(c);
+            slices[e].col[c] = ah->arena + en->at;
+        }
+        st = src->ops->read_slices(src->ctx, run, slices, ah->nent, err);
+        if (st != SX_OK)
+            goto out;
+    }
+
+    /* Their event_metadata: one read. */
+    if (ah->nmeta > 0) {
+        SX_CHECK(
+            grow((void **)&ah->mrows, &ah->mrows_cap, ah->nmeta, sizeof *ah->mrows) &&
+                grow((void **)&ah->moff, &ah->moff_cap, ah->nmeta + 1,
+                     sizeof *ah->moff) &&
+                grow((void **)&ah->many, &ah->many_cap, ah->nmeta, sizeof *ah->many),
+            SX_ERR_NOMEM, err, run->path, "out of memory");
+        for (size_t m = 0; m < ah->nmeta; m++)
+            ah->mrows[m] = &ah->rows[ah->mrow[m]];
+        st = src->ops->read_metas(src->ctx, run, ah->mrows, ah->nmeta, &ah->mtext,
+                                  ah->moff, ah->many, err);
+    }
+out:
+    if (st != SX_OK)
+        ah->nblock = ah->nent = ah->nmeta = 0;
+    free(pieces);
+    return st;
+}

@@ -1,0 +1,69 @@
+/* doc_ahead.h - the JSON profile's events read ahead for a rank's next blocks */
+#ifndef SX_DOC_AHEAD_H
+#define SX_DOC_AHEAD_H
+
+#include "buf.h"
+#include "doc_plan.h"
+#include "run.h"
+
+/*
+ * Events read ahead for the blocks one rank formats next. In a file written
+ * rank by rank, one block's rows (a region, rank after rank) lie far apart,
+ * one read each per column; the rows of a rank in the next blocks lie side by
+ * side, so reading several blocks together takes one read per rank and column.
+ */
+struct sx_doc_ahead_ent {
+    uint64_t i; /* the piece: row in doc order, segment, events [a, a + n) */
+    unsigned seg;
+    uint64_t a, n;
+    uint64_t at; /* its values: arena[at ..) */
+    size_t row;  /* its row: rows[row] */
+};
+
+struct sx_doc_ahead {
+    size_t *block; /* the blocks read ahead, in document order */
+    size_t nblock, block_cap;
+    size_t *first; /* block k's pieces are ent[first[k] .. first[k + 1]) */
+    size_t first_cap;
+    struct sx_doc_ahead_ent *ent;
+    size_t nent, ent_cap;
+    int64_t *arena; /* the pieces' events */
+    size_t arena_cap;
+    struct sx_row *rows; /* room for the reads, kept from one read-ahead to the next */
+    size_t rows_cap;
+    struct sx_slice *slices;
+    size_t slices_cap;
+    uint64_t *rowi; /* rows[r] is the document's row rowi[r] */
+    size_t rowi_cap;
+    /* event_metadata, when the source reads it: block k's are those of the
+     * pieces mfirst[k] .. mfirst[k + 1], text at mtext[moff[m] .. moff[m + 1]) */
+    bool metas;
+    size_t *mfirst, mfirst_cap;
+    size_t *mrow, mrow_cap; /* each meta piece's row in rows */
+    size_t nmeta;
+    const struct sx_row **mrows;
+    size_t mrows_cap;
+    struct sx_buf mtext;
+    size_t *moff, moff_cap;
+    bool *many;
+    size_t many_cap;
+};
+
+void sx_doc_ahead_init(struct sx_doc_ahead *ah);
+void sx_doc_ahead_free(struct sx_doc_ahead *ah);
+/* The place of block 'b' among those read ahead, or -1. */
+long sx_doc_ahead_find(const struct sx_doc_ahead *ah, size_t b);
+/* Whether block 'b' was read ahead. */
+bool sx_doc_ahead_has(const struct sx_doc_ahead *ah, size_t b);
+/*
+ * Read ahead the events and event_metadata of 'blocks[0 .. n)' (in document
+ * order), as many of them, from the first, as fit a bounded room; none if the
+ * source has no reader or the first alone does not fit. What was read ahead
+ * before is gone.
+ */
+enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
+                                 const struct sx_event_source *src,
+                                 struct sx_doc_ahead *ah, const size_t *blocks, size_t n,
+                                 struct sx_error *err);
+
+#endif /* SX_DOC_AHEAD_H */

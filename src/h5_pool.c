@@ -1,0 +1,119 @@
+/* h5_pool.c - the string pool of a lazy run's index: each distinct string once, an id
+ * per row */
+#include "buf.h"
+#include "h5_reader.h"
+#include "h5_util.h"
+#include "json_write.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* FNV-1a */
+static uint64_t str_hash(const char *s) {
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+/* The id of 's' in 'p' (added when new); 0 for "" and on allocation failure ('*ok'). */
+static uint32_t pool_add(struct pool *p, const char *s, bool *ok) {
+    if (s[0] == '\0')
+        return 0;
+    if (2 * (p->n + 1) > p->nslot) { /* grow the table, rehash */
+        size_t ns = p->nslot ? 2 * p->nslot : 64;
+        uint32_t *t = sx_calloc(ns, sizeof *t);
+        if (t == NULL) {
+            *ok = false;
+            return 0;
+        }
+        for (size_t i = 0; i < p->nslot; i++) {
+            if (p->slot[i] == 0)
+                continue;
+            size_t j = (size_t)(str_hash(p->s[p->slot[i] - 1]) & (ns - 1));
+            while (t[j] != 0)
+                j = (j + 1) & (ns - 1);
+            t[j] = p->slot[i];
+        }
+        free(p->slot);
+        p->slot = t;
+        p->nslot = ns;
+    }
+    size_t j = (size_t)(str_hash(s) & (p->nslot - 1));
+    while (p->slot[j] != 0) {
+        if (strcmp(p->s[p->slot[j] - 1], s) == 0)
+            return p->slot[j];
+        j = (j + 1) & (p->nslot - 1);
+    }
+    if (p->n == p->cap) {
+        size_t nc = p->cap ? 2 * p->cap : 16;
+        char **v = sx_realloc(p->s, nc * sizeof *v);
+        if (v == NULL) {
+            *ok = false;
+            return 0;
+        }
+        p->s = v;
+        p->cap = nc;
+    }
+    p->s[p->n] = sx_strdup(s);
+    if (p->s[p->n] == NULL) {
+        *ok = false;
+        return 0;
+    }
+    p->slot[j] = (uint32_t)++p->n;
+    return p->slot[j];
+}
+
+void sx_h5_pool_free(struct pool *p) {
+    for (size_t i = 0; i < p->n; i++) {
+        free(p->s[i]);
+        if (p->tags != NULL && p->ntags != NULL && p->ntags[i] > 0)
+            sx_h5_free_strv(p->tags[i], p->ntags[i] - 1);
+    }
+    free(p->tags);
+    free(p->ntags);
+    free(p->s);
+    free(p->slot);
+    free(p->id);
+    memset(p, 0, sizeof *p);
+}
+
+/*
+ * Read a string column of the index in pieces into a pool: a row's string
+ * costs 4 bytes and each sx_h5_distinct string is kept once (a run's rows of one
+ * region share their source file, text and tags). Strings are decoded as the
+ * full read decodes them. Through HDF5: read once at open, they gain nothing from
+ * the heap walker (h5_direct.h).
+ */
+enum sx_status sx_h5_read_pool(hid_t d, uint64_t nrows, struct pool *p, const char *src,
+                               struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    enum { PIECE = 1 << 16 };
+    struct sx_buf text = {0};
+    size_t *off = NULL;
+    p->id = sx_malloc((nrows + 1) * sizeof *p->id);
+    off = sx_malloc((PIECE + 1) * sizeof *off);
+    SX_CHECK(p->id != NULL && off != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    for (uint64_t at = 0; at < nrows; at += PIECE) {
+        size_t n = nrows - at < PIECE ? (size_t)(nrows - at) : PIECE;
+        st = sx_h5_read_point_strings(d, NULL, at, n, &text, off, src, err);
+        if (st != SX_OK)
+            goto out;
+        bool ok = true;
+        for (size_t k = 0; k < n && ok; k++) {
+            const char *q = text.data != NULL ? text.data + off[k] : "";
+            size_t len = strnlen(q, off[k + 1] - off[k]);
+            char *s = sx_utf8_sanitize(q, len);
+            SX_CHECK(s != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+            p->id[at + k] = pool_add(p, s, &ok);
+            free(s);
+        }
+        SX_CHECK(ok, SX_ERR_NOMEM, err, src, "out of memory");
+    }
+out:
+    free(off);
+    sx_buf_free(&text);
+    return st;
+}

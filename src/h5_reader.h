@@ -1,0 +1,113 @@
+/* h5_reader.h - what the HDF5 reader's files share: the open run (struct sx_h5) */
+#ifndef SX_H5_READER_H
+#define SX_H5_READER_H
+
+#include "h5_read.h"
+#include "run.h"
+
+#include <hdf5.h>
+
+#include <sys/types.h>
+
+/* The schema this reader knows best; newer files are read with a warning-free best
+ * effort. */
+#define CURRENT_SCHEMA 3
+
+/* Event dataset names in the columnar layout, per column. */
+extern const char *const sx_h5_col_names[SX_NCOLS];
+
+/* The per-row columns of the index a lazy run reads for the blocks that write them. */
+enum { RD_FILES, RD_TEXTS, RD_TAGS, RD_LINES, RD_EXCL, RD_N };
+extern const char *const sx_h5_rd_names[RD_N];
+
+struct sx_direct;     /* h5_direct.h */
+struct sx_direct_col; /* h5_direct.h */
+struct sx_vlen;       /* h5_direct_heap.h */
+
+/* An open run: the file, its event datasets and what the readers reuse between calls. */
+struct sx_h5 {
+    hid_t file;
+    char *path;
+    hid_t ev[SX_NCOLS]; /* columnar event datasets (START/END: deltas/durations when
+                           encoded) */
+    hid_t meta;         /* rank_region_index/event_metadata, or -1 */
+    bool lazy;          /* sx_h5_open_index: rows are read by sx_h5_fill_rows */
+    bool open_only;     /* a rank other than 0 of a shared index: opens, reads no rows */
+    hid_t rd[5];        /* lazily read index columns (RD_*), or -1 */
+    /* the strings of 'meta' read from the file's global heap, or NULL: HDF5 reads them */
+    struct sx_vlen *meta_vlen;
+    /* running sums of start_deltas at piece ends, so that a row read in
+     * pieces does not re-sum from its first event for every piece */
+    struct ckpt {
+        uint64_t offset; /* the row's first event: rows come and go, offsets stay */
+        uint64_t pos, sum;
+    } ck[256];
+    size_t ck_next;
+    int64_t *scratch; /* reused read buffer of batched slice reads */
+    size_t scratch_cap;
+    off_t file_size; /* of the file HDF5 opened */
+    /* the reads around HDF5 (h5_direct.h), or NULL: HDF5 reads all */
+    struct sx_direct *direct;
+    /* per event column (SX_NCOLS) and per index column (RD_N), in one allocation:
+     * by pointer, so that this header needs not the direct reads' own */
+    struct sx_direct_col *raw, *rdraw;
+    /* a lazy run's string columns (RD_FILES..RD_TAGS), read once at open: every
+     * distinct string once in a pool, and per row its id (0: empty) */
+    struct pool {
+        char **s; /* s[id - 1] */
+        size_t n, cap;
+        uint32_t *slot; /* hash table of ids, 0 = free */
+        size_t nslot;
+        uint32_t *id; /* per file row */
+        /* tags only: each string parsed once, when a row first needs it (ntags + 1;
+         * 0: not yet) */
+        char ***tags;
+        size_t *ntags;
+    } pool[3];
+};
+
+/* h5_schema.c */
+
+enum sx_status sx_h5_read_metadata(struct sx_h5 *h5, struct sx_run *run,
+                                   struct sx_error *err);
+
+enum sx_status sx_h5_read_schema(struct sx_h5 *h5, struct sx_run *run,
+                                 struct sx_error *err);
+
+/* h5_pool.c */
+
+void sx_h5_pool_free(struct pool *p);
+
+/*
+ * Read a string column of the index in pieces into a pool: a row's string
+ * costs 4 bytes and each sx_h5_distinct string is kept once (a run's rows of one
+ * region share their source file, text and tags). Strings are decoded as the
+ * full read decodes them. Through HDF5: read once at open, they gain nothing from
+ * the heap walker (h5_direct.h).
+ */
+enum sx_status sx_h5_read_pool(hid_t d, uint64_t nrows, struct pool *p, const char *src,
+                               struct sx_error *err);
+
+/* h5_summary.c */
+
+enum sx_status sx_h5_read_summary(struct sx_h5 *h5, struct sx_run *run,
+                                  struct sx_error *err);
+
+/* h5_schema1.c */
+
+enum sx_status sx_h5_read_schema1(struct sx_h5 *h5, struct sx_run *run,
+                                  struct sx_error *err);
+
+/* h5_index_share.c */
+
+/*
+ * NOTE: collective over 'comm'. The index of a lazily read columnar run is
+ * read by rank 0 alone and sent to every rank: at thousands of ranks, every
+ * rank reading every index column would storm a parallel file system. The
+ * others opened the file's datasets but read no row ('open_only'). Every rank
+ * calls this whatever its 'st'; returns the agreed status.
+ */
+enum sx_status sx_h5_share_index(MPI_Comm comm, struct sx_h5 *h5, struct sx_run *run,
+                                 enum sx_status st, struct sx_error *err);
+
+#endif /* SX_H5_READER_H */
