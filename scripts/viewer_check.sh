@@ -16,6 +16,9 @@
 # goes to standard output. Exit status 1 when a check failed or a viewer did not load.
 # Installs chromium (apt-get) and, in $SX_VIEWER_TOOLS (default ~/.cache/scope-export-viewer),
 # the npm packages speedscope and playwright-core. Nothing goes into the repository.
+# playwright-core is pinned to 1.61.0 ($SX_PLAYWRIGHT_VERSION), the last release whose
+# engines field allows Node 18: Debian 12's nodejs is 18.19, and 1.62 and later need
+# Node >= 20. 1.61.0 drives Debian's chromium 156 (checked under Node 18.19 and 20).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -ge 1 ] || {
@@ -29,7 +32,7 @@ case $build in /*) ;; *) build=$top/$build ;; esac
 shared=${SX_SHARED_DIR:-$top/../shared}
 tools=${SX_VIEWER_TOOLS:-$HOME/.cache/scope-export-viewer}
 speedscope_version=${SX_SPEEDSCOPE_VERSION:-1.25.0}
-playwright_version=${SX_PLAYWRIGHT_VERSION:-1.65.1}
+playwright_version=${SX_PLAYWRIGHT_VERSION:-1.61.0}
 export DEBIAN_FRONTEND=noninteractive
 
 # --- what it needs -------------------------------------------------------------------------
@@ -42,9 +45,17 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     apt-get update -q >/dev/null
     apt-get install -y -q "${need_apt[@]}" >/dev/null
 fi
-if [ ! -f "$tools/node_modules/speedscope/package.json" ] ||
-    [ "$(node -p "require('$tools/node_modules/speedscope/package.json').version")" != "$speedscope_version" ] ||
-    [ ! -f "$tools/node_modules/playwright-core/package.json" ]; then
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+[ "$node_major" -ge 18 ] || {
+    echo "viewer_check: node $(node --version) is too old: playwright-core needs Node >= 18" >&2
+    exit 1
+}
+installed() { # installed PACKAGE: its version in $tools, or nothing
+    [ -f "$tools/node_modules/$1/package.json" ] &&
+        node -p "require('$tools/node_modules/$1/package.json').version"
+}
+if [ "$(installed speedscope || true)" != "$speedscope_version" ] ||
+    [ "$(installed playwright-core || true)" != "$playwright_version" ]; then
     mkdir -p "$tools"
     (cd "$tools" && npm install --no-audit --no-fund --loglevel=error \
         "speedscope@$speedscope_version" "playwright-core@$playwright_version" >/dev/null)
@@ -57,6 +68,7 @@ app=$tools/node_modules/speedscope/dist/release
 
 work=$(mktemp -d)
 server=
+# shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
     [ -z "$server" ] || kill "$server" 2>/dev/null || true
     rm -rf "$work"
