@@ -2,7 +2,7 @@
 # viewer_check.sh - open our trace documents in real viewers, as a person would, and say
 # what each showed (not part of the test suite; run by hand, as root on Debian 12)
 #
-#   bash scripts/viewer_check.sh OUTDIR [DOC.json[.gz] ...]
+#   bash scripts/viewer_check.sh OUTDIR [DOC.json[.gz]|DOC.pftrace ...]
 #
 # Environment: SX_VIEWER_EVENTS (events of the large run, default 1000000, 0: none),
 # SX_VIEWER_SPEEDSCOPE_TRACE_MB (largest Chrome trace given to speedscope too, default 50),
@@ -42,6 +42,12 @@
 # where V8's longest string (2^29 - 24 characters, 536.9 MB) lies: ~2.35M events here.
 # speedscope loads a speedscope document of 1M calls (106 MB) in ~7 s and of 3M calls
 # (317 MB) in 20-41 s, every call and time right (Export).
+# Perfetto protobuf documents (--format perfetto, .pftrace) are not opened here: the
+# Perfetto UI is not on the npm registry (no "perfetto" or "@perfetto/ui" package) and
+# cannot be fetched. Open one by hand at https://ui.perfetto.dev ("Open trace file"; the
+# file stays in the browser) or with Perfetto's trace_processor (trace_processor_shell
+# FILE.pftrace, then e.g. "select name, count(*), sum(dur) from slice group by name").
+# A .pftrace argument gets a line saying so. OTF2 archives: otf2-print (Debian otf2-tools).
 # Screenshots and the exported documents go to OUTDIR; one line per document and viewer
 # goes to standard output. Exit status 1 when a check failed or a viewer did not load.
 # Installs chromium (apt-get) and, in $SX_VIEWER_TOOLS (default ~/.cache/scope-export-viewer),
@@ -52,7 +58,7 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -ge 1 ] || {
-    echo "usage: $0 OUTDIR [DOC.json[.gz] ...]" >&2
+    echo "usage: $0 OUTDIR [DOC.json[.gz]|DOC.pftrace ...]" >&2
     exit 2
 }
 out=$(mkdir -p "$1" && cd "$1" && pwd)
@@ -109,7 +115,16 @@ trap cleanup EXIT
 # --- the documents -------------------------------------------------------------------------
 docs=()
 if [ $# -gt 0 ]; then
-    for d in "$@"; do docs+=("$(cd "$(dirname "$d")" && pwd)/$(basename "$d")"); done
+    for d in "$@"; do
+        d=$(cd "$(dirname "$d")" && pwd)/$(basename "$d")
+        case $d in
+        *.pftrace)
+            printf '%s\t%s\t%s\n' "$(basename "$d")" perfetto \
+                "not opened here: the Perfetto UI is not on the npm registry; open it at https://ui.perfetto.dev (Open trace file) or with trace_processor_shell"
+            ;;
+        *) docs+=("$d") ;;
+        esac
+    done
 else
     [ -x "$build/scope-export" ] || BUILD_DIR=$build bash "$top/scripts/build.sh" >/dev/null
     x=$build/scope-export
@@ -147,6 +162,7 @@ else
         docs+=("$out/docs/big.speedscope.json" "$out/docs/big.trace.json")
     fi
 fi
+[ ${#docs[@]} -gt 0 ] || exit 0
 
 # --- the format rules, checked here and not by our code ------------------------------------
 # and what a viewer that parsed every event must show, worked out from the document
