@@ -29,17 +29,20 @@
 #   Chrome trace documents (.gz too): Chromium's own DevTools Performance panel
 #     (trace_app.html, as "Load profile" does): we select the thread track drawn first and
 #     read every row of its Bottom-up table (self and total time per activity, to 0.1 ms),
-#     which must agree with one of the document's tracks (the panel shows one track's
-#     table at a time: one track of the document is checked); and speedscope's Trace
-#     Event importer (calls counted through Export), for documents up to
-#     SX_VIEWER_SPEEDSCOPE_TRACE_MB only: it took 281 s for the 1M-event one (224 MB).
+#     which must agree with one of the document's tracks; then the other thread tracks
+#     through the flame chart's keyboard (the panel shows one track's table at a time),
+#     saying how many of the document's tracks and calls were reached (on the large run
+#     7 of 8: the track of pid 0 tid 0 shows an empty table when reached by keyboard);
+#     and speedscope's Trace Event importer (calls counted through Export), for documents
+#     up to SX_VIEWER_SPEEDSCOPE_TRACE_MB only: it took 281 s for the 1M-event one (224 MB).
 # Each line says loaded or not, in how many seconds, and parsed against expected.
 # Measured limits (Chromium 156, speedscope 1.25.0, 2 shared cores, documents from
 # scope-export-synth --ranks 8 --regions 20 --nest, ~225 bytes per event): DevTools loads
 # a Chrome trace of 1M events (224 MB) in 13-19 s, 2M (450 MB) in 21 s, 2.3M (517 MB) in
-# 34 s with every Bottom-up time right; 2.4M (539 MB) fails at once with "Unexpected end
-# of JSON input", as 3M (675 MB) did; 2.5M (562 MB) shows no profile either. The limit lies between 517 and 539 MB of JSON text,
-# where V8's longest string (2^29 - 24 characters, 536.9 MB) lies: ~2.35M events here.
+# 34 s, the Bottom-up times of the track read all right; 2.4M (539 MB) fails at once with
+# "Unexpected end of JSON input", as 3M (675 MB) did; 2.5M (562 MB) shows no profile
+# either. The limit lies between 517 and 539 MB of JSON text, where V8's longest string
+# (2^29 - 24 characters, 536.9 MB) lies: ~2.35M events of this shape.
 # speedscope loads a speedscope document of 1M calls (106 MB) in ~7 s and of 3M calls
 # (317 MB) in 20-41 s, every call and time right (Export).
 # Perfetto protobuf documents (--format perfetto, .pftrace) are not opened here: the
@@ -640,26 +643,62 @@ async function devtools(ctx, doc) {
   }
   await page.screenshot({ path: `${out}/${stem}.devtools-track.png` });
   let check = '';
-  // which of the document's thread tracks is it? The one whose times all agree.
+  // which of the document's thread tracks is a table? The one whose times all agree.
   const all = expected[doc] || [];
   const exp = all.some(x => !x.nests) ? [] : all;
-  let best = null, bestOk = -1;
-  for (const x of exp) {
-    let ok = 0;
-    for (const [n, [s, t]] of rows) {
-      const f = x.frames[n];
-      if (f && agrees(s, f[0] * 1e-6) && agrees(t, f[1] * 1e-6)) ok++;
+  const match = table => {
+    let best = null, ok = -1;
+    for (const x of exp) {
+      let k = 0;
+      for (const [n, [s, t]] of table) {
+        const f = x.frames[n];
+        if (f && agrees(s, f[0] * 1e-6) && agrees(t, f[1] * 1e-6)) k++;
+      }
+      if (k > ok) { best = x; ok = k; }
     }
-    if (ok > bestOk) { best = x; bestOk = ok; }
-  }
-  if (best && rows.size) {
-    const n = Object.keys(best.frames).length;
-    check = `; self and total of ${bestOk}/${n} activities agree with the document's track ${best.name} ` +
-      `(${best.calls} calls) at the table's precision` + (rows.size < n ? ` (${rows.size} rows read)` : '');
-    if (bestOk < n || rows.size !== n) failed = true;
+    const n = best ? Object.keys(best.frames).length : 0;
+    return { best, ok, n, right: best !== null && ok === n && table.size === n };
+  };
+  if (exp.length && rows.size) {
+    const m = match(rows);
+    check = `; self and total of ${m.ok}/${m.n} activities agree with the document's track ${m.best.name} ` +
+      `(${m.best.calls} calls) at the table's precision` + (rows.size < m.n ? ` (${rows.size} rows read)` : '');
+    if (!m.right) failed = true;
+    // then the other thread tracks, through the keyboard of the flame chart: ArrowDown
+    // goes to the next track, ArrowRight opens it and goes to its first child, ArrowUp to
+    // the track above. Down and right to the end, so that every track is open, then up to
+    // the top; every table read must agree with one of the document's tracks.
+    const grid = page.locator('[role=treegrid], [role=grid], table').last();
+    const seen = new Map([[m.best.name, m]]);
+    await page.mouse.click(300, 146);
+    let last = (await grid.innerText()).slice(0, 400);
+    const keys = [];
+    for (let i = 0; i < 4 * exp.length + 8; i++) keys.push(i % 2 ? 'ArrowRight' : 'ArrowDown');
+    for (let i = 0; i < 4 * exp.length + 8; i++) keys.push('ArrowUp');
+    for (const key of keys) {
+      if (seen.size >= exp.length) break;
+      await page.keyboard.press(key);
+      await page.waitForTimeout(300);
+      const now = (await grid.innerText()).slice(0, 400);
+      if (!/\d/.test(now) || now === last) continue;
+      const t = await bottomUp(page);
+      last = (await grid.innerText()).slice(0, 400);
+      const k = match(t);
+      if (k.best && (!k.right || !seen.has(k.best.name))) seen.set(k.best.name, k);
+    }
+    const wrong = [...seen.values()].filter(k => !k.right);
+    const calls = [...seen.values()].reduce((c, k) => c + k.best.calls, 0);
+    const total = exp.reduce((c, x) => c + x.calls, 0);
+    const missed = exp.filter(x => !seen.has(x.name)).map(x => x.name);
+    check += `; the keyboard reached ${seen.size} of the document's ${exp.length} thread tracks ` +
+      `(${calls} of its ${total} calls${missed.length ? '; not ' + missed.join(', ') : ''}): ` +
+      (wrong.length ? 'DISAGREE on ' + wrong.map(k => `${k.best.name} (${k.ok}/${k.n})`).join(', ')
+        : 'every table agrees');
+    if (wrong.length) failed = true;
   } else if (all.length && !exp.length) {
     check = `; calls overlap on ${all.filter(x => !x.nests).length} of the document's ${all.length} tracks: times not compared`;
   }
+  await page.screenshot({ path: `${out}/${stem}.devtools-tracks.png` });
   say(doc, 'devtools', `loaded in the Performance panel in ${took} s; Bottom-up of the thread track opened (screenshot): ` +
     (rows.size ? [...rows.keys()].slice(0, 8).join(', ') + (rows.size > 8 ? `, ... (${rows.size})` : '')
       : '(nothing read: the clicks by position missed; see the screenshots)') + check);
