@@ -24,8 +24,10 @@ enum sx_status sx_pipe_trace_plan(const struct sx_pipe *p, struct sx_trace *t,
         free(mins);
         return st;
     }
-    /* the region order: local, the same on every rank ('mins' taken over) */
-    return sx_trace_plan(t, p->run, p->h5, p->events, p->filter, p->o, mins, err);
+    /* the region order: the same on every rank ('mins' taken over), but an allocation
+     * may fail on one: agreed */
+    st = sx_trace_plan(t, p->run, p->h5, p->events, p->filter, p->o, mins, err);
+    return sx_all_ok(p->comm, st, err);
 }
 
 enum sx_status sx_pipe_trace_state(const struct sx_pipe *p, struct sx_doc_state *ds,

@@ -85,6 +85,9 @@ static const struct cmd cmds[] = {
      SX_FORMAT_CHROME_TRACE, 0},
     {"export speedscope", K_EXPORT, "golden/gen_schema3_allcols/run.h5", "p.ss.json",
      SX_FORMAT_SPEEDSCOPE, 0},
+    {"export perfetto", K_EXPORT, "golden/gen_schema3_allcols/run.h5", "p.pftrace",
+     SX_FORMAT_PERFETTO, 0},
+    {"export otf2", K_EXPORT, "golden/basic_nested/run.h5", "p.otf2", SX_FORMAT_OTF2, 0},
     {"export --summary", K_EXPORT, "golden/gen_schema3_allcols/run.h5", "p.json",
      SX_FORMAT_JSON, 1},
     {"export, three inputs", K_MULTI, NULL, "p.json", SX_FORMAT_JSON, 0},
@@ -174,8 +177,11 @@ static void empty_dir(const char *dir) {
     for (int i = 0; i < k; i++) {
         char p[2400];
         snprintf(p, sizeof p, "%s/%s", dir, ents[i]->d_name);
-        if (ents[i]->d_name[0] != '.' || strlen(ents[i]->d_name) > 2)
-            unlink(p);
+        if (strcmp(ents[i]->d_name, ".") != 0 && strcmp(ents[i]->d_name, "..") != 0 &&
+            unlink(p) != 0) { /* a directory (an OTF2 archive's event files) */
+            empty_dir(p);
+            rmdir(p);
+        }
         free(ents[i]);
     }
     free(ents);
@@ -217,6 +223,14 @@ static bool same_files(const char *dir, const char *ref, bool all, char *why,
         snprintf(a, sizeof a, "%.1100s/%.1100s", dir, s);
         snprintf(b, sizeof b, "%.1100s/%.1100s", ref, s);
         size_t la = 0, lb = 0;
+        struct stat sa;
+        const size_t ns = strlen(s);
+        if ((stat(a, &sa) == 0 && S_ISDIR(sa.st_mode)) ||
+            (ns > 5 && strcmp(s + ns - 5, ".otf2") == 0)) {
+            /* an OTF2 archive's directory and anchor (which holds a random trace id):
+             * there, by name; its definitions file is compared as the others */
+            continue;
+        }
         char *ta = output_text(a, &la), *tb = output_text(b, &lb);
         const bool same = ta && tb && la == lb && memcmp(ta, tb, la) == 0;
         free(ta);
