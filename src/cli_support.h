@@ -38,4 +38,11 @@ SX_WARN_UNUSED enum sx_status sx_run_label(MPI_Comm comm, const char *input, cha
  */
 const char *sx_hdf5_file_in_use(void);
 
+/*
+ * Make the OTF2 library's errors quiet in this process (its callback is process-wide,
+ * so the library never sets it; the command, which owns its process, does): an OTF2
+ * export's failure is then the export's one error line alone.
+ */
+void sx_otf2_quiet_errors(void);
+
 #endif /* SX_CLI_SUPPORT_H */

@@ -1,5 +1,6 @@
 /* trace_otf2.c - the OTF2 trace archive: every call an Enter and a Leave event, written
  * collectively through the OTF2 library; the only file that includes <otf2/otf2.h> */
+#include "cli_support.h"
 #include "mpi_util.h"
 #include "out_file.h"
 #include "pipeline.h"
@@ -69,9 +70,11 @@ static void otf2_state_free(void *ctx) {
 /* ------------------------------------------------------------------ */
 /* OTF2's errors as ours                                               */
 
-/* The first error OTF2 reported, for the message (OTF2 would print it otherwise). */
+/* The first error OTF2 reported, for the message; and whether one of our allocations for
+ * it failed (OTF2 reports that as a failure of what it was doing). */
 struct otf2_errors {
     char text[512];
+    bool nomem;
 };
 
 static OTF2_ErrorCode on_error(void *user, const char *file, uint64_t line,
@@ -91,14 +94,33 @@ static OTF2_ErrorCode on_error(void *user, const char *file, uint64_t line,
     return code;
 }
 
+/*
+ * OTF2's error callback is the process's: the library leaves it alone (a profiler that
+ * calls us may write its own OTF2 traces with its own), and reads a failure's
+ * description from its code. The command owns its process: it sets this quiet one
+ * (sx_otf2_quiet_errors), so OTF2 prints nothing and the export's one line says it all.
+ */
+static struct otf2_errors cli_errors; /* the command's: its export's first OTF2 message */
+static bool cli_quiet; /* the command set the callback (one export at a time) */
+void sx_otf2_quiet_errors(void) {
+    cli_quiet = true;
+    OTF2_Error_RegisterCallback(on_error, &cli_errors);
+}
+
 /* 'rc' of OTF2 call 'what' as a status (SX_OK, or an error naming the archive). */
 static enum sx_status otf2_check(OTF2_ErrorCode rc, const char *what, const char *out,
                                  const struct otf2_errors *e, struct sx_error *err) {
     if (rc == OTF2_SUCCESS)
         return SX_OK;
+    if (e->nomem)
+        return sx_error_set(err, SX_ERR_NOMEM, out,
+                            "%s: out of memory writing the OTF2 archive", out);
+    if (!e->text[0] && cli_quiet &&
+        cli_errors.text[0]) /* the command's callback saw it */
+        e = &cli_errors;
     return sx_error_set(err, SX_ERR_IO, out,
                         "%s: writing the OTF2 archive: %s failed: %s", out, what,
-                        e->text[0] ? e->text : OTF2_Error_GetName(rc));
+                        e->text[0] ? e->text : OTF2_Error_GetDescription(rc));
 }
 
 static OTF2_FlushType pre_flush(void *user, OTF2_FileType type, OTF2_LocationRef loc,
@@ -130,14 +152,16 @@ struct chunk_pool {
 
 static void *pool_alloc(void *user, OTF2_FileType type, OTF2_LocationRef loc,
                         void **per_buffer, uint64_t size) {
-    (void)user;
+    struct otf2_errors *e = user;
     (void)type;
     (void)loc;
     struct chunk_pool *p = *per_buffer;
     if (p == NULL) {
         p = sx_calloc(1, sizeof *p);
-        if (p == NULL)
+        if (p == NULL) {
+            e->nomem = true;
             return NULL;
+        }
         *per_buffer = p;
     }
     if (p->n == MAX_CHUNKS)
@@ -145,6 +169,8 @@ static void *pool_alloc(void *user, OTF2_FileType type, OTF2_LocationRef loc,
     void *c = sx_malloc((size_t)size);
     if (c != NULL)
         p->chunk[p->n++] = c;
+    else
+        e->nomem = true;
     return c;
 }
 
@@ -1318,7 +1344,9 @@ static enum sx_status otf2_write(const struct sx_pipe *p, void *ctx,
     MPI_Comm comm = p->comm;
     struct otf2_state *s = ctx;
     struct names n = {0};
-    struct otf2_errors oe = {""};
+    struct otf2_errors oe = {"", false};
+    if (cli_quiet)
+        cli_errors.text[0] = '\0';
     OTF2_Archive *ar = NULL;
     bool evt_open = false, def_open = false;
     struct written w = {NULL, 0, 0, INT64_MAX, INT64_MIN};
@@ -1326,7 +1354,6 @@ static enum sx_status otf2_write(const struct sx_pipe *p, void *ctx,
     size_t nall = 0;
     char tmp[SX_TMP_NAME] = "";
     const char *out = p->output;
-    OTF2_ErrorCallback prev = OTF2_Error_RegisterCallback(on_error, &oe);
 
     /* Stage: the names; rank 0 checks what they replace and makes the directory. */
     st = names_of(out, &n, err);
@@ -1357,7 +1384,7 @@ static enum sx_status otf2_write(const struct sx_pipe *p, void *ctx,
         st = otf2_check(OTF2_Archive_SetFlushCallbacks(ar, &flush_callbacks, NULL),
                         "OTF2_Archive_SetFlushCallbacks", out, &oe, err);
     if (st == SX_OK)
-        st = otf2_check(OTF2_Archive_SetMemoryCallbacks(ar, &memory_callbacks, NULL),
+        st = otf2_check(OTF2_Archive_SetMemoryCallbacks(ar, &memory_callbacks, &oe),
                         "OTF2_Archive_SetMemoryCallbacks", out, &oe, err);
     if (st == SX_OK)
         st = otf2_check(OTF2_Archive_SetCreator(ar, "scope-export " SX_VERSION_STRING),
@@ -1450,7 +1477,6 @@ out:
         OTF2_Archive_Close(ar);
     if (p->rank == 0 && n.made)
         remove_tree(n.tmpdir, 2); /* what is left: all of it after a failure */
-    OTF2_Error_RegisterCallback(prev, NULL);
     free(w.rec);
     free(all);
     names_free(&n);
