@@ -2,8 +2,8 @@
 #include "h5_reader.h"
 #include "h5_util.h"
 #include "json_write.h"
+#include "perf_events.h"
 #include "stop.h"
-#include "trace.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -2,9 +2,10 @@
 #ifndef SX_TRACE_H
 #define SX_TRACE_H
 
+#include "filter.h"
 #include "json_write.h"
 #include "out_file.h"
-#include "regex.h"
+#include "perf_events.h"
 #include "run.h"
 
 /*
@@ -14,30 +15,6 @@
  * read per file rank (sx_trace_load_rank), so one rank's events are in
  * memory at a time.
  */
-/* rank<N>/perf_events/<region>/: Linux perf counter totals of one region. */
-struct sx_perf_region {
-    char *name;
-    uint64_t calls;
-    char **event_names;
-    uint64_t *values;
-    size_t nevents;
-};
-
-struct sx_perf_rank {
-    int64_t rank;
-    struct sx_perf_region *regions; /* HDF5 name order */
-    size_t n;
-};
-
-/* h5_perf.c: every rank's perf_events groups of the HDF5 run 'path' (POSIX driver). */
-enum sx_status sx_h5_perf_read(const char *path, int64_t num_ranks,
-                               struct sx_perf_rank **out, size_t *nout,
-                               struct sx_error *err);
-/* Add perf_events groups to the closed HDF5 file 'path' (the generator's). */
-enum sx_status sx_h5_perf_write(const char *path, const struct sx_perf_rank *p, size_t n,
-                                struct sx_error *err);
-void sx_perf_free(struct sx_perf_rank *p, size_t n);
-
 struct sx_trace {
     struct sx_run *run;
     struct sx_h5 *h5; /* an HDF5 run's rows are read from it */

@@ -1,11 +1,11 @@
 /* trace_common.c - what the trace documents share: region order, selection, lanes */
 #define _GNU_SOURCE /* qsort_r: the sort context per call, not in a global */
+#include "filter.h"
 #include "h5_read.h"
+#include "json_value.h"
 #include "json_write.h"
-#include "regex.h"
 #include "run.h"
 #include "trace.h"
-#include "value.h"
 
 #include <ctype.h>
 #include <inttypes.h>

@@ -6,7 +6,7 @@
 #include "mpi_util.h"
 #include "run.h"
 
-#include "trace.h"
+#include "perf_events.h"
 
 #include <errno.h>
 #include <limits.h>
