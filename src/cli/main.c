@@ -860,7 +860,8 @@ int main(int argc, char **argv) {
      * like a full disk, instead of killing the process without a word. The command
      * owns its process; the library never changes a disposition. */
     signal(SIGXFSZ, SIG_IGN);
-    /* OTF2's error callback is process-wide too: quiet here, left alone by the library. */
+    /* OTF2's error callback is process-wide too: quiet here, left alone by the library.
+     */
     sx_otf2_quiet_errors();
     if (want_mpi()) {
         /* FUNNELED: the output's writer thread makes no MPI call */
