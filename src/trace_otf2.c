@@ -627,7 +627,8 @@ static enum sx_status io_error(const struct sorter *so, const char *what,
 static enum sx_status spill(struct sorter *so, struct sx_error *err) {
     enum sx_status st = SX_OK;
     char *name = NULL;
-    qsort(so->buf, so->n, sizeof *so->buf, cmp_ocall);
+    if (so->n > 1) /* qsort wants a valid array even for none */
+        qsort(so->buf, so->n, sizeof *so->buf, cmp_ocall);
     struct sort_run *nr = sx_realloc(so->runs, (so->nruns + 1) * sizeof *nr);
     SX_CHECK(nr != NULL, SX_ERR_NOMEM, err, so->out, "out of memory");
     so->runs = nr;
@@ -729,7 +730,8 @@ static void heap_down(struct sorter *so, size_t i) {
 static enum sx_status sorter_done(struct sorter *so, struct sx_error *err) {
     enum sx_status st = SX_OK;
     if (so->nruns == 0) {
-        qsort(so->buf, so->n, sizeof *so->buf, cmp_ocall);
+        if (so->n > 1)
+            qsort(so->buf, so->n, sizeof *so->buf, cmp_ocall);
         return SX_OK;
     }
     if (so->n > 0 && (st = spill(so, err)) != SX_OK)
@@ -868,7 +870,8 @@ static int cmp_lane(const void *a, const void *b) {
 
 /* The lanes of 'v' sorted, each once. */
 static size_t unique_lanes(int64_t *v, size_t n) {
-    qsort(v, n, sizeof *v, cmp_lane);
+    if (n > 1) /* qsort wants a valid array even for none */
+        qsort(v, n, sizeof *v, cmp_lane);
     size_t nu = 0;
     for (size_t i = 0; i < n; i++)
         if (nu == 0 || v[nu - 1] != v[i])
@@ -1138,7 +1141,8 @@ static enum sx_status write_defs(const struct otf2_state *s, OTF2_Archive *ar,
                 line > 0 && line <= UINT32_MAX ? (uint32_t)line : 0, 0);
     }
     /* the location groups and their locations, by rank and lane */
-    qsort(rec, nrec / REC, REC * sizeof *rec, cmp_rec);
+    if (nrec / REC > 1)
+        qsort(rec, nrec / REC, REC * sizeof *rec, cmp_rec);
     size_t at = 0;
     for (size_t k = 0; k < s->nranks && d.rc == OTF2_SUCCESS; k++) {
         const int64_t rank = s->ranks[k];

@@ -465,7 +465,8 @@ static enum sx_status order_lanes(struct pf_cache *pc, struct sx_error *err) {
     }
     for (size_t i = 0; i < pc->nlanes; i++)
         v[i] = (struct lane_id){pc->lanes[i], (uint32_t)i};
-    qsort(v, pc->nlanes, sizeof *v, cmp_lane_id);
+    if (pc->nlanes > 1)
+        qsort(v, pc->nlanes, sizeof *v, cmp_lane_id);
     for (size_t r = 0; r < pc->nlanes; r++) {
         to[v[r].id] = (uint32_t)r;
         pc->lanes[r] = v[r].key;
