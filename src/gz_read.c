@@ -157,3 +157,208 @@ out:
     free(raw);
     return st;
 }
+
+/* ------------------------------------------------------------------ */
+/* Read in pieces                                                     */
+
+#define GZ_IN_RAW ((size_t)1 << 20) /* compressed bytes read at a time */
+
+struct sx_gz_in {
+    const char *path; /* borrowed: the caller's, alive while it reads */
+    int fd;
+    bool gz, live, done;
+    uint64_t size;
+    z_stream z;
+    unsigned char *raw; /* compressed input */
+    size_t raw_len;
+};
+
+enum sx_status sx_gz_in_open(const char *path, struct sx_gz_in **out,
+                             struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_gz_in *in = NULL;
+    struct stat sb;
+    unsigned char magic[2];
+
+    *out = NULL;
+    in = sx_calloc(1, sizeof *in);
+    SX_CHECK(in != NULL, SX_ERR_NOMEM, err, path, "out of memory reading %s", path);
+    in->fd = -1;
+    in->path = path;
+    in->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    SX_CHECK(in->fd >= 0 || errno != ENOENT, SX_ERR_NOT_FOUND, err, path,
+             "JSON profile not found: %s", path);
+    SX_CHECK(in->fd >= 0, SX_ERR_OPEN, err, path, "cannot open %s: %s", path,
+             strerror(errno));
+    SX_CHECK(fstat(in->fd, &sb) == 0, SX_ERR_OPEN, err, path, "cannot open %s: %s", path,
+             strerror(errno));
+    SX_CHECK(S_ISREG(sb.st_mode), SX_ERR_OPEN, err, path, "%s is not a regular file",
+             path);
+    in->size = (uint64_t)sb.st_size;
+    const ssize_t got = pread(in->fd, magic, 2, 0);
+    SX_CHECK(got >= 0 && !sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, path,
+             "cannot read %s: %s", path, strerror(got < 0 ? errno : EIO));
+    in->gz = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    if (in->gz) {
+        in->raw = sx_malloc(GZ_IN_RAW);
+        SX_CHECK(in->raw != NULL, SX_ERR_NOMEM, err, path, "out of memory reading %s",
+                 path);
+        SX_CHECK(inflateInit2(&in->z, 16 + 15) == Z_OK, SX_ERR_NOMEM, err, path,
+                 "out of memory reading %s", path);
+        in->live = true;
+    }
+    *out = in;
+    in = NULL;
+out:
+    sx_gz_in_close(in);
+    return st;
+}
+
+/* read(2) of up to 'cap' bytes, again after EINTR. */
+static enum sx_status read_some(struct sx_gz_in *in, void *dst, size_t cap, size_t *n,
+                                struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    ssize_t got;
+    const size_t want = cap < ((size_t)1 << 30) ? cap : (size_t)1 << 30;
+    do
+        got = read(in->fd, dst, want);
+    while (got < 0 && errno == EINTR);
+    SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, in->path, "cannot read %s: %s",
+             in->path, strerror(EIO));
+    SX_CHECK(got >= 0, SX_ERR_IO, err, in->path, "cannot read %s: %s", in->path,
+             strerror(errno));
+    *n = (size_t)got;
+out:
+    return st;
+}
+
+enum sx_status sx_gz_in_read(struct sx_gz_in *in, char *dst, size_t cap, size_t *n,
+                             struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    size_t got = 0;
+
+    *n = 0;
+    if (!in->gz) {
+        st = read_some(in, dst, cap, n, err);
+        goto out;
+    }
+    cap = cap < ((size_t)1 << 30) ? cap : (size_t)1 << 30;
+    while (*n == 0 && cap > 0 && !in->done) {
+        if (in->z.avail_in == 0) {
+            st = read_some(in, in->raw, GZ_IN_RAW, &got, err);
+            if (st != SX_OK)
+                goto out;
+            in->raw_len = got;
+            in->z.next_in = in->raw;
+            in->z.avail_in = (uInt)got;
+        }
+        const bool at_end = in->z.avail_in == 0;
+        in->z.next_out = (unsigned char *)dst;
+        in->z.avail_out = (uInt)cap;
+        const int rc = at_end ? Z_BUF_ERROR : inflate(&in->z, Z_NO_FLUSH);
+        *n = cap - in->z.avail_out;
+        SX_CHECK(rc == Z_OK || rc == Z_STREAM_END || (rc == Z_BUF_ERROR && !at_end),
+                 SX_ERR_FORMAT, err, in->path,
+                 "%s: gzip data is damaged or truncated (%s)", in->path,
+                 rc == Z_BUF_ERROR ? "unexpected end of file"
+                 : in->z.msg       ? in->z.msg
+                                   : "");
+        if (rc != Z_STREAM_END)
+            continue;
+        /* another member may follow, as gzip writes them; anything else is damage */
+        if (in->z.avail_in == 0) {
+            st = read_some(in, in->raw, GZ_IN_RAW, &got, err);
+            if (st != SX_OK)
+                goto out;
+            in->raw_len = got;
+            in->z.next_in = in->raw;
+            in->z.avail_in = (uInt)got;
+        }
+        if (in->z.avail_in == 0) {
+            in->done = true;
+            break;
+        }
+        if (in->z.avail_in == 1) { /* the second magic byte may be in the next read */
+            unsigned char two[2] = {in->z.next_in[0], 0};
+            st = read_some(in, in->raw + 1, GZ_IN_RAW - 1, &got, err);
+            if (st != SX_OK)
+                goto out;
+            in->raw[0] = two[0];
+            in->z.next_in = in->raw;
+            in->z.avail_in = (uInt)(got + 1);
+        }
+        SX_CHECK(in->z.avail_in >= 2 && in->z.next_in[0] == 0x1f &&
+                     in->z.next_in[1] == 0x8b,
+                 SX_ERR_FORMAT, err, in->path,
+                 "%s: gzip data is damaged: bytes that are not gzip follow the "
+                 "compressed data",
+                 in->path);
+        SX_CHECK(inflateReset(&in->z) == Z_OK, SX_ERR_FORMAT, err, in->path,
+                 "%s: gzip data is damaged", in->path);
+    }
+out:
+    return st;
+}
+
+bool sx_gz_in_is_gz(const struct sx_gz_in *in) { return in->gz; }
+
+uint64_t sx_gz_in_size(const struct sx_gz_in *in) { return in->size; }
+
+enum sx_status sx_gz_in_seek(struct sx_gz_in *in, uint64_t off, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    SX_CHECK(!in->gz && lseek(in->fd, (off_t)off, SEEK_SET) == (off_t)off, SX_ERR_IO, err,
+             in->path, "cannot read %s: %s", in->path,
+             in->gz ? "a gzip file is read in order" : strerror(errno));
+out:
+    return st;
+}
+
+void sx_gz_in_close(struct sx_gz_in *in) {
+    if (in == NULL)
+        return;
+    if (in->live)
+        inflateEnd(&in->z);
+    if (in->fd >= 0)
+        close(in->fd);
+    free(in->raw);
+    free(in);
+}
+
+enum sx_status sx_gz_locate(const char *path, uint64_t off, int *line, int *column,
+                            struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_gz_in *in = NULL;
+    char *buf = NULL;
+    const size_t cap = (size_t)1 << 20;
+    uint64_t at = 0;
+    long l = 1, c = 0;
+
+    *line = 1;
+    *column = 0;
+    st = sx_gz_in_open(path, &in, err);
+    if (st != SX_OK)
+        goto out;
+    buf = sx_malloc(cap);
+    SX_CHECK(buf != NULL, SX_ERR_NOMEM, err, path, "out of memory reading %s", path);
+    while (at <= off) {
+        size_t n = 0;
+        st = sx_gz_in_read(in, buf, cap, &n, err);
+        if (st != SX_OK || n == 0)
+            break;
+        for (size_t i = 0; i < n && at <= off; i++, at++) {
+            const unsigned char b = (unsigned char)buf[i];
+            if (b == '\n') {
+                l++;
+                c = 0;
+            } else if ((b & 0xc0) != 0x80) {
+                c++;
+            }
+        }
+    }
+    *line = l > INT32_MAX ? INT32_MAX : (int)l;
+    *column = c > INT32_MAX ? INT32_MAX : (int)c;
+out:
+    free(buf);
+    sx_gz_in_close(in);
+    return st;
+}

@@ -9,6 +9,22 @@
 enum sx_status sx_h5_write(const struct sx_run *run, const char *path,
                            struct sx_error *err);
 
+struct sx_h5w;
+struct sx_h5w_spec;
+
+/*
+ * sx_h5_write() in parts, for a run whose events come later (import reads
+ * them in a second pass): the writer's spec for 'run' and its rows in index
+ * order ('*order' new, borrowed rows). 'index_only': the rows have no event
+ * columns yet. Then sx_h5w_create, _metadata, _names, _index, the events,
+ * and sx_h5w_run_rest() (lanes, LIKWID, line profiles) before sx_h5w_finish.
+ */
+enum sx_status sx_h5w_run_plan(const struct sx_run *run, const char *path,
+                               bool index_only, struct sx_h5w_spec *spec,
+                               const struct sx_row ***order, struct sx_error *err);
+enum sx_status sx_h5w_run_rest(struct sx_h5w *w, const struct sx_run *run,
+                               struct sx_error *err);
+
 /*
  * sx_h5_write() writes a fully loaded run in one
  * call. The calls below are the same writer taken apart, for producers that

@@ -2,8 +2,8 @@
 #include "json_load.h"
 
 #include "buf.h"
-#include "gz_read.h"
 #include "json_convert.h"
+#include "json_stream.h"
 #include "json_tree.h"
 #include "json_value.h"
 #include "run.h"
@@ -20,14 +20,22 @@
 /* ------------------------------------------------------------------ */
 /* Document -> run model                                              */
 
+/* What a read keeps of the rows (sx_json_load_ex). */
 struct loader {
     const char *path;
     struct sx_error *err;
     struct sx_run *run;
+    enum sx_json_keep keep;
     size_t *name_slot; /* open addressing: name index + 1, 0 = empty */
     size_t *row_slot;  /* row index + 1 */
     size_t cap;        /* slots in each table (power of two) */
-    char where[160];   /* "regions[3] ('solve', rank 0)" for messages */
+    size_t rows_cap, names_cap;
+    json_t *top;           /* the top-level values read so far, but a streamed regions */
+    bool streamed;         /* regions came as a list, an element at a time */
+    size_t nelements;      /* elements of the (last) regions list */
+    sx_json_row_fn on_row; /* SX_JSON_KEEP_NONE: each row, then it is cleared */
+    void *on_row_ctx;
+    char where[160]; /* "regions[3] ('solve', rank 0)" for messages */
 };
 
 static uint64_t hash_bytes(const char *s, size_t n) {
@@ -165,18 +173,81 @@ static enum sx_status get_strs(struct loader *ld, const json_t *obj, const char 
     return sx_json_string_list(v, out, n, ld->path, what, ld->err);
 }
 
-static enum sx_status tables_init(struct loader *ld, size_t nrows) {
+/* Empty tables for rows and names. */
+static enum sx_status tables_init(struct loader *ld) {
     enum sx_status st = SX_OK;
     struct sx_error *err = ld->err;
+    struct sx_run *run = ld->run;
 
-    ld->cap = 16;
-    while (ld->cap < 2 * nrows + 1)
-        ld->cap *= 2;
+    for (size_t r = 0; r < run->nrows; r++)
+        sx_row_clear(&run->rows[r]);
+    for (size_t k = 0; k < run->nnames; k++)
+        free(run->names[k]);
+    run->nrows = run->nnames = 0;
+    free(ld->name_slot);
+    free(ld->row_slot);
+    ld->cap = 64;
     ld->name_slot = sx_calloc(ld->cap, sizeof *ld->name_slot);
     ld->row_slot = sx_calloc(ld->cap, sizeof *ld->row_slot);
     SX_CHECK(ld->name_slot != NULL && ld->row_slot != NULL, SX_ERR_NOMEM, err, ld->path,
              "out of memory");
+    if (run->rows == NULL) {
+        ld->rows_cap = ld->names_cap = 16;
+        run->rows = sx_calloc(ld->rows_cap + 1, sizeof *run->rows);
+        run->names = sx_calloc(ld->names_cap + 1, sizeof *run->names);
+        SX_CHECK(run->names != NULL && run->rows != NULL, SX_ERR_NOMEM, err, ld->path,
+                 "out of memory");
+    }
 out:
+    return st;
+}
+
+/* Room for one more row and name; the hash tables at most half full. */
+static enum sx_status tables_room(struct loader *ld) {
+    enum sx_status st = SX_OK;
+    struct sx_error *err = ld->err;
+    struct sx_run *run = ld->run;
+    size_t *ns = NULL, *rs = NULL;
+
+    if (run->nrows == ld->rows_cap) {
+        struct sx_row *p = sx_realloc(run->rows, (2 * ld->rows_cap + 1) * sizeof *p);
+        SX_CHECK(p != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
+        run->rows = p;
+        ld->rows_cap *= 2;
+    }
+    if (run->nnames == ld->names_cap) {
+        char **p = sx_realloc(run->names, (2 * ld->names_cap + 1) * sizeof *p);
+        SX_CHECK(p != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
+        run->names = p;
+        ld->names_cap *= 2;
+    }
+    if (2 * (run->nrows + 1) < ld->cap && 2 * (run->nnames + 1) < ld->cap)
+        goto out;
+    const size_t cap = 2 * ld->cap;
+    ns = sx_calloc(cap, sizeof *ns);
+    rs = sx_calloc(cap, sizeof *rs);
+    SX_CHECK(ns != NULL && rs != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
+    for (size_t k = 0; k < run->nnames; k++) {
+        size_t h = (size_t)hash_bytes(run->names[k], strlen(run->names[k])) & (cap - 1);
+        while (ns[h] != 0)
+            h = (h + 1) & (cap - 1);
+        ns[h] = k + 1;
+    }
+    for (size_t r = 0; r < run->nrows; r++) {
+        size_t h = (size_t)hash_row(run->rows[r].region, run->rows[r].rank) & (cap - 1);
+        while (rs[h] != 0)
+            h = (h + 1) & (cap - 1);
+        rs[h] = r + 1;
+    }
+    free(ld->name_slot);
+    free(ld->row_slot);
+    ld->name_slot = ns;
+    ld->row_slot = rs;
+    ns = rs = NULL;
+    ld->cap = cap;
+out:
+    free(ns);
+    free(rs);
     return st;
 }
 
@@ -222,6 +293,43 @@ static size_t row_index(struct loader *ld, uint32_t region, int64_t rank,
     *existing = false;
     ld->row_slot[h] = run->nrows + 1;
     return run->nrows;
+}
+
+/*
+ * Row 'row' (element 'i', named 'name') read: kept in the run (a repeated
+ * (name, rank) overwrites the row, in its first place), or handed to the
+ * caller's function. Takes what 'row' holds in every case.
+ */
+static enum sx_status commit_row(struct loader *ld, size_t i, struct sx_row *row,
+                                 const char *name, size_t nlen) {
+    enum sx_status st = SX_OK;
+    struct sx_run *run = ld->run;
+    bool existing = false;
+
+    if (ld->keep == SX_JSON_KEEP_NONE) {
+        if (ld->on_row != NULL)
+            st = ld->on_row(ld->on_row_ctx, i, row, ld->err);
+        goto out;
+    }
+    if ((st = tables_room(ld)) != SX_OK ||
+        (st = name_index(ld, name, nlen, &row->region)) != SX_OK)
+        goto out;
+    row->file_row = i;
+    if (ld->keep == SX_JSON_KEEP_INDEX)
+        for (int c = 0; c < SX_NCOLS; c++) {
+            free(row->col[c]);
+            row->col[c] = NULL;
+        }
+    const size_t at = row_index(ld, row->region, row->rank, &existing);
+    if (existing)
+        sx_row_clear(&run->rows[at]);
+    else
+        run->nrows++;
+    run->rows[at] = *row;
+    *row = (struct sx_row){0};
+out:
+    sx_row_clear(row);
+    return st;
 }
 
 static const char *const agg_keys[] = {
@@ -365,11 +473,8 @@ out:
 static enum sx_status load_row(struct loader *ld, size_t i, const json_t *obj) {
     enum sx_status st = SX_OK;
     struct sx_error *err = ld->err;
-    struct sx_run *run = ld->run;
     struct sx_row row = {0};
     const json_t *name = NULL, *rank = NULL, *v = NULL;
-    bool existing = false;
-    size_t at;
 
     snprintf(ld->where, sizeof ld->where, "regions[%zu]", i);
     SX_CHECK(json_is_object(obj), SX_ERR_FORMAT, err, ld->path,
@@ -394,9 +499,6 @@ static enum sx_status load_row(struct loader *ld, size_t i, const json_t *obj) {
              "%s: %s: the name holds a NUL character (\\u0000), which the run cannot "
              "store",
              ld->path, ld->where);
-    st = name_index(ld, json_string_value(name), json_string_length(name), &row.region);
-    if (st != SX_OK)
-        goto out;
     st = get_str(ld, obj, "source_file", NULL, &row.source_file);
     if (st != SX_OK)
         goto out;
@@ -430,13 +532,7 @@ static enum sx_status load_row(struct loader *ld, size_t i, const json_t *obj) {
             goto out;
     }
 
-    at = row_index(ld, row.region, row.rank, &existing);
-    if (existing)
-        sx_row_clear(&run->rows[at]); /* a repeated (name, rank) overwrites */
-    else
-        run->nrows++;
-    run->rows[at] = row;
-    row = (struct sx_row){0};
+    st = commit_row(ld, i, &row, json_string_value(name), json_string_length(name));
 out:
     sx_row_clear(&row);
     return st;
@@ -445,17 +541,12 @@ out:
 static enum sx_status load_regions(struct loader *ld, const json_t *regions) {
     enum sx_status st = SX_OK;
     struct sx_error *err = ld->err;
-    struct sx_run *run = ld->run;
     size_t n;
 
     SX_CHECK(regions == NULL || json_is_array(regions), SX_ERR_FORMAT, err, ld->path,
              "%s: 'regions' must be a list, got %s", ld->path, sx_json_kind(regions));
     n = regions != NULL ? json_array_size(regions) : 0;
-    run->names = sx_calloc(n + 1, sizeof *run->names);
-    run->rows = sx_calloc(n + 1, sizeof *run->rows);
-    SX_CHECK(run->names != NULL && run->rows != NULL, SX_ERR_NOMEM, err, ld->path,
-             "out of memory");
-    st = tables_init(ld, n);
+    st = tables_init(ld);
     if (st != SX_OK)
         goto out;
     for (size_t i = 0; i < n; i++) {
@@ -807,13 +898,12 @@ out:
     return st;
 }
 
-static enum sx_status load_document(struct loader *ld, const json_t *doc) {
+/* The format and version keys: whether this is a profile this reader reads. */
+static enum sx_status check_format(struct loader *ld, const json_t *doc) {
     enum sx_status st = SX_OK;
     struct sx_error *err = ld->err;
-    struct sx_run *run = ld->run;
     const json_t *v = NULL;
     int64_t version = 0;
-    bool present = false;
 
     v = json_object_get(doc, "format");
     SX_CHECK(json_is_object(doc) && sx_json_is_str(v) &&
@@ -831,10 +921,25 @@ static enum sx_status load_document(struct loader *ld, const json_t *doc) {
              "%s uses JSON profile format version %lld; this package supports versions "
              "through %d. Upgrade scope-profiler to read this file.",
              ld->path, (long long)version, SX_FORMAT_VERSION);
+out:
+    return st;
+}
 
-    st = load_regions(ld, json_object_get(doc, "regions"));
+static enum sx_status load_document(struct loader *ld, const json_t *doc) {
+    enum sx_status st = SX_OK;
+    struct sx_error *err = ld->err;
+    struct sx_run *run = ld->run;
+    const json_t *v = NULL;
+    bool present = false;
+
+    st = check_format(ld, doc);
     if (st != SX_OK)
         goto out;
+    if (!ld->streamed) {
+        st = load_regions(ld, json_object_get(doc, "regions"));
+        if (st != SX_OK)
+            goto out;
+    }
 
     v = json_object_get(doc, "metadata");
     if (v != NULL) {
@@ -886,24 +991,88 @@ out:
     return st;
 }
 
-enum sx_status sx_json_load(const char *path, struct sx_run **run_out,
-                            struct sx_error *err) {
+/* ------------------------------------------------------------------ */
+/* The document read in one pass (json_stream.h)                      */
+
+static enum sx_status on_value(void *ctx, const char *key, size_t klen, const char *text,
+                               size_t n, uint64_t off, struct sx_error *err) {
+    struct loader *ld = ctx;
     enum sx_status st = SX_OK;
-    char *data = NULL;
-    size_t len = 0;
-    json_t *doc = NULL;
+    json_t *v = NULL;
+    const struct sx_json_at at = {ld->path, off};
+
+    st = sx_json_parse_at(text, n, &v, ld->path, ld->path, true, &at, err);
+    if (st != SX_OK)
+        goto out;
+    if (key == NULL) { /* not an object: what the whole document is */
+        st = load_document(ld, v);
+        goto out;
+    }
+    SX_CHECK(json_object_setn_new(ld->top, key, klen, v) == 0, SX_ERR_NOMEM, err,
+             ld->path, "out of memory");
+    v = NULL;
+out:
+    json_decref(v);
+    return st;
+}
+
+static enum sx_status on_regions(void *ctx, struct sx_error *err) {
+    struct loader *ld = ctx;
+    enum sx_status st = SX_OK;
+
+    (void)err;
+    /* a document that says what it is before its rows: refuse another early */
+    if (json_object_get(ld->top, "format") != NULL &&
+        (st = check_format(ld, ld->top)) != SX_OK)
+        goto out;
+    json_object_del(ld->top, "regions"); /* a repeated key: the last value counts */
+    ld->streamed = true;
+    ld->nelements = 0;
+    st = tables_init(ld);
+out:
+    return st;
+}
+
+static enum sx_status on_element(void *ctx, size_t i, struct sx_row *row,
+                                 const char *name, size_t nlen, const char *text,
+                                 size_t n, uint64_t off, struct sx_error *err) {
+    struct loader *ld = ctx;
+    enum sx_status st = SX_OK;
+    json_t *obj = NULL;
+    const struct sx_json_at at = {ld->path, off};
+
+    ld->nelements = i + 1;
+    if (row != NULL) {
+        st = commit_row(ld, i, row, name, nlen);
+        goto out;
+    }
+    st = sx_json_parse_at(text, n, &obj, ld->path, ld->path, true, &at, err);
+    if (st != SX_OK)
+        goto out;
+    st = load_row(ld, i, obj);
+out:
+    json_decref(obj);
+    return st;
+}
+
+static enum sx_status on_end(void *ctx, struct sx_error *err) {
+    struct loader *ld = ctx;
+    (void)err;
+    return load_document(ld, ld->top);
+}
+
+static const struct sx_jstream_ops load_ops = {
+    .value = on_value, .regions = on_regions, .element = on_element, .end = on_end};
+
+enum sx_status sx_json_load_ex(const char *path, enum sx_json_keep keep,
+                               sx_json_row_fn on_row, void *on_row_ctx,
+                               struct sx_run **run_out, size_t *nelements,
+                               struct sx_error *err) {
+    enum sx_status st = SX_OK;
     struct sx_run *run = NULL;
-    struct loader ld = {.path = path, .err = err};
+    struct loader ld = {.path = path, .err = err, .keep = keep};
 
     *run_out = NULL;
-    st = sx_gz_read_all(path, &data, &len, err);
-    if (st != SX_OK)
-        goto out;
-    st = sx_json_parse_text(data, len, &doc, path, path, true, err);
-    if (st != SX_OK)
-        goto out;
-    free(data); /* the parsed tree is all we need; halve the peak memory */
-    data = NULL;
     run = sx_run_new();
     SX_CHECK(run != NULL, SX_ERR_NOMEM, err, path, "out of memory");
     run->path = sx_strdup(path);
@@ -911,16 +1080,26 @@ enum sx_status sx_json_load(const char *path, struct sx_run **run_out,
     run->schema = 0;
     run->layout = SX_LAYOUT_JSON;
     ld.run = run;
-    st = load_document(&ld, doc);
+    ld.on_row = on_row;
+    ld.on_row_ctx = on_row_ctx;
+    ld.top = json_object();
+    SX_CHECK(ld.top != NULL, SX_ERR_NOMEM, err, path, "out of memory");
+    st = sx_jstream_read(path, &load_ops, &ld, err);
     if (st != SX_OK)
         goto out;
+    if (nelements != NULL)
+        *nelements = ld.nelements;
     *run_out = run;
     run = NULL;
 out:
     sx_run_free(run);
     free(ld.row_slot);
     free(ld.name_slot);
-    json_decref(doc);
-    free(data);
+    json_decref(ld.top);
     return st;
+}
+
+enum sx_status sx_json_load(const char *path, struct sx_run **run_out,
+                            struct sx_error *err) {
+    return sx_json_load_ex(path, SX_JSON_KEEP_ALL, NULL, NULL, run_out, NULL, err);
 }

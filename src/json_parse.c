@@ -1,6 +1,8 @@
 /* json_parse.c - JSON text through jansson: parse, with integers beyond 64 bits kept as
  * their digits; re-print canonically as json.dumps(json.loads(text)) does */
 #include "json_parse.h"
+
+#include "gz_read.h"
 #include "json_tree.h"
 #include "meta_canon.h"
 
@@ -358,10 +360,30 @@ static size_t unmark_big(json_t *v, uint64_t k) {
  * message ("event metadata", a path, ...). 'is_doc': a whole document, read
  * as strict UTF-8 (stored snippets are decoded with errors="replace").
  */
+/* jansson's line and column, or where they are in the document of 'at'. */
+static void error_place(const json_error_t *je, const struct sx_json_at *at, int *line,
+                        int *column) {
+    struct sx_error ignored;
+    *line = je->line;
+    *column = je->column;
+    if (at == NULL)
+        return;
+    memset(&ignored, 0, sizeof ignored);
+    const uint64_t off = at->base + (je->position > 0 ? (uint64_t)je->position - 1 : 0);
+    (void)sx_gz_locate(at->path, off, line, column, &ignored);
+}
+
 enum sx_status sx_json_parse_text(const char *text, size_t n, json_t **out,
                                   const char *source, const char *what, bool is_doc,
                                   struct sx_error *err) {
+    return sx_json_parse_at(text, n, out, source, what, is_doc, NULL, err);
+}
+
+enum sx_status sx_json_parse_at(const char *text, size_t n, json_t **out,
+                                const char *source, const char *what, bool is_doc,
+                                const struct sx_json_at *at, struct sx_error *err) {
     enum sx_status st = SX_OK;
+    int line = 0, column = 0;
     json_error_t je;
     char *clean = NULL;
     struct sx_buf big = {0};
@@ -392,6 +414,7 @@ enum sx_status sx_json_parse_text(const char *text, size_t n, json_t **out,
     }
     if (root == NULL) {
         const enum json_error_code code = json_error_code(&je);
+        error_place(&je, at, &line, &column);
         SX_CHECK(code != json_error_out_of_memory, SX_ERR_NOMEM, err, source,
                  "out of memory");
         const bool nonfinite =
@@ -401,11 +424,11 @@ enum sx_status sx_json_parse_text(const char *text, size_t n, json_t **out,
             !nonfinite || !is_doc, SX_ERR_UNSUPPORTED, err, source,
             "%s holds NaN, Infinity or an out-of-range float, which JSON profiles never "
             "contain (%s, line %d, column %d)",
-            what, je.text, je.line, je.column);
+            what, je.text, line, column);
         SX_CHECK(!nonfinite, SX_ERR_VALUE, err, source, SX_NAN_TEXT);
         SX_CHECK(false, SX_ERR_FORMAT, err, source,
-                 "%s is not valid JSON: %s (line %d, column %d)", what, je.text, je.line,
-                 je.column);
+                 "%s is not valid JSON: %s (line %d, column %d)", what, je.text, line,
+                 column);
     }
     size_t found = marked ? unmark_big(root, k) : 0;
     SX_CHECK(found != (size_t)-1, SX_ERR_NOMEM, err, source, "out of memory");

@@ -10,9 +10,6 @@
 /* Python's json.dumps raises this for NaN/Infinity under allow_nan=False. */
 #define SX_NAN_TEXT "Out of range float values are not JSON compliant"
 
-/* Python's json.dumps raises this for NaN/Infinity under allow_nan=False. */
-#define SX_NAN_TEXT "Out of range float values are not JSON compliant"
-
 bool sx_json_big_int(const json_t *v, const char **digits, size_t *len);
 
 /*
@@ -37,6 +34,18 @@ const char *sx_json_kind(const json_t *v);
 enum sx_status sx_json_parse_text(const char *text, size_t n, json_t **out,
                                   const char *source, const char *what, bool is_doc,
                                   struct sx_error *err);
+
+/* Text that is a part of the document 'path', from its offset 'base'. */
+struct sx_json_at {
+    const char *path;
+    uint64_t base;
+};
+
+/* sx_json_parse_text() of a part of a document: errors give the line and column in
+ * the document of 'at' (NULL: in 'text'). */
+enum sx_status sx_json_parse_at(const char *text, size_t n, json_t **out,
+                                const char *source, const char *what, bool is_doc,
+                                const struct sx_json_at *at, struct sx_error *err);
 
 /* A new array of copies of the strings in 'list' (a JSON array of strings). */
 enum sx_status sx_json_string_list(const json_t *list, char ***strs, size_t *nstrs,

@@ -1,4 +1,5 @@
-/* validate.c - check a JSON profile or HDF5 run by reading it whole */
+/* validate.c - check a JSON profile (read in one pass) or an HDF5 run by reading it whole
+ */
 #include "h5_read.h"
 #include "json_load.h"
 #include "run.h"
@@ -20,7 +21,7 @@ enum sx_status sx_validate(const char *path, struct sx_error *err) {
     if (sx_is_hdf5(path))
         st = sx_h5_load(path, false, &run, err);
     else
-        st = sx_json_load(path, &run, err);
+        st = sx_json_load_ex(path, SX_JSON_KEEP_NONE, NULL, NULL, &run, NULL, err);
 out:
     sx_run_free(run);
     return st;
