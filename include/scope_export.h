@@ -202,7 +202,9 @@ SX_API SX_WARN_UNUSED enum sx_status sx_validate(const char *path, struct sx_err
 /*
  * Read a JSON profile in 'input' (a regular file) and write it as a schema-3
  * HDF5 run to 'output' (atomically; an existing file keeps its mode and, where
- * we may, its owner). The run is built in memory and written out whole, so a
+ * we may, its owner). The document is read twice, its index then its events
+ * row by row, so the text is never held whole; the HDF5 file is built in
+ * memory and written out whole, so a
  * failed write (a full disk, a size limit) is an error here, never a crash of
  * the HDF5 library later at the process's exit. 'output' being 'input' is
  * SX_ERR_USAGE. Not collective: runs on the calling process alone.

@@ -64,6 +64,9 @@ enum sx_status sx_import(const char *input, const char *output, struct sx_error 
         if (order[r]->file_row < nelements)
             pos[order[r]->file_row] = r;
 
+    /* Built in memory and written out whole: libhdf5 1.10 crashes at the process's
+     * exit on a file whose close failed (a full disk), a host process too. */
+    spec.in_memory = true;
     if ((st = sx_h5w_create(output, &spec, &w, err)) != SX_OK)
         goto out;
     if ((st = sx_h5w_metadata(w, &run->metadata, err)) != SX_OK ||
