@@ -200,6 +200,18 @@ SX_API SX_WARN_UNUSED enum sx_status sx_export(MPI_Comm comm, const char *input,
 SX_API SX_WARN_UNUSED enum sx_status sx_validate(const char *path, struct sx_error *err);
 
 /*
+ * sx_validate() by the processes of 'comm' together: a plain JSON profile of
+ * a few MiB or more is read in parts, one a process, each starting at a row
+ * of its regions (when a part's start cannot be confirmed, rank 0 reads the
+ * document alone); gzip, HDF5 and small files are read by rank 0 alone.
+ * Every rank returns the same status and error: the document's first error,
+ * as sx_validate() gives it. Collective over 'comm'; MPI_COMM_NULL is
+ * sx_validate().
+ */
+SX_API SX_WARN_UNUSED enum sx_status sx_validate_mpi(MPI_Comm comm, const char *path,
+                                                     struct sx_error *err);
+
+/*
  * Read a JSON profile in 'input' (a regular file) and write it as a schema-3
  * HDF5 run to 'output' (atomically; an existing file keeps its mode and, where
  * we may, its owner). The document is read twice, its index then its events

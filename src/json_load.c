@@ -33,6 +33,8 @@ struct loader {
     json_t *top;           /* the top-level values read so far, but a streamed regions */
     bool streamed;         /* regions came as a list, an element at a time */
     size_t nelements;      /* elements of the (last) regions list */
+    bool part;             /* a part of the document after its first element */
+    bool format_checked;   /* the format was checked (before the rows, or at the end) */
     sx_json_row_fn on_row; /* SX_JSON_KEEP_NONE: each row, then it is cleared */
     void *on_row_ctx;
     char where[160]; /* "regions[3] ('solve', rank 0)" for messages */
@@ -932,9 +934,12 @@ static enum sx_status load_document(struct loader *ld, const json_t *doc) {
     const json_t *v = NULL;
     bool present = false;
 
-    st = check_format(ld, doc);
-    if (st != SX_OK)
-        goto out;
+    if (!ld->part) {
+        st = check_format(ld, doc);
+        if (st != SX_OK)
+            goto out;
+        ld->format_checked = true;
+    }
     if (!ld->streamed) {
         st = load_regions(ld, json_object_get(doc, "regions"));
         if (st != SX_OK)
@@ -1022,9 +1027,11 @@ static enum sx_status on_regions(void *ctx, struct sx_error *err) {
 
     (void)err;
     /* a document that says what it is before its rows: refuse another early */
-    if (json_object_get(ld->top, "format") != NULL &&
-        (st = check_format(ld, ld->top)) != SX_OK)
-        goto out;
+    if (json_object_get(ld->top, "format") != NULL && !ld->part) {
+        if ((st = check_format(ld, ld->top)) != SX_OK)
+            goto out;
+        ld->format_checked = true;
+    }
     json_object_del(ld->top, "regions"); /* a repeated key: the last value counts */
     ld->streamed = true;
     ld->nelements = 0;
@@ -1091,6 +1098,31 @@ enum sx_status sx_json_load_ex(const char *path, enum sx_json_keep keep,
         *nelements = ld.nelements;
     *run_out = run;
     run = NULL;
+out:
+    sx_run_free(run);
+    free(ld.row_slot);
+    free(ld.name_slot);
+    json_decref(ld.top);
+    return st;
+}
+
+enum sx_status sx_json_check_part(const char *path, uint64_t from, uint64_t to,
+                                  size_t first_index, uint64_t *next, size_t *count,
+                                  bool *format_checked, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_run *run = NULL;
+    struct loader ld = {.path = path, .err = err, .keep = SX_JSON_KEEP_NONE};
+
+    *format_checked = false;
+    run = sx_run_new();
+    SX_CHECK(run != NULL, SX_ERR_NOMEM, err, path, "out of memory");
+    ld.run = run;
+    ld.part = ld.streamed = from > 0;
+    ld.top = json_object();
+    SX_CHECK(ld.top != NULL, SX_ERR_NOMEM, err, path, "out of memory");
+    st = sx_jstream_read_part(path, from, to, first_index, &load_ops, &ld, next, count,
+                              err);
+    *format_checked = ld.format_checked;
 out:
     sx_run_free(run);
     free(ld.row_slot);

@@ -31,4 +31,14 @@ enum sx_status sx_json_load_ex(const char *path, enum sx_json_keep keep,
                                struct sx_run **run, size_t *nelements,
                                struct sx_error *err);
 
+/*
+ * Check a part of a plain document as sx_jstream_read_part() reads it (its
+ * rows, and the rest of the document when regions end in it), keeping
+ * nothing. A part from 0 checks the format when the document gives it before
+ * its rows ('*format_checked'); a later part leaves the format to the first.
+ */
+enum sx_status sx_json_check_part(const char *path, uint64_t from, uint64_t to,
+                                  size_t first_index, uint64_t *next, size_t *count,
+                                  bool *format_checked, struct sx_error *err);
+
 #endif /* SX_JSON_LOAD_H */

@@ -730,21 +730,26 @@ static int cmd_validate(int argc, char **argv, int first) {
         if (argv[i][0] == '-' && argv[i][1] != '\0')
             return usage_error("unknown option", argv[i]);
         n++;
-        if (world_rank != 0)
-            continue;
+    }
+    if (n == 0)
+        return usage_error("no file to validate", NULL);
+    for (int i = first; i < argc; i++) {
         struct sx_error e;
         memset(&e, 0, sizeof e);
         e.rank = -1;
-        sx_cli_input(argv[i]);
-        if (sx_validate(argv[i], &e) == SX_OK) {
+        if (world_rank == 0)
+            sx_cli_input(argv[i]);
+        /* every rank reads a part of a large plain document */
+        const enum sx_status st = sx_validate_mpi(MPI_COMM_WORLD, argv[i], &e);
+        if (world_rank != 0)
+            continue;
+        if (st == SX_OK) {
             say(stdout, "%s: OK", argv[i]);
         } else {
             say(stdout, "%s: INVALID: %s", argv[i], e.text);
             rc = 1;
         }
     }
-    if (n == 0)
-        return usage_error("no file to validate", NULL);
     rank0_bcast_rc(&rc);
     return rc;
 }
