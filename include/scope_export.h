@@ -212,6 +212,27 @@ SX_API SX_WARN_UNUSED enum sx_status sx_validate_mpi(MPI_Comm comm, const char *
                                                      struct sx_error *err);
 
 /*
+ * A JSON profile, checked as sx_validate() checks it, for a reader that
+ * builds its own objects (the Python module's load()): the document's text
+ * with each event column (start_times_ns, end_times_ns, gpu_durations_ns,
+ * call_ids, parent_ids, thread_ids, task_ids, await_ns) of a row replaced by
+ * the string "\u0000sx<N>", and column N as int64 values. A column the fast
+ * reader did not take (a row in an unusual form) stays in the text as it is.
+ * '*loaded' is new; release it with sx_loaded_free(). Not collective.
+ */
+struct sx_loaded;
+SX_API SX_WARN_UNUSED enum sx_status sx_load(const char *path, struct sx_loaded **loaded,
+                                             struct sx_error *err);
+/* The text ('*len' bytes, NUL-terminated); borrowed from 'loaded'. */
+SX_API const char *sx_loaded_text(const struct sx_loaded *loaded, size_t *len);
+/* The number of columns; column 'k' ('*n' values, borrowed; NULL past the last). */
+SX_API size_t sx_loaded_columns(const struct sx_loaded *loaded);
+SX_API const int64_t *sx_loaded_column(const struct sx_loaded *loaded, size_t k,
+                                       size_t *n);
+/* Accepts NULL. */
+SX_API void sx_loaded_free(struct sx_loaded *loaded);
+
+/*
  * Read a JSON profile in 'input' (a regular file) and write it as a schema-3
  * HDF5 run to 'output' (atomically; an existing file keeps its mode and, where
  * we may, its owner). The document is read twice, its index then its events

@@ -4,7 +4,7 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config git
       libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools
       libjansson-dev libpcre2-dev zlib1g-dev libisal-dev
-      gfortran python3-mpi4py man-db
+      gfortran python3-mpi4py python3-numpy man-db
       pigz gzip time valgrind clang clang-format
       protobuf-compiler # protoc: the Perfetto test decodes the trace with it
       # --format otf2 writes through the OTF2 library; its test reads the archive back

@@ -1135,3 +1135,66 @@ enum sx_status sx_json_load(const char *path, struct sx_run **run_out,
                             struct sx_error *err) {
     return sx_json_load_ex(path, SX_JSON_KEEP_ALL, NULL, NULL, run_out, NULL, err);
 }
+
+/* ------------------------------------------------------------------ */
+/* A profile checked, as its text with its event columns apart (sx_load) */
+
+struct sx_loaded {
+    struct sx_buf text;
+    struct sx_jcol *cols;
+    size_t ncols;
+};
+
+enum sx_status sx_load(const char *path, struct sx_loaded **out, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_run *run = NULL;
+    struct sx_loaded *l = NULL;
+    struct loader ld = {.path = path, .err = err, .keep = SX_JSON_KEEP_NONE};
+
+    sx_error_clear(err);
+    SX_CHECK(out != NULL && path != NULL, SX_ERR_USAGE, err, "", "no input file given");
+    *out = NULL;
+    l = sx_calloc(1, sizeof *l);
+    run = sx_run_new();
+    ld.top = json_object();
+    SX_CHECK(l != NULL && run != NULL && ld.top != NULL, SX_ERR_NOMEM, err, path,
+             "out of memory");
+    ld.run = run;
+    st = sx_jstream_copy(path, &load_ops, &ld, &l->text, &l->cols, &l->ncols, err);
+    if (st != SX_OK)
+        goto out;
+    sx_buf_putc(&l->text, '\0');
+    SX_CHECK(!l->text.failed, SX_ERR_NOMEM, err, path, "out of memory");
+    l->text.len--;
+    *out = l;
+    l = NULL;
+out:
+    sx_loaded_free(l);
+    sx_run_free(run);
+    free(ld.row_slot);
+    free(ld.name_slot);
+    json_decref(ld.top);
+    return st;
+}
+
+const char *sx_loaded_text(const struct sx_loaded *l, size_t *len) {
+    *len = l->text.len;
+    return l->text.data;
+}
+
+size_t sx_loaded_columns(const struct sx_loaded *l) { return l->ncols; }
+
+const int64_t *sx_loaded_column(const struct sx_loaded *l, size_t k, size_t *n) {
+    *n = k < l->ncols ? l->cols[k].n : 0;
+    return k < l->ncols ? l->cols[k].v : NULL;
+}
+
+void sx_loaded_free(struct sx_loaded *l) {
+    if (l == NULL)
+        return;
+    for (size_t k = 0; k < l->ncols; k++)
+        free(l->cols[k].v);
+    free(l->cols);
+    sx_buf_free(&l->text);
+    free(l);
+}

@@ -8,6 +8,7 @@
 
 #include <locale.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +42,17 @@ struct rd {
     /* the fast path's scratch */
     struct sx_buf name, str, keys;
     size_t key_at[17];
+    struct i64v vec[SX_NCOLS]; /* a row's columns as they are read */
+    /* the copy of the text (sx_jstream_copy): all of it but the event columns the
+     * fast path read, each replaced by a marker */
+    struct sx_buf *copy;
+    uint64_t copied; /* the text before this is in 'copy' */
+    uint64_t span[SX_NCOLS][2];
+    int span_col[SX_NCOLS];
+    int nspans;
+    size_t ncopied_cols;
+    struct sx_jcol *cols; /* the columns the markers stand for */
+    size_t cols_cap;
 };
 
 /* ------------------------------------------------------------------ */
@@ -50,6 +62,14 @@ static inline const unsigned char *at(const struct rd *r, uint64_t off) {
     return (const unsigned char *)r->buf + (off - r->base);
 }
 static inline uint64_t stop(const struct rd *r) { return r->base + r->end; }
+
+/* Append the text [r->copied, to) to the copy. */
+static void copy_to(struct rd *r, uint64_t to) {
+    if (r->copy == NULL || to <= r->copied)
+        return;
+    sx_buf_append(r->copy, at(r, r->copied), (size_t)(to - r->copied));
+    r->copied = to;
+}
 
 static void fail(struct rd *r, enum sx_status code, const char *what) {
     if (r->st == SX_OK)
@@ -64,6 +84,7 @@ static void rd_fill(struct rd *r, uint64_t from) {
         from = r->keep;
     if (from > stop(r))
         from = stop(r);
+    copy_to(r, from);
     const size_t drop = (size_t)(from - r->base);
     memmove(r->buf, r->buf + drop, r->end - drop);
     r->end -= drop;
@@ -759,13 +780,15 @@ static enum fast fast_row(struct rd *r, uint64_t *poff, struct sx_row *row) {
     uint64_t off = *poff;
     unsigned seen = 0;
     enum fast f = F_OK;
-    struct i64v col[SX_NCOLS];
+    struct i64v *const col = r->vec;
     struct sx_buf meta = {0};
     bool meta_any = false;
     size_t nmeta = 0;
 
-    memset(col, 0, sizeof col);
     memset(row, 0, sizeof *row);
+    r->nspans = 0;
+    for (int c = 0; c < SX_NCOLS; c++)
+        col[c].n = 0;
     if (peek(r, off) != '{')
         return F_NO;
     off = skip_ws(r, off + 1);
@@ -814,7 +837,10 @@ static enum fast fast_row(struct rd *r, uint64_t *poff, struct sx_row *row) {
             row->has_exclusive = f == F_OK;
             break;
         default:
+            r->span[r->nspans][0] = off;
             f = fast_ints(r, &off, &col[k - K_COL]);
+            r->span[r->nspans][1] = off;
+            r->span_col[r->nspans++] = k - K_COL;
             break;
         }
         if (f != F_OK)
@@ -847,13 +873,15 @@ static enum fast fast_row(struct rd *r, uint64_t *poff, struct sx_row *row) {
         if (!(seen & (1u << (K_COL + c))))
             continue;
         row->cols |= SX_COLBIT(c);
-        if (col[c].v == NULL && !i64v_grow(&col[c])) {
+        /* exactly its size: the reader's vector is grown for the largest row */
+        row->col[c] = sx_malloc((n ? n : 1) * sizeof *row->col[c]);
+        if (row->col[c] == NULL) {
             fail(r, SX_ERR_NOMEM, "out of memory reading");
             f = F_ERR;
             goto out;
         }
-        row->col[c] = col[c].v;
-        col[c].v = NULL;
+        if (n > 0)
+            memcpy(row->col[c], col[c].v, n * sizeof *row->col[c]);
     }
     if (nmeta > 0) {
         row->meta_text = meta.data;
@@ -863,8 +891,6 @@ static enum fast fast_row(struct rd *r, uint64_t *poff, struct sx_row *row) {
     *poff = off;
     f = F_OK;
 out:
-    for (int c = 0; c < SX_NCOLS; c++)
-        free(col[c].v);
     sx_buf_free(&meta);
     if (f != F_OK)
         sx_row_clear(row);
@@ -884,6 +910,30 @@ static uint64_t read_element(struct rd *r, uint64_t off) {
     const enum fast f = r->fast ? fast_row(r, &end, &row) : F_NO;
     if (f == F_ERR)
         goto out;
+    if (f == F_OK && r->copy != NULL) {
+        /* the columns' text replaced by markers: "\u0000sx<N>", N their number */
+        for (int k = 0; k < r->nspans; k++) {
+            char mark[40];
+            if (r->ncopied_cols == r->cols_cap) {
+                const size_t cap = r->cols_cap ? 2 * r->cols_cap : 64;
+                struct sx_jcol *p = sx_realloc(r->cols, cap * sizeof *p);
+                if (p == NULL) {
+                    fail(r, SX_ERR_NOMEM, "out of memory reading");
+                    sx_row_clear(&row);
+                    goto out;
+                }
+                r->cols = p;
+                r->cols_cap = cap;
+            }
+            r->cols[r->ncopied_cols].v = row.col[r->span_col[k]];
+            r->cols[r->ncopied_cols].n = row.count;
+            row.col[r->span_col[k]] = NULL;
+            copy_to(r, r->span[k][0]);
+            snprintf(mark, sizeof mark, "\"\\u0000sx%zu\"", r->ncopied_cols++);
+            sx_buf_puts(r->copy, mark);
+            r->copied = r->span[k][1];
+        }
+    }
     if (f == F_OK) {
         r->st = r->ops->element(r->ctx, i, &row, r->name.data ? r->name.data : "",
                                 r->name.len, NULL, 0, off, r->err);
@@ -1080,11 +1130,15 @@ out:
 }
 
 static void rd_close(struct rd *r) {
+    if (r->st == SX_OK)
+        copy_to(r, stop(r));
     sx_gz_in_close(r->in);
     free(r->buf);
     sx_buf_free(&r->name);
     sx_buf_free(&r->str);
     sx_buf_free(&r->keys);
+    for (int c = 0; c < SX_NCOLS; c++)
+        free(r->vec[c].v);
     if (r->c_locale != (locale_t)0)
         freelocale(r->c_locale);
 }
@@ -1125,6 +1179,33 @@ enum sx_status sx_jstream_read_part(const char *path, uint64_t from, uint64_t to
     *count = r.index - first_index;
 out:
     rd_close(&r);
+    return r.st;
+}
+
+enum sx_status sx_jstream_copy(const char *path, const struct sx_jstream_ops *ops,
+                               void *ctx, struct sx_buf *copy, struct sx_jcol **cols,
+                               size_t *ncols, struct sx_error *err) {
+    struct rd r;
+
+    *cols = NULL;
+    *ncols = 0;
+    r.st = rd_open(&r, path, ops, ctx, err);
+    if (r.st == SX_OK) {
+        uint64_t next;
+        r.copy = copy;
+        read_doc(&r, UINT64_MAX, &next);
+    }
+    rd_close(&r);
+    if (r.st == SX_OK && copy->failed)
+        r.st = sx_error_set(err, SX_ERR_NOMEM, path, "out of memory reading %s", path);
+    if (r.st == SX_OK) {
+        *cols = r.cols;
+        *ncols = r.ncopied_cols;
+    } else {
+        for (size_t k = 0; k < r.ncopied_cols; k++)
+            free(r.cols[k].v);
+        free(r.cols);
+    }
     return r.st;
 }
 

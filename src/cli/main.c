@@ -740,7 +740,7 @@ static int cmd_validate(int argc, char **argv, int first) {
         if (world_rank == 0)
             sx_cli_input(argv[i]);
         /* every rank reads a part of a large plain document */
-        const enum sx_status st = sx_validate_mpi(MPI_COMM_WORLD, argv[i], &e);
+        const enum sx_status st = sx_validate_mpi(world, argv[i], &e);
         if (world_rank != 0)
             continue;
         if (st == SX_OK) {

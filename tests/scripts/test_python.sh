@@ -168,4 +168,55 @@ if run_np 2 "${SX_SAN_ENV[@]}" "$PY" "$TMP/mpi.py" "$G" "$TMP" >"$TMP/mpi.out" 2
 else
     bad "-n 2 exports failed: $(cat "$TMP/mpi.out")"
 fi
+# load(): what json.load gives for every golden document (.json and .json.gz), with each
+# event column an int64 array (a memoryview "q" without numpy: both are tried), the keys in
+# the document's order; an invalid profile raises validate's message.
+cat >"$TMP/load.py" <<'PYEOF'
+import glob, gzip, json, os, sys
+no_numpy = sys.argv[2] == "no-numpy"
+if no_numpy:
+    sys.modules["numpy"] = None  # import numpy fails: the module falls back
+import scope_export as sx
+COLS = ("start_times_ns", "end_times_ns", "gpu_durations_ns", "call_ids", "parent_ids",
+        "thread_ids", "task_ids", "await_ns")
+def plain(x, key=None):
+    if key in COLS and not isinstance(x, (list, type(None))):
+        if no_numpy:
+            assert isinstance(x, memoryview) and x.format == "q", (key, type(x))
+        else:
+            assert type(x).__name__ == "ndarray" and str(x.dtype) == "int64", (key, type(x))
+        return list(x.tolist())
+    if isinstance(x, dict):
+        return {k: plain(v, k) for k, v in x.items()}
+    if isinstance(x, list):
+        return [plain(v) for v in x]
+    return x
+n = cols = 0
+for doc in sorted(glob.glob(sys.argv[1] + "/*/run.json*")):
+    opener = gzip.open if doc.endswith(".gz") else open
+    with opener(doc, "rt", encoding="utf-8") as f:
+        want = json.load(f)
+    got = sx.load(doc)
+    assert json.dumps(plain(got)) == json.dumps(want), doc
+    cols += sum(1 for r in got.get("regions", []) for k in COLS if k in r)
+    n += 1
+assert n >= 10 and cols > 0, (n, cols)
+bad = sys.argv[3]
+with open(bad, "w") as f:
+    f.write('{"format": "scope-profiler-profile", "regions": [{"name": "a", "rank": "x"}]}')
+try:
+    sx.load(bad)
+    raise SystemExit("an invalid profile loaded")
+except sx.ExportError as e:
+    assert "'rank' must be an integer" in str(e), str(e)
+print("loaded", n, "documents")
+PYEOF
+for mode in numpy no-numpy; do
+    if [ $mode = numpy ] && ! "$PY" -c "import numpy" 2>/dev/null; then
+        echo "load() with numpy: skipped, no numpy (Debian: python3-numpy)"
+        continue
+    fi
+    "${SX_SAN_ENV[@]}" "$PY" "$TMP/load.py" "$G" $mode "$TMP/bad.json" >"$TMP/load.out" 2>&1 &&
+        ok || bad "load() ($mode): $(tail -5 "$TMP/load.out")"
+done
 finish
