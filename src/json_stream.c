@@ -153,8 +153,11 @@ static uint64_t skip_string(struct rd *r, uint64_t off) {
         }
         if (*p == '"')
             return off + 1;
-        off += 2; /* an escape: the next byte cannot end the string */
-        if (off > stop(r) && (r->eof || r->st != SX_OK))
+        /* an escape: the next byte cannot end the string; it may be past the window's
+         * end, and past it rd_need would not read on */
+        rd_need(r, off, 2);
+        off += 2;
+        if (off > stop(r))
             return stop(r);
     }
 }
@@ -448,7 +451,7 @@ static enum fast fast_ints(struct rd *r, uint64_t *poff, struct i64v *v) {
         return F_OK;
     }
     for (;;) {
-        rd_need(r, off, 64);
+        rd_need(r, off, 65); /* 64 and a byte: 'safe' past 'off', or the end of text */
         if (r->st != SX_OK)
             return F_ERR;
         const unsigned char *p = at(r, off), *const s = p, *const e = at(r, stop(r));
@@ -614,6 +617,8 @@ static enum fast fast_meta(struct rd *r, uint64_t *poff, struct sx_buf *canon, b
                         return f;
                     if (nkeys == 16)
                         return F_NO;
+                    if (r->str.len > 0 && memchr(r->str.data, '\0', r->str.len) != NULL)
+                        return F_NO; /* jansson refuses a NUL in a key: its message */
                     for (size_t k = 0; k < nkeys; k++)
                         if (r->key_at[k + 1] - r->key_at[k] == r->str.len &&
                             (r->str.len == 0 || memcmp(r->keys.data + r->key_at[k],
