@@ -216,7 +216,7 @@ SX_API SX_WARN_UNUSED enum sx_status sx_validate_mpi(MPI_Comm comm, const char *
  * builds its own objects (the Python module's load()): the document's text
  * with each event column (start_times_ns, end_times_ns, gpu_durations_ns,
  * call_ids, parent_ids, thread_ids, task_ids, await_ns) of a row replaced by
- * the string "\u0000sx<N>", and column N as int64 values. A column the fast
+ * the string "\u0000sx<N>", and the columns' int64 values. A column the fast
  * reader did not take (a row in an unusual form) stays in the text as it is.
  * '*loaded' is new; release it with sx_loaded_free(). Not collective.
  */
@@ -225,10 +225,13 @@ SX_API SX_WARN_UNUSED enum sx_status sx_load(const char *path, struct sx_loaded 
                                              struct sx_error *err);
 /* The text ('*len' bytes, NUL-terminated); borrowed from 'loaded'. */
 SX_API const char *sx_loaded_text(const struct sx_loaded *loaded, size_t *len);
-/* The number of columns; column 'k' ('*n' values, borrowed; NULL past the last). */
-SX_API size_t sx_loaded_columns(const struct sx_loaded *loaded);
-SX_API const int64_t *sx_loaded_column(const struct sx_loaded *loaded, size_t k,
-                                       size_t *n);
+/*
+ * The columns' values one after another ('*n' int64, borrowed), and where
+ * each column ends: '*ncolumns' + 1 counts of values (borrowed), the first 0;
+ * column N is values[ends[N] .. ends[N + 1]).
+ */
+SX_API const int64_t *sx_loaded_values(const struct sx_loaded *loaded, size_t *n);
+SX_API const int64_t *sx_loaded_ends(const struct sx_loaded *loaded, size_t *ncolumns);
 /* Accepts NULL. */
 SX_API void sx_loaded_free(struct sx_loaded *loaded);
 

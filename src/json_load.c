@@ -1141,8 +1141,7 @@ enum sx_status sx_json_load(const char *path, struct sx_run **run_out,
 
 struct sx_loaded {
     struct sx_buf text;
-    struct sx_jcol *cols;
-    size_t ncols;
+    struct sx_buf values, ends; /* int64 each */
 };
 
 enum sx_status sx_load(const char *path, struct sx_loaded **out, struct sx_error *err) {
@@ -1160,7 +1159,7 @@ enum sx_status sx_load(const char *path, struct sx_loaded **out, struct sx_error
     SX_CHECK(l != NULL && run != NULL && ld.top != NULL, SX_ERR_NOMEM, err, path,
              "out of memory");
     ld.run = run;
-    st = sx_jstream_copy(path, &load_ops, &ld, &l->text, &l->cols, &l->ncols, err);
+    st = sx_jstream_copy(path, &load_ops, &ld, &l->text, &l->values, &l->ends, err);
     if (st != SX_OK)
         goto out;
     sx_buf_putc(&l->text, '\0');
@@ -1182,19 +1181,21 @@ const char *sx_loaded_text(const struct sx_loaded *l, size_t *len) {
     return l->text.data;
 }
 
-size_t sx_loaded_columns(const struct sx_loaded *l) { return l->ncols; }
+const int64_t *sx_loaded_values(const struct sx_loaded *l, size_t *n) {
+    *n = l->values.len / sizeof(int64_t);
+    return (const int64_t *)(const void *)l->values.data;
+}
 
-const int64_t *sx_loaded_column(const struct sx_loaded *l, size_t k, size_t *n) {
-    *n = k < l->ncols ? l->cols[k].n : 0;
-    return k < l->ncols ? l->cols[k].v : NULL;
+const int64_t *sx_loaded_ends(const struct sx_loaded *l, size_t *ncolumns) {
+    *ncolumns = l->ends.len / sizeof(int64_t) - 1;
+    return (const int64_t *)(const void *)l->ends.data;
 }
 
 void sx_loaded_free(struct sx_loaded *l) {
     if (l == NULL)
         return;
-    for (size_t k = 0; k < l->ncols; k++)
-        free(l->cols[k].v);
-    free(l->cols);
     sx_buf_free(&l->text);
+    sx_buf_free(&l->values);
+    sx_buf_free(&l->ends);
     free(l);
 }

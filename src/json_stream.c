@@ -51,8 +51,8 @@ struct rd {
     int span_col[SX_NCOLS];
     int nspans;
     size_t ncopied_cols;
-    struct sx_jcol *cols; /* the columns the markers stand for */
-    size_t cols_cap;
+    struct sx_buf *vals, *offs; /* the columns the markers stand for, one after another;
+                                   where each ends (int64) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -919,20 +919,10 @@ static uint64_t read_element(struct rd *r, uint64_t off) {
         /* the columns' text replaced by markers: "\u0000sx<N>", N their number */
         for (int k = 0; k < r->nspans; k++) {
             char mark[40];
-            if (r->ncopied_cols == r->cols_cap) {
-                const size_t cap = r->cols_cap ? 2 * r->cols_cap : 64;
-                struct sx_jcol *p = sx_realloc(r->cols, cap * sizeof *p);
-                if (p == NULL) {
-                    fail(r, SX_ERR_NOMEM, "out of memory reading");
-                    sx_row_clear(&row);
-                    goto out;
-                }
-                r->cols = p;
-                r->cols_cap = cap;
-            }
-            r->cols[r->ncopied_cols].v = row.col[r->span_col[k]];
-            r->cols[r->ncopied_cols].n = row.count;
-            row.col[r->span_col[k]] = NULL;
+            const int c = r->span_col[k];
+            sx_buf_append(r->vals, row.col[c], row.count * sizeof *row.col[c]);
+            const int64_t upto = (int64_t)(r->vals->len / sizeof(int64_t));
+            sx_buf_append(r->offs, &upto, sizeof upto);
             copy_to(r, r->span[k][0]);
             snprintf(mark, sizeof mark, "\"\\u0000sx%zu\"", r->ncopied_cols++);
             sx_buf_puts(r->copy, mark);
@@ -1188,29 +1178,23 @@ out:
 }
 
 enum sx_status sx_jstream_copy(const char *path, const struct sx_jstream_ops *ops,
-                               void *ctx, struct sx_buf *copy, struct sx_jcol **cols,
-                               size_t *ncols, struct sx_error *err) {
+                               void *ctx, struct sx_buf *copy, struct sx_buf *values,
+                               struct sx_buf *ends, struct sx_error *err) {
     struct rd r;
+    const int64_t zero = 0;
 
-    *cols = NULL;
-    *ncols = 0;
+    sx_buf_append(ends, &zero, sizeof zero);
     r.st = rd_open(&r, path, ops, ctx, err);
     if (r.st == SX_OK) {
         uint64_t next;
         r.copy = copy;
+        r.vals = values;
+        r.offs = ends;
         read_doc(&r, UINT64_MAX, &next);
     }
     rd_close(&r);
-    if (r.st == SX_OK && copy->failed)
+    if (r.st == SX_OK && (copy->failed || values->failed || ends->failed))
         r.st = sx_error_set(err, SX_ERR_NOMEM, path, "out of memory reading %s", path);
-    if (r.st == SX_OK) {
-        *cols = r.cols;
-        *ncols = r.ncopied_cols;
-    } else {
-        for (size_t k = 0; k < r.ncopied_cols; k++)
-            free(r.cols[k].v);
-        free(r.cols);
-    }
     return r.st;
 }
 

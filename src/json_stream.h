@@ -68,21 +68,15 @@ enum sx_status sx_jstream_read_part(const char *path, uint64_t from, uint64_t to
 enum sx_status sx_jstream_guess(const char *path, uint64_t off, uint64_t *at,
                                 struct sx_error *err);
 
-/* An event column: 'n' values. */
-struct sx_jcol {
-    int64_t *v;
-    size_t n;
-};
-
 /*
  * sx_jstream_read() that also copies the document's text into 'copy', but
  * the event columns the fast path read: each is replaced by the string
- * "\u0000sx<N>" and is '(*cols)[N]' (new array of new columns, '*ncols').
- * The rows the ops see lack those columns.
+ * "\u0000sx<N>", its values appended to 'values' (int64), and where they end
+ * (an int64 count of values) to 'ends', which starts with a 0.
  */
 enum sx_status sx_jstream_copy(const char *path, const struct sx_jstream_ops *ops,
-                               void *ctx, struct sx_buf *copy, struct sx_jcol **cols,
-                               size_t *ncols, struct sx_error *err);
+                               void *ctx, struct sx_buf *copy, struct sx_buf *values,
+                               struct sx_buf *ends, struct sx_error *err);
 
 /* The size of 'path' on disk and whether it is gzip. */
 enum sx_status sx_jstream_probe(const char *path, uint64_t *size, bool *gz,

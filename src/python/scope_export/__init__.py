@@ -117,10 +117,10 @@ def _load():
     lib.sx_load.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), err_p]
     lib.sx_loaded_text.restype = ctypes.c_void_p
     lib.sx_loaded_text.argtypes = [ctypes.c_void_p, size_p]
-    lib.sx_loaded_columns.restype = ctypes.c_size_t
-    lib.sx_loaded_columns.argtypes = [ctypes.c_void_p]
-    lib.sx_loaded_column.restype = ctypes.c_void_p
-    lib.sx_loaded_column.argtypes = [ctypes.c_void_p, ctypes.c_size_t, size_p]
+    lib.sx_loaded_values.restype = ctypes.c_void_p
+    lib.sx_loaded_values.argtypes = [ctypes.c_void_p, size_p]
+    lib.sx_loaded_ends.restype = ctypes.c_void_p
+    lib.sx_loaded_ends.argtypes = [ctypes.c_void_p, size_p]
     lib.sx_loaded_free.restype = None
     lib.sx_loaded_free.argtypes = [ctypes.c_void_p]
     return lib
@@ -300,10 +300,9 @@ def load(path):
     try:
         n = ctypes.c_size_t()
         text = ctypes.string_at(_lib.sx_loaded_text(handle, ctypes.byref(n)), n.value)
-        cols = []
-        for k in range(_lib.sx_loaded_columns(handle)):
-            address = _lib.sx_loaded_column(handle, k, ctypes.byref(n))
-            cols.append(_int64s(address or 0, n.value))
+        values = _int64s(_lib.sx_loaded_values(handle, ctypes.byref(n)) or 0, n.value)
+        address = _lib.sx_loaded_ends(handle, ctypes.byref(n))
+        ends = _int64s(address, n.value + 1).tolist()
     finally:
         _lib.sx_loaded_free(handle)
     doc = _json.loads(text)
@@ -312,7 +311,8 @@ def load(path):
         for key in _COLUMNS:
             v = row.get(key)
             if isinstance(v, str) and v.startswith("\x00sx"):
-                row[key] = cols[int(v[3:])]
+                k = int(v[3:])
+                row[key] = values[ends[k] : ends[k + 1]]
             elif isinstance(v, list):  # a row the library's fast reader left as text
                 row[key] = _int64s_of(v)
     return doc
