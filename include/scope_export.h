@@ -231,6 +231,13 @@ SX_API const char *sx_loaded_text(const struct sx_loaded *loaded, size_t *len);
  * column N is values[ends[N] .. ends[N + 1]).
  */
 SX_API const int64_t *sx_loaded_values(const struct sx_loaded *loaded, size_t *n);
+/*
+ * The event_metadata lists the reader took apart, as a JSON list ('*len'
+ * bytes, borrowed): item N, for the string "\u0000sxm<N>" in the text, is
+ * [length, index, object, index, object, ...]: the list's length and its
+ * non-empty objects with their places; every other object of it is {}.
+ */
+SX_API const char *sx_loaded_metadata(const struct sx_loaded *loaded, size_t *len);
 SX_API const int64_t *sx_loaded_ends(const struct sx_loaded *loaded, size_t *ncolumns);
 /* Accepts NULL. */
 SX_API void sx_loaded_free(struct sx_loaded *loaded);

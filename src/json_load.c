@@ -1142,6 +1142,7 @@ enum sx_status sx_json_load(const char *path, struct sx_run **run_out,
 struct sx_loaded {
     struct sx_buf text;
     struct sx_buf values, ends; /* int64 each */
+    struct sx_buf metas;
 };
 
 enum sx_status sx_load(const char *path, struct sx_loaded **out, struct sx_error *err) {
@@ -1159,12 +1160,16 @@ enum sx_status sx_load(const char *path, struct sx_loaded **out, struct sx_error
     SX_CHECK(l != NULL && run != NULL && ld.top != NULL, SX_ERR_NOMEM, err, path,
              "out of memory");
     ld.run = run;
-    st = sx_jstream_copy(path, &load_ops, &ld, &l->text, &l->values, &l->ends, err);
+    st = sx_jstream_copy(path, &load_ops, &ld, &l->text, &l->values, &l->ends, &l->metas,
+                         err);
     if (st != SX_OK)
         goto out;
     sx_buf_putc(&l->text, '\0');
-    SX_CHECK(!l->text.failed, SX_ERR_NOMEM, err, path, "out of memory");
+    sx_buf_putc(&l->metas, '\0');
+    SX_CHECK(!l->text.failed && !l->metas.failed, SX_ERR_NOMEM, err, path,
+             "out of memory");
     l->text.len--;
+    l->metas.len--;
     *out = l;
     l = NULL;
 out:
@@ -1179,6 +1184,11 @@ out:
 const char *sx_loaded_text(const struct sx_loaded *l, size_t *len) {
     *len = l->text.len;
     return l->text.data;
+}
+
+const char *sx_loaded_metadata(const struct sx_loaded *l, size_t *len) {
+    *len = l->metas.len;
+    return l->metas.data;
 }
 
 const int64_t *sx_loaded_values(const struct sx_loaded *l, size_t *n) {
@@ -1197,5 +1207,6 @@ void sx_loaded_free(struct sx_loaded *l) {
     sx_buf_free(&l->text);
     sx_buf_free(&l->values);
     sx_buf_free(&l->ends);
+    sx_buf_free(&l->metas);
     free(l);
 }

@@ -53,6 +53,14 @@ struct rd {
     size_t ncopied_cols;
     struct sx_buf *vals, *offs; /* the columns the markers stand for, one after another;
                                    where each ends (int64) */
+    struct sx_buf *metas; /* each event_metadata list the fast path read, sparse: its
+                             length, then the place and text of each non-empty object */
+    size_t nmetas, meta_n;
+    struct meta_item {
+        size_t i;
+        uint64_t a, b;
+    } * items; /* the non-empty objects of the row's event_metadata (copy only) */
+    size_t nitems, items_cap;
 };
 
 /* ------------------------------------------------------------------ */
@@ -586,6 +594,7 @@ static enum fast fast_meta(struct rd *r, uint64_t *poff, struct sx_buf *canon, b
     enum fast f;
     *n = 0;
     *any = false;
+    r->nitems = 0;
     sx_buf_reset(canon);
     if (peek(r, off) != '[')
         return F_NO;
@@ -605,6 +614,7 @@ static enum fast fast_meta(struct rd *r, uint64_t *poff, struct sx_buf *canon, b
             sx_buf_puts(canon, "{}");
             off += 2;
         } else {
+            const uint64_t item = off;
             if (peek(r, off) != '{')
                 return F_NO;
             off = skip_ws(r, off + 1);
@@ -646,6 +656,19 @@ static enum fast fast_meta(struct rd *r, uint64_t *poff, struct sx_buf *canon, b
                     off = skip_ws(r, off + 1);
                 }
                 *any = true;
+                if (r->metas != NULL) {
+                    if (r->nitems == r->items_cap) {
+                        const size_t cap = r->items_cap ? 2 * r->items_cap : 64;
+                        struct meta_item *mi = sx_realloc(r->items, cap * sizeof *mi);
+                        if (mi == NULL) {
+                            fail(r, SX_ERR_NOMEM, "out of memory reading");
+                            return F_ERR;
+                        }
+                        r->items = mi;
+                        r->items_cap = cap;
+                    }
+                    r->items[r->nitems++] = (struct meta_item){*n - 1, item, off + 1};
+                }
             }
             off++;
             sx_buf_putc(canon, '}');
@@ -835,7 +858,13 @@ static enum fast fast_row(struct rd *r, uint64_t *poff, struct sx_row *row) {
             f = fast_tags(r, &off, row);
             break;
         case K_META:
+            r->span[r->nspans][0] = off;
             f = fast_meta(r, &off, &meta, &meta_any, &nmeta);
+            r->span[r->nspans][1] = off;
+            r->span_col[r->nspans] = -1;
+            if (r->metas != NULL && f == F_OK && nmeta > 0)
+                r->nspans++; /* the copy puts it apart */
+            r->meta_n = nmeta;
             break;
         case K_EXCL:
             f = fast_int(r, &off, &row->exclusive_total);
@@ -920,6 +949,22 @@ static uint64_t read_element(struct rd *r, uint64_t off) {
         for (int k = 0; k < r->nspans; k++) {
             char mark[40];
             const int c = r->span_col[k];
+            if (c < 0) { /* event_metadata: its marker, and it sparse in 'metas' */
+                copy_to(r, r->span[k][0]);
+                snprintf(mark, sizeof mark, "\"\\u0000sxm%zu\"", r->nmetas);
+                sx_buf_puts(r->copy, mark);
+                r->copied = r->span[k][1];
+                snprintf(mark, sizeof mark, "%s[%zu", r->nmetas++ ? ", " : "", r->meta_n);
+                sx_buf_puts(r->metas, mark);
+                for (size_t m = 0; m < r->nitems; m++) {
+                    snprintf(mark, sizeof mark, ", %zu, ", r->items[m].i);
+                    sx_buf_puts(r->metas, mark);
+                    sx_buf_append(r->metas, at(r, r->items[m].a),
+                                  (size_t)(r->items[m].b - r->items[m].a));
+                }
+                sx_buf_putc(r->metas, ']');
+                continue;
+            }
             sx_buf_append(r->vals, row.col[c], row.count * sizeof *row.col[c]);
             const int64_t upto = (int64_t)(r->vals->len / sizeof(int64_t));
             sx_buf_append(r->offs, &upto, sizeof upto);
@@ -1134,6 +1179,7 @@ static void rd_close(struct rd *r) {
     sx_buf_free(&r->keys);
     for (int c = 0; c < SX_NCOLS; c++)
         free(r->vec[c].v);
+    free(r->items);
     if (r->c_locale != (locale_t)0)
         freelocale(r->c_locale);
 }
@@ -1179,7 +1225,8 @@ out:
 
 enum sx_status sx_jstream_copy(const char *path, const struct sx_jstream_ops *ops,
                                void *ctx, struct sx_buf *copy, struct sx_buf *values,
-                               struct sx_buf *ends, struct sx_error *err) {
+                               struct sx_buf *ends, struct sx_buf *metas,
+                               struct sx_error *err) {
     struct rd r;
     const int64_t zero = 0;
 
@@ -1190,10 +1237,14 @@ enum sx_status sx_jstream_copy(const char *path, const struct sx_jstream_ops *op
         r.copy = copy;
         r.vals = values;
         r.offs = ends;
+        r.metas = metas;
+        sx_buf_putc(metas, '[');
         read_doc(&r, UINT64_MAX, &next);
     }
     rd_close(&r);
-    if (r.st == SX_OK && (copy->failed || values->failed || ends->failed))
+    sx_buf_putc(metas, ']');
+    if (r.st == SX_OK &&
+        (copy->failed || values->failed || ends->failed || metas->failed))
         r.st = sx_error_set(err, SX_ERR_NOMEM, path, "out of memory reading %s", path);
     return r.st;
 }

@@ -72,11 +72,15 @@ enum sx_status sx_jstream_guess(const char *path, uint64_t off, uint64_t *at,
  * sx_jstream_read() that also copies the document's text into 'copy', but
  * the event columns the fast path read: each is replaced by the string
  * "\u0000sx<N>", its values appended to 'values' (int64), and where they end
- * (an int64 count of values) to 'ends', which starts with a 0.
+ * (an int64 count of values) to 'ends', which starts with a 0. Each
+ * event_metadata list it read is replaced by "\u0000sxm<N>" and is item N of
+ * the JSON list in 'metas': [length, index, object, index, object, ...], its
+ * non-empty objects with their places (the rest are {}), in their text.
  */
 enum sx_status sx_jstream_copy(const char *path, const struct sx_jstream_ops *ops,
                                void *ctx, struct sx_buf *copy, struct sx_buf *values,
-                               struct sx_buf *ends, struct sx_error *err);
+                               struct sx_buf *ends, struct sx_buf *metas,
+                               struct sx_error *err);
 
 /* The size of 'path' on disk and whether it is gzip. */
 enum sx_status sx_jstream_probe(const char *path, uint64_t *size, bool *gz,

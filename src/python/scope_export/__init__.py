@@ -117,6 +117,8 @@ def _load():
     lib.sx_load.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), err_p]
     lib.sx_loaded_text.restype = ctypes.c_void_p
     lib.sx_loaded_text.argtypes = [ctypes.c_void_p, size_p]
+    lib.sx_loaded_metadata.restype = ctypes.c_void_p
+    lib.sx_loaded_metadata.argtypes = [ctypes.c_void_p, size_p]
     lib.sx_loaded_values.restype = ctypes.c_void_p
     lib.sx_loaded_values.argtypes = [ctypes.c_void_p, size_p]
     lib.sx_loaded_ends.restype = ctypes.c_void_p
@@ -300,14 +302,23 @@ def load(path):
     try:
         n = ctypes.c_size_t()
         text = ctypes.string_at(_lib.sx_loaded_text(handle, ctypes.byref(n)), n.value)
+        metas = ctypes.string_at(_lib.sx_loaded_metadata(handle, ctypes.byref(n)), n.value)
         values = _int64s(_lib.sx_loaded_values(handle, ctypes.byref(n)) or 0, n.value)
         address = _lib.sx_loaded_ends(handle, ctypes.byref(n))
         ends = _int64s(address, n.value + 1).tolist()
     finally:
         _lib.sx_loaded_free(handle)
     doc = _json.loads(text)
+    metas = _json.loads(metas)
     regions = doc.get("regions") if isinstance(doc, dict) else None
     for row in regions if isinstance(regions, list) else ():
+        v = row.get("event_metadata")
+        if isinstance(v, str) and v.startswith("\x00sxm"):
+            sparse = metas[int(v[4:])]
+            items = [{} for _ in range(sparse[0])]
+            for k in range(1, len(sparse), 2):
+                items[sparse[k]] = sparse[k + 1]
+            row["event_metadata"] = items
         for key in _COLUMNS:
             v = row.get(key)
             if isinstance(v, str) and v.startswith("\x00sx"):
