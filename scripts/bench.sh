@@ -823,13 +823,21 @@ net() {
     esac
 }
 
-report() {
-    local run c spec yard kind w mbs ratio sz r0
+header() {
     echo "scope-export benchmark ($mode, medians of $reps, $start_time)"
     echo "host: $(hostname), $(nproc) cores, load $start_load at start, $end_load at end;" \
         "ISA-L: $isal_note"
     echo "commit: $(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
         "$(git -C "$top" status --porcelain 2>/dev/null | grep -q . && echo '(with local changes)')"
+    echo "MPI settings: $( (env | grep '^OMPI_MCA_' | grep -v -e rmaps_base_oversubscribe \
+        || echo 'Open MPI defaults') | tr '\n' ' ')"
+    echo "Each repetition times every case on every run in turn (interleaved against drift),"
+    echo "each after a sync: no case pays for the writeback of the outputs before it."
+    echo "NOTE: timings on a shared machine are noisy; compare within one session only."
+}
+report() {
+    local run c spec yard kind w mbs ratio sz r0
+    echo
     echo "wall: whole command (mpiexec included), median; MB/s: JSON text MB (1e6) per wall s;"
     echo "ratio: json vs cat, gz with N ranks vs pigz -p N -6; r0 MiB: peak RSS of rank 0"
     echo "(MB/s of the trace rows and of pf, the Perfetto trace: the Chrome trace's MB)"
@@ -840,11 +848,6 @@ report() {
     echo "exp s: the export's own time as --stats reports it (no process or MPI start-up), median;"
     echo "net s: wall less start.N, the launch of N ranks measured in the same run (mpiexec,"
     echo "MPI_Init and MPI_Finalize of scope-export on a 100-event run): the export's whole cost."
-    echo "MPI settings: $( (env | grep '^OMPI_MCA_' | grep -v -e rmaps_base_oversubscribe \
-        || echo 'Open MPI defaults') | tr '\n' ' ')"
-    echo "Each repetition times every case on every run in turn (interleaved against drift),"
-    echo "each after a sync: no case pays for the writeback of the outputs before it."
-    echo "NOTE: timings on a shared machine are noisy; compare within one session only."
     for run in "${runs[@]}"; do
         [ -n "${EVENTS[$run]:-}" ] || continue
         echo
@@ -1092,6 +1095,8 @@ targets() {
     otf2_targets
     echo "(Python figures are fixed references for a 10M-event run: 15-18 s .json, 117-124 s"
     echo " .json.gz at zlib level 9, 3.6-3.9 GB; the lower times are used; here .gz is level 6.)"
+}
+summary() {
     echo
     echo "targets: $npass passed, $nmiss missed, $nskip skipped"
     if [ "$verify_fail" -eq 0 ]; then
@@ -1153,6 +1158,7 @@ paths_report() {
     fi
 }
 
-{ report; native_report; ps_report; otf2_report; paths_report; targets; } | tee "$outdir/bench.txt"
+{ header; report; native_report; ps_report; otf2_report; paths_report; targets; summary; } |
+    tee "$outdir/bench.txt"
 echo "bench: table in $outdir/bench.txt, every repetition in $raw" >&2
 [ "$broke" = 0 ] && [ "$verify_fail" = 0 ]
