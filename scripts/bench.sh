@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # bench.sh - time scope-export against cat, gzip and pigz on synthetic runs, check the targets
 #
-#   scripts/bench.sh [--quick] [--reps N] [--out DIR] [--no-build]
+#   scripts/bench.sh [--quick] [--reps N] [--out DIR] [--no-build] [--only readback]
 #
 #   --quick      runs of 100k and 1M events (default: 1M and 10M), plus the skewed large run;
 #                the many-row and compressed runs smaller (default: 1024 x 64 and 4096 x 64
-#                file ranks x regions, 16384 x 100 = 1.6M rows, 6M events in gzip-4 chunks)
+#                file ranks x regions, 16384 x 100 = 1.6M rows, 6M events in gzip-4 chunks);
+#                the read-back documents smaller (default: ~120 MB, ~300 MB and ~1 GB of JSON)
 #   --reps N     repetitions per command; the table shows medians (default 3)
 #   --out DIR    where bench.txt (the table) and raw.tsv (every repetition) go
 #                (default: ${TMPDIR:-/tmp}/scope-export-bench)
 #   --no-build   use the binaries in $BUILD_DIR as they are (fail if they are missing)
+#   --only readback  the read-back section alone: validate, import and scope_export.load
+#                of JSON profiles against Python's json.load and gzip -dc
 #
 # BUILD_DIR (default build/) is built with scripts/build.sh when its binaries are missing or
 # older than the sources. Runs and outputs go to a temporary directory under ${TMPDIR:-/tmp},
@@ -24,8 +27,9 @@ reps=3
 mode=full
 outdir=${TMPDIR:-/tmp}/scope-export-bench
 do_build=1
+only=""
 
-usage() { sed -n '2,16s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,21s/^# \{0,1\}//p' "$0"; }
 die() { echo "bench: $*" >&2; exit 1; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -36,12 +40,17 @@ while [ $# -gt 0 ]; do
         --out) [ $# -ge 2 ] || { usage >&2; exit 2; }; outdir=$2; shift ;;
         --out=*) outdir=${1#--out=} ;;
         --no-build) do_build=0 ;;
+        --only) [ $# -ge 2 ] || { usage >&2; exit 2; }; only=$2; shift ;;
+        --only=*) only=${1#--only=} ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench: unknown argument: $1" >&2; usage >&2; exit 2 ;;
     esac
     shift
 done
 case $reps in ''|*[!0-9]*|0) echo "bench: --reps takes a positive integer" >&2; exit 2 ;; esac
+case $only in ''|readback) ;; *) echo "bench: --only takes readback, not '$only'" >&2; exit 2 ;; esac
+# section_on NAME: whether to run a section (main: every section but the read-back)
+section_on() { [ -z "$only" ] || [ "$only" = "$1" ]; }
 
 case $mode in
     full)  small=1000000 large=10000000 ;;
@@ -187,6 +196,7 @@ declare -A WALL R0WALL RSS SIZE JSONB TRACEB H5B EVENTS ERR EXP ALLRSS RANKRSS R
 # writer's layout). The large many-row runs time only what their targets need.
 base_runs=(small large skew)
 runs=(small large skew rows1k gz6m rows4k rows16k)
+section_on main || base_runs=() runs=()
 declare -A RUN_EVENTS=([small]=$small [large]=$large [skew]=$large)
 declare -A RUN_LABEL=([small]=$(human "$small") [large]=$(human "$large")
                       [skew]="$(human "$large")-skew")
@@ -389,6 +399,10 @@ for ((rep = 1; rep <= reps; rep++)); do
         done
     done
 done
+# the many-row run's document is the read-back section's first (a hard link outlives the
+# removal of the documents below)
+mkdir -p "$W/rb" || die "cannot create $W/rb"
+[ -s "$W/doc.rows1k.json" ] && ln "$W/doc.rows1k.json" "$W/rb/a.json"
 for run in "${live[@]}"; do
     JSONB[$run]=$(fsize "$W/doc.$run.json")
     TRACEB[$run]=$(fsize "$W/doc.$run.trace.json")
@@ -595,7 +609,9 @@ rm -f "$W"/*.json "$W"/*.gz "$W"/run.*.h5
 NSYNTH=$build/scope-export-native-synth
 declare -A NWALL NRSS NEXP
 native_runs=()
-if [ -x "$NSYNTH" ]; then
+if ! section_on main; then
+    :
+elif [ -x "$NSYNTH" ]; then
     for nf in 256 64; do
         mkdir -p "$W/nat$nf"
         echo "bench: native: generating $nf files, $large events" >&2
@@ -679,6 +695,217 @@ if [[ " ${native_runs[*]} " == *" 256 "* ]]; then
     done
 fi
 rm -rf "$W"/nat*
+
+# ---------------------------------------------------------------- read-back
+# JSON profiles read back: validate at 1 and 2 ranks, import, and the Python module's load,
+# against Python's json.load of the same document (the yardstick), and validate of the
+# .json.gz against gzip -dc; every rank under /usr/bin/time; each repetition times every
+# case on every document in turn, as above. The documents, 8 ranks x 20 regions but (a):
+#   a  the many-row run (rows1k above; its json.1 export when the runs above ran)
+#   b  thread lanes and event metadata, ~300 MB (--quick a tenth)
+#   c  a few optional columns, ~1 GB (--quick a tenth); json.load holds ~5x that
+# start.N, the same mpiexec of validate on a 100-event document, is the launch the net
+# times leave out.
+case $mode in
+    full)  rb_ev=(6000000 17000000) ;;
+    quick) rb_ev=(600000 1700000) ;;
+    tiny)  rb_ev=(20000 50000) ;;
+esac
+rb_docs=(a b c)
+declare -A RB_SYNTH=([a]="${RUN_SYNTH[rows1k]} --events ${RUN_EVENTS[rows1k]}"
+    [b]="--ranks 8 --regions 20 --lanes --columns thread,meta --events ${rb_ev[0]}"
+    [c]="--ranks 8 --regions 20 --lanes --columns call,parent,thread,meta --events ${rb_ev[1]}")
+declare -A RB_LABEL=([a]="${RUN_LABEL[rows1k]}" [b]=8x20 [c]=8x20)
+declare -A RB_GZ=([a]=1 [b]=1)   # the documents timed as .json.gz too
+rb_cases=(json.load val.1 val.2 import sx.load gzip.dc val.gz)
+declare -A RBW RBRSS RBRANKS RBERR RBB RBGZB
+rb_load=no   # whether scope_export has load: yes, no, or why it cannot be imported
+# The Python of json.load and of the module's load: Debian's (where scripts/setup.sh puts
+# its packages) or the first python3 on PATH, whichever has numpy, else python3 on PATH.
+rb_python() {
+    local p
+    for p in /usr/bin/python3 "$(command -v python3 2>/dev/null)"; do
+        [ -n "$p" ] && [ -x "$p" ] && "$p" -c 'import numpy' 2>/dev/null && { echo "$p"; return; }
+    done
+    command -v python3 2>/dev/null
+}
+# the module from the source tree over the build's library, as tests/scripts/test_python.sh
+rb_pyenv=(env "PYTHONPATH=$top/src/python" "SCOPE_EXPORT_LIBRARY=$build/libscope_export.so"
+    PYTHONDONTWRITEBYTECODE=1)
+
+# rb_time KEY N OUT CMD...: one repetition of CMD, its stdout to OUT: N ranks under mpiexec,
+# every rank under /usr/bin/time, or N = 0 one process without mpiexec. Appends the wall
+# time to RBW[KEY] and keeps every rank's peak RSS of the repetition with the largest.
+rb_time() {
+    local key=$1 n=$2 out=$3 t0 t1 k m all=0 list=""
+    shift 3
+    rm -f "$W"/time.r0.*
+    sync
+    t0=$(now_us)
+    if [ "$n" = 0 ]; then
+        timeout "$TO" /usr/bin/time -f "%e %M" -o "$W/time.r0.0" "$@" >"$out" 2>"$W/err" ||
+            return 1
+        n=1
+    else
+        timeout "$TO" "$MPIEXEC" --oversubscribe -n "$n" "$W/r0" "$W/time.r0" "$@" \
+            >"$out" 2>"$W/err" || return 1
+    fi
+    t1=$(now_us)
+    for ((k = 0; k < n; k++)); do
+        m=$(lastline "$W/time.r0.$k" | cut -d' ' -f2)
+        list+="${list:+/}$(calc 0 "${m:-0} / 1024")"
+        [ "${m:-0}" -gt "$all" ] && all=$m
+    done
+    RBW[$key]+=" $(calc 3 "($t1 - $t0) / 1e6")"
+    if [ "$all" -ge "${RBRSS[$key]:-0}" ]; then RBRSS[$key]=$all RBRANKS[$key]=$list; fi
+}
+# rb_case DOC CASE: one repetition of CASE on DOC's document (start.N: DOC is "-")
+rb_case() {
+    local d=$1 c=$2 doc=$W/rb/$1.json
+    case $c in
+        start.*) rb_time "$d:$c" "${c#start.}" "$W/rb.out" "$X" validate "$W/rb/tiny.json" ;;
+        json.load) rb_time "$d:$c" 0 "$W/rb.out" "$PY" -c \
+            'import json,sys; json.load(open(sys.argv[1]))' "$doc" ;;
+        val.1|val.2) rb_time "$d:$c" "${c#val.}" "$W/rb.out" "$X" validate "$doc" ;;
+        import) rm -f "$W/rb/X.h5"
+            rb_time "$d:$c" 1 "$W/rb.out" "$X" import "$doc" -o "$W/rb/X.h5" ;;
+        sx.load) rb_time "$d:$c" 0 "$W/rb.out" "${rb_pyenv[@]}" "$PY" -c \
+            'import sys, scope_export; scope_export.load(sys.argv[1])' "$doc" ;;
+        gzip.dc) rb_time "$d:$c" 0 /dev/null gzip -dc "$doc.gz" ;;
+        val.gz) rb_time "$d:$c" 1 "$W/rb.out" "$X" validate "$doc.gz" ;;
+    esac
+}
+# rb_check DOC CASE: the output of the first repetition: validate printed one line that
+# says OK; the imported run exports back to the document's text; load gave the document,
+# every event column an int64 numpy array
+rb_check() {
+    local d=$1 c=$2 doc=$W/rb/$1.json what="read-back $1 $2" ok=1
+    case $c in
+        val.*)
+            [ "$(grep -c . "$W/rb.out")" = 1 ] && grep -qw OK "$W/rb.out" &&
+                ! grep -q INVALID "$W/rb.out" || ok=0
+            [ "$ok" = 1 ] || vnote+=("$what: printed '$(head -c 200 "$W/rb.out" | tr '\n' ' ')', not OK") ;;
+        import)
+            if ! "$X" export "$W/rb/X.h5" -o "$W/rb/Y.json" --quiet 2>"$W/err"; then
+                ok=0 vnote+=("$what: export of the imported run failed: $(head -1 "$W/err")")
+            elif ! cmp -s "$W/rb/Y.json" "$doc"; then
+                ok=0 vnote+=("$what: the imported run exports to other text than the document")
+            fi
+            rm -f "$W/rb/Y.json" ;;
+        sx.load)
+            if ! "${rb_pyenv[@]}" "$PY" "$W/rb_check.py" "$doc" >"$W/err" 2>&1; then
+                ok=0 vnote+=("$what: $(tail -1 "$W/err")")
+            fi ;;
+        *) return 0 ;;
+    esac
+    if [ "$ok" = 1 ]; then verified=$((verified + 1)); else verify_fail=$((verify_fail + 1)); fi
+}
+cat >"$W/rb_check.py" <<'PYEOF'
+# load(path) is json.load(path) but for the event columns (a region's lists of integers,
+# one per call): int64 numpy arrays of the same values
+import json, sys
+import numpy as np
+import scope_export
+
+def fail(where, why):
+    sys.exit("scope_export.load: %s: %s" % (where or "/", why))
+
+def same(got, want, where, column=False):
+    if isinstance(got, np.ndarray):
+        if got.dtype != np.int64 or got.ndim != 1:
+            fail(where, "a %s array of %d dimensions" % (got.dtype, got.ndim))
+        if not isinstance(want, list) or got.tolist() != want:
+            fail(where, "the array differs from the document")
+    elif column:
+        fail(where, "an event column as %s, not an int64 array" % type(got).__name__)
+    elif isinstance(want, dict):
+        if not isinstance(got, dict) or set(got) != set(want):
+            fail(where, "keys %s, not %s" % (sorted(got)[:8] if isinstance(got, dict) else
+                                             type(got).__name__, sorted(want)[:8]))
+        n = want.get("start_times_ns") if where.startswith("/regions/") else None
+        for k in want:
+            w = want[k]
+            col = (isinstance(n, list) and isinstance(w, list) and len(w) == len(n) > 0 and
+                   all(type(x) is int for x in w))
+            same(got[k], w, where + "/" + k, col)
+    elif isinstance(want, list):
+        if not isinstance(got, list) or len(got) != len(want):
+            fail(where, "not a list of %d" % len(want))
+        regions = any(isinstance(w, dict) and "start_times_ns" in w for w in want[:1])
+        try:
+            if not regions and got == want:   # no columns inside (event metadata): at C speed
+                return
+        except ValueError:
+            pass
+        for i, (g, w) in enumerate(zip(got, want)):
+            same(g, w, "%s/%d" % (where, i))
+    elif type(got) is not type(want) or got != want:
+        fail(where, "%r, not %r" % (got, want))
+
+got = scope_export.load(sys.argv[1])
+with open(sys.argv[1], "rb") as f:
+    want = json.load(f)
+same(got, want, "")
+PYEOF
+
+if section_on readback; then
+    PY=$(rb_python)
+    [ -n "$PY" ] || die "python3 not found (the read-back section's yardstick)"
+    mkdir -p "$W/rb"
+    "$X" export "$W/tiny.h5" -o "$W/rb/tiny.json" --quiet 2>"$W/err" ||
+        die "export of the 100-event run failed: $(head -1 "$W/err")"
+    for d in "${rb_docs[@]}"; do
+        if [ ! -s "$W/rb/$d.json" ]; then
+            echo "bench: read-back $d (${RB_LABEL[$d]}): generating the document" >&2
+            # shellcheck disable=SC2086
+            if ! "$SYNTH" ${RB_SYNTH[$d]} "$W/rb/$d.h5" >/dev/null 2>"$W/err" ||
+                ! "$X" export "$W/rb/$d.h5" -o "$W/rb/$d.json" --quiet 2>>"$W/err"; then
+                echo "bench: read-back $d: $(head -2 "$W/err" | tr '\n' ' ')" >&2
+                broke=1
+                rm -f "$W/rb/$d.h5" "$W/rb/$d.json"
+                continue
+            fi
+            rm -f "$W/rb/$d.h5"
+        fi
+        RBB[$d]=$(fsize "$W/rb/$d.json")
+        if [ -n "${RB_GZ[$d]:-}" ]; then
+            gzip -6 -c "$W/rb/$d.json" >"$W/rb/$d.json.gz"
+            RBGZB[$d]=$(fsize "$W/rb/$d.json.gz")
+        fi
+    done
+    # load: timed only where the module has it (a SKIP row otherwise)
+    "${rb_pyenv[@]}" "$PY" -c 'import sys, scope_export
+sys.exit(0 if callable(getattr(scope_export, "load", None)) else 3)' 2>"$W/err"
+    case $? in
+        0) rb_load=yes ;;
+        3) rb_load=no ;;
+        *) rb_load="cannot import scope_export: $(tail -1 "$W/err")"
+           echo "bench: read-back: $rb_load" >&2
+           broke=1 ;;
+    esac
+    for ((rep = 1; rep <= reps; rep++)); do
+        for c in start.1 start.2; do
+            [ -n "${RBERR[-:$c]:-}" ] && continue
+            echo "bench: rep $rep/$reps read-back $c" >&2
+            rb_case - "$c" || { RBERR[-:$c]=failed; pth_fail "read-back $c"; }
+        done
+        for c in "${rb_cases[@]}"; do
+            for d in "${rb_docs[@]}"; do
+                [ -s "$W/rb/$d.json" ] && [ -z "${RBERR[$d:$c]:-}" ] || continue
+                case $c in gzip.dc|val.gz) [ -n "${RB_GZ[$d]:-}" ] || continue ;; esac
+                [ "$c" = sx.load ] && [ "$rb_load" != yes ] && continue
+                echo "bench: rep $rep/$reps read-back $d (${RB_LABEL[$d]}) $c" >&2
+                if ! rb_case "$d" "$c"; then
+                    RBERR[$d:$c]=failed
+                    pth_fail "read-back $d $c"
+                    continue
+                fi
+                [ "$rep" = 1 ] && rb_check "$d" "$c"
+            done
+        done
+    done
+fi
+rm -rf "$W/rb"
 
 native_report() {
     local nf n w e r a b
@@ -823,13 +1050,22 @@ net() {
     esac
 }
 
-report() {
-    local run c spec yard kind w mbs ratio sz r0
-    echo "scope-export benchmark ($mode, medians of $reps, $start_time)"
+header() {
+    echo "scope-export benchmark ($mode, medians of $reps, $start_time${only:+, --only $only})"
     echo "host: $(hostname), $(nproc) cores, load $start_load at start, $end_load at end;" \
         "ISA-L: $isal_note"
     echo "commit: $(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
         "$(git -C "$top" status --porcelain 2>/dev/null | grep -q . && echo '(with local changes)')"
+    echo "MPI settings: $( (env | grep '^OMPI_MCA_' | grep -v -e rmaps_base_oversubscribe \
+        || echo 'Open MPI defaults') | tr '\n' ' ')"
+    echo "Each repetition times every case on every run in turn (interleaved against drift),"
+    echo "each after a sync: no case pays for the writeback of the outputs before it."
+    echo "NOTE: timings on a shared machine are noisy; compare within one session only."
+}
+report() {
+    local run c spec yard kind w mbs ratio sz r0
+    [ "${#runs[@]}" -gt 0 ] || return 0
+    echo
     echo "wall: whole command (mpiexec included), median; MB/s: JSON text MB (1e6) per wall s;"
     echo "ratio: json vs cat, gz with N ranks vs pigz -p N -6; r0 MiB: peak RSS of rank 0"
     echo "(MB/s of the trace rows and of pf, the Perfetto trace: the Chrome trace's MB)"
@@ -840,11 +1076,6 @@ report() {
     echo "exp s: the export's own time as --stats reports it (no process or MPI start-up), median;"
     echo "net s: wall less start.N, the launch of N ranks measured in the same run (mpiexec,"
     echo "MPI_Init and MPI_Finalize of scope-export on a 100-event run): the export's whole cost."
-    echo "MPI settings: $( (env | grep '^OMPI_MCA_' | grep -v -e rmaps_base_oversubscribe \
-        || echo 'Open MPI defaults') | tr '\n' ' ')"
-    echo "Each repetition times every case on every run in turn (interleaved against drift),"
-    echo "each after a sync: no case pays for the writeback of the outputs before it."
-    echo "NOTE: timings on a shared machine are noisy; compare within one session only."
     for run in "${runs[@]}"; do
         [ -n "${EVENTS[$run]:-}" ] || continue
         echo
@@ -1092,10 +1323,17 @@ targets() {
     otf2_targets
     echo "(Python figures are fixed references for a 10M-event run: 15-18 s .json, 117-124 s"
     echo " .json.gz at zlib level 9, 3.6-3.9 GB; the lower times are used; here .gz is level 6.)"
+}
+summary() {
     echo
     echo "targets: $npass passed, $nmiss missed, $nskip skipped"
     if [ "$verify_fail" -eq 0 ]; then
-        echo "outputs verified: $verified OK (text equal across ranks and deflate engines, gzip -t)"
+        local what=""
+        section_on main && what="text equal across ranks and deflate engines, gzip -t"
+        section_on readback &&
+            what+="${what:+; }read-back: validate said OK, the imports export back to the document$(
+                [ "$rb_load" = yes ] && echo ', load gave it')"
+        echo "outputs verified: $verified OK ($what)"
     else
         echo "outputs NOT verified: $verify_fail failed, $verified OK"
         printf '  %s\n' "${vnote[@]}"
@@ -1153,6 +1391,150 @@ paths_report() {
     fi
 }
 
-{ report; native_report; ps_report; otf2_report; paths_report; targets; } | tee "$outdir/bench.txt"
+# The read-back section: a table per document, the launch above them.
+# shellcheck disable=SC2086
+rb_med() { [ -n "${RBW[$1]:-}" ] && median ${RBW[$1]}; }
+rb_have() { [ -n "${RBW[$1]:-}" ]; }
+rb_ranks() { # CASE: its ranks (0: a process without mpiexec)
+    case $1 in start.*) echo "${1#start.}" ;; val.1|val.gz|import) echo 1 ;; val.2) echo 2 ;;
+        *) echo 0 ;; esac
+}
+# rb_net DOC CASE: the whole command's median less the launch of as many ranks (start.N)
+rb_net() {
+    local n
+    n=$(rb_ranks "$2")
+    if [ "$n" = 0 ] || ! rb_have "-:start.$n"; then rb_med "$1:$2"; return; fi
+    awk -v a="$(rb_med "$1:$2")" -v b="$(rb_med "-:start.$n")" \
+        'BEGIN { d = a - b; if (d < 0.001) d = 0.001; printf "%.3f", d }'
+}
+rb_cmd() {
+    case $1 in
+        start.*) echo "mpiexec -n ${1#start.} scope-export validate tiny.json" ;;
+        json.load) echo "python3 -c 'import json,sys; json.load(open(sys.argv[1]))' D.json" ;;
+        val.gz) echo "mpiexec -n 1 scope-export validate D.json.gz" ;;
+        val.*) echo "mpiexec -n ${1#val.} scope-export validate D.json" ;;
+        import) echo "mpiexec -n 1 scope-export import D.json -o X.h5" ;;
+        sx.load) echo "python3 -c 'import sys, scope_export; scope_export.load(sys.argv[1])' D.json" ;;
+        gzip.dc) echo "gzip -dc D.json.gz > /dev/null" ;;
+    esac
+}
+rb_name() { echo "read-back $1 (${RB_LABEL[$1]}, $(calc 0 "${RBB[$1]:-0} / 1e6") MB)"; }
+readback_report() {
+    local d c w mbs ratio nt y why
+    section_on readback || return 0
+    echo
+    echo "== read-back: JSON profiles read by validate, import and the Python module's load,"
+    echo "against Python's json.load of the same document and gzip -dc of its .json.gz"
+    echo "(python3: $PY, $("$PY" -c 'import platform; print("Python", platform.python_version())' 2>/dev/null))"
+    echo "wall: whole command, median; MB/s: JSON text MB (1e6) per wall s; ratio: wall / the"
+    echo "yardstick's wall; net s: wall less start.N (the same mpiexec of validate on a 100-event"
+    echo "document, in the same run); peak MiB: the largest rank's peak RSS (/usr/bin/time %M),"
+    echo "the largest over the repetitions; ranks MiB: every rank's, rank 0 first, of that one"
+    local fmt='%-9s %-78s %7s %6s %15s %7s %8s %9s\n'
+    # shellcheck disable=SC2059
+    printf "$fmt" case command "wall s" "MB/s" ratio "net s" "peak MiB" "ranks MiB"
+    for c in start.1 start.2; do
+        if rb_have "-:$c"; then
+            # shellcheck disable=SC2059
+            printf "$fmt" "$c" "$(rb_cmd "$c")" "$(rb_med "-:$c")" - - - \
+                "$(calc 1 "${RBRSS[-:$c]} / 1024")" "${RBRANKS[-:$c]}"
+        else
+            printf '%-9s %-78s %s\n' "$c" "$(rb_cmd "$c")" "ERROR (${RBERR[-:$c]:-not run})"
+        fi
+    done
+    for d in "${rb_docs[@]}"; do
+        echo
+        printf '== read-back %s: %s, %s events (scope-export-synth %s): JSON %.1f MB%s\n' \
+            "$d" "${RB_LABEL[$d]}" "$(sed 's/.*--events \([0-9]*\).*/\1/' <<<"${RB_SYNTH[$d]}")" \
+            "${RB_SYNTH[$d]}" "$(calc 1 "${RBB[$d]:-0} / 1e6")" \
+            "${RBGZB[$d]:+, .json.gz $(calc 1 "${RBGZB[$d]} / 1e6") MB (gzip -6)}"
+        # shellcheck disable=SC2059
+        printf "$fmt" case command "wall s" "MB/s" ratio "net s" "peak MiB" "ranks MiB"
+        for c in "${rb_cases[@]}"; do
+            case $c in gzip.dc|val.gz) [ -n "${RB_GZ[$d]:-}" ] || continue ;; esac
+            if [ "$c" = sx.load ] && [ "$rb_load" = no ]; then
+                printf '%-9s %-78s %s\n' "$c" "$(rb_cmd "$c")" "SKIP (scope_export has no load)"
+                continue
+            fi
+            if ! rb_have "$d:$c"; then
+                why=${RBERR[$d:$c]:-not run}
+                [ -n "${RBB[$d]:-}" ] || why="no document"
+                printf '%-9s %-78s %s\n' "$c" "$(rb_cmd "$c")" "ERROR ($why)"
+                continue
+            fi
+            w=$(rb_med "$d:$c")
+            mbs=$(awk -v b="${RBB[$d]}" -v w="$w" 'BEGIN { printf "%.0f", (w > 0 ? b / 1e6 / w : 0) }')
+            y=json.load
+            case $c in gzip.dc|val.gz) y=gzip.dc ;; esac
+            ratio=-
+            [ "$c" != "$y" ] && rb_have "$d:$y" && ratio="$(ratio_of "$w" "$(rb_med "$d:$y")")x $y"
+            nt=-
+            [ "$(rb_ranks "$c")" != 0 ] && nt=$(rb_net "$d" "$c")
+            # shellcheck disable=SC2059
+            printf "$fmt" "$c" "$(rb_cmd "$c")" "$w" "$mbs" "$ratio" "$nt" \
+                "$(calc 1 "${RBRSS[$d:$c]} / 1024")" "${RBRANKS[$d:$c]}"
+        done
+    done
+}
+readback_targets() {
+    local d L j a b r m list c
+    section_on readback || return 0
+    for d in "${rb_docs[@]}"; do
+        L=$(rb_name "$d")
+        j=$(rb_med "$d:json.load")
+        # validate and import against json.load, on the time less the launch
+        if rb_have "$d:val.1" && rb_have "$d:json.load" && rb_have "-:start.1"; then
+            a=$(rb_net "$d" val.1)
+            r=$(ratio_of "$j" "$a")
+            verdict "$(le 3 "$r")" "$L: validate -n 1 net $a s = ${r}x faster than json.load ($j s); target >= 3x [whole command $(rb_med "$d:val.1") s = $(ratio_of "$j" "$(rb_med "$d:val.1")")x; launch $(rb_med "-:start.1") s]"
+        else verdict SKIP "$L: validate vs json.load: missing measurement"; fi
+        if rb_have "$d:import" && rb_have "$d:json.load" && rb_have "-:start.1"; then
+            a=$(rb_net "$d" import)
+            r=$(ratio_of "$a" "$j")
+            verdict "$(le "$r" 1)" "$L: import -n 1 net $a s = ${r}x json.load ($j s); target <= 1x [whole command $(rb_med "$d:import") s]"
+        else verdict SKIP "$L: import vs json.load: missing measurement"; fi
+        if rb_have "$d:val.1" && rb_have "$d:val.2" && rb_have "-:start.1" && rb_have "-:start.2"; then
+            a=$(rb_net "$d" val.1) b=$(rb_net "$d" val.2)
+            r=$(ratio_of "$a" "$b")
+            verdict "$(le 1.6 "$r")" "$L: validate 1 -> 2 ranks net $a s -> $b s = ${r}x faster; target >= 1.6x [whole command $(rb_med "$d:val.1") s -> $(rb_med "$d:val.2") s; launch $(rb_med "-:start.1") s, $(rb_med "-:start.2") s]"
+        else verdict SKIP "$L: validate 1 -> 2 ranks: missing measurement"; fi
+        if [ -n "${RB_GZ[$d]:-}" ]; then
+            if rb_have "$d:val.gz" && rb_have "$d:gzip.dc" && rb_have "-:start.1"; then
+                a=$(rb_net "$d" val.gz)
+                r=$(ratio_of "$a" "$(rb_med "$d:gzip.dc")")
+                verdict "$(le "$r" 2)" "$L: validate .json.gz -n 1 net $a s = ${r}x gzip -dc ($(rb_med "$d:gzip.dc") s); target <= 2x [whole command $(rb_med "$d:val.gz") s]"
+            else verdict SKIP "$L: validate .json.gz vs gzip -dc: missing measurement"; fi
+        fi
+        # memory: every rank of every validate of the document, the import
+        m=0 list=""
+        for c in val.1 val.2 val.gz; do
+            rb_have "$d:$c" || continue
+            list+="${list:+, }$c ${RBRANKS[$d:$c]}"
+            [ "${RBRSS[$d:$c]}" -gt "$m" ] && m=${RBRSS[$d:$c]}
+        done
+        if [ -n "$list" ]; then
+            verdict "$(le "$m" $((128 * 1024 - 1)))" "$L: validate peak RSS $(calc 1 "$m / 1024") MiB (every rank, MiB: $list); target < 128 MiB"
+        else verdict SKIP "$L: validate peak RSS: missing measurement"; fi
+        if rb_have "$d:import"; then
+            m=${RBRSS[$d:import]}
+            verdict "$(le "$m" $((256 * 1024 - 1)))" "$L: import peak RSS $(calc 1 "$m / 1024") MiB; target < 256 MiB"
+        else verdict SKIP "$L: import peak RSS: missing measurement"; fi
+        if [ "$rb_load" != yes ]; then
+            verdict SKIP "$L: scope_export.load vs json.load: $([ "$rb_load" = no ] && echo 'scope_export has no load' || echo "$rb_load")"
+        elif rb_have "$d:sx.load" && rb_have "$d:json.load"; then
+            a=$(rb_med "$d:sx.load")
+            r=$(ratio_of "$j" "$a")
+            verdict "$(le 2 "$r")" "$L: scope_export.load $a s = ${r}x faster than json.load ($j s); target >= 2x [peak RSS $(calc 1 "${RBRSS[$d:sx.load]} / 1024") MiB, json.load $(calc 1 "${RBRSS[$d:json.load]} / 1024") MiB]"
+        else verdict SKIP "$L: scope_export.load vs json.load: missing measurement"; fi
+    done
+}
+
+if section_on main; then
+    { header; report; native_report; ps_report; otf2_report; paths_report; readback_report
+      targets; readback_targets; summary; } | tee "$outdir/bench.txt"
+else
+    { header; readback_report; echo; echo "== targets"; readback_targets; summary; } |
+        tee "$outdir/bench.txt"
+fi
 echo "bench: table in $outdir/bench.txt, every repetition in $raw" >&2
 [ "$broke" = 0 ] && [ "$verify_fail" = 0 ]

@@ -22,6 +22,8 @@ BUILD_DIR=$BIN bash "$bench" --reps 0 --no-build >/dev/null 2>&1
 [ $? = 2 ] && ok || bad "--reps 0 did not exit 2"
 BUILD_DIR=$BIN bash "$bench" --no-such-option --no-build >/dev/null 2>&1
 [ $? = 2 ] && ok || bad "an unknown option did not exit 2"
+BUILD_DIR=$BIN bash "$bench" --only no-such-section --no-build >/dev/null 2>&1
+[ $? = 2 ] && ok || bad "--only of an unknown section did not exit 2"
 
 # 2. One repetition of everything on tiny runs, in $TMP, with the binaries under test.
 t0=$SECONDS
@@ -107,6 +109,51 @@ for c in n256.gz.1 n256.gz.2 n64.gz.1 n64.gz.2; do
     grep -Eq "^$c +mpiexec .* [0-9]+\.[0-9]{3} +[0-9.]+ +[0-9.]+$" "$out" && ok ||
         bad "no native row with timings for $c"
 done
+# The read-back section: the launch of validate, a table per document with every case timed
+# (the module's load timed, or SKIP while scope_export has no load), every rank's peak RSS
+# at -n 2, and its targets.
+for c in start.1 start.2; do
+    grep -Eq "^$c +mpiexec -n [12] scope-export validate tiny.json +[0-9]+\.[0-9]{3} " "$out" &&
+        ok || bad "no read-back launch row $c"
+done
+rbload=0
+for d in a b c; do
+    sect=$(awk -v h="== read-back $d:" 'index($0, h) == 1 { on = 1; next } /^==/ { on = 0 } on' "$out")
+    if [ -z "$sect" ]; then
+        bad "no read-back table for document $d"
+        continue
+    fi
+    rbc="json.load val.1 val.2 import"
+    [ "$d" = c ] || rbc="$rbc gzip.dc val.gz" # the .json.gz of a and b
+    for c in $rbc; do
+        echo "$sect" | grep -Eq "^$c +.* [0-9]+\.[0-9]{3} +[0-9]+ " && ok ||
+            bad "read-back $d: no row with timings for $c"
+    done
+    echo "$sect" | grep -Eq "^val\.2 +.* [0-9]+\.[0-9]{3} +[0-9.]+ +[0-9]+/[0-9]+$" && ok ||
+        bad "read-back $d: val.2 has no net time or not both ranks' peak RSS"
+    if echo "$sect" | grep -Eq "^sx\.load +.* [0-9]+\.[0-9]{3} +[0-9]+ "; then
+        rbload=$((rbload + 1))
+        v="PASS|FAIL"
+    else
+        echo "$sect" | grep -q "^sx\.load .*SKIP (scope_export has no load)" && ok ||
+            bad "read-back $d: no sx.load row"
+        v=SKIP
+    fi
+    echo "$sect" | grep -q ERROR && bad "read-back $d: a case failed: $(echo "$sect" | grep ERROR)"
+    for t in "(PASS|FAIL)  read-back $d .*: validate -n 1 net .* json.load" \
+        "(PASS|FAIL)  read-back $d .*: import -n 1 net .* json.load" \
+        "(PASS|FAIL)  read-back $d .*: validate 1 -> 2 ranks net" \
+        "(PASS|FAIL)  read-back $d .*: validate peak RSS" \
+        "(PASS|FAIL)  read-back $d .*: import peak RSS" \
+        "($v)  read-back $d .*: scope_export.load"; do
+        grep -Eq "^$t" "$out" && ok || bad "no target line '$t'"
+    done
+    if [ "$d" != c ]; then
+        grep -Eq "^(PASS|FAIL)  read-back $d .*: validate .json.gz .* gzip -dc" "$out" && ok ||
+            bad "read-back $d: no .json.gz target"
+    fi
+done
+[ "$rbload" = 0 ] || [ "$rbload" = 3 ] || bad "scope_export.load timed on $rbload of 3 documents"
 # Every output verified: on the three few-row runs and the many-row run json bare and 2
 # ranks, gz 1 and 2 ranks, isal 1 and 2 ranks; on the other three (the compressed and the
 # larger many-row runs, which time fewer cases) json 2 ranks; on the three few-row runs the
@@ -114,8 +161,10 @@ done
 # at 2 ranks; the pstats files (rank 0, every rank) and the region statistics at 2 ranks;
 # the bare run of the compressed one, speedscope at 2 ranks, the bare native .json against
 # import-native + export, the native Chrome trace at 2 ranks; the OTF2 archives of the two
-# nested runs at 2 ranks.
-want=$((4 * (isal ? 6 : 4) + 3 + 3 * 4 + 2 + 3 + 4 + 2))
+# nested runs at 2 ranks; the read-back of the three documents: validate at 1 and 2 ranks
+# said OK and the import exports back to the document, on each, validate of the .json.gz
+# of the first two, and the module's load of each where it has one.
+want=$((4 * (isal ? 6 : 4) + 3 + 3 * 4 + 2 + 3 + 4 + 2 + 3 * 3 + 2 + rbload))
 for c in otf2.100.1 otf2.100.2 otf2.10k.1 otf2.10k.2 otf2.100k.1 otf2.100k.2; do
     grep -Eq "^$c +mpiexec .* [0-9]+\.[0-9]{3} " "$out" && ok || bad "no OTF2 row for $c"
 done
