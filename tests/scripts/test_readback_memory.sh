@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test_readback_memory.sh - validate and import read a JSON profile in bounded memory: a
-# ~440 MB document is validated and imported under an address-space limit far below its
-# size, and the imported run exports back to the document's text
+# ~440 MB document is validated under an address-space limit far below its size, and
+# imported under one that holds the HDF5 file it writes but not the document (import builds
+# the file in memory: libhdf5 1.10 crashes at exit on a file whose close failed, so the file
+# is written out whole by our own output); the imported run exports back to the document
 #
 # The limit (ulimit -v) of each command is the address space the same command needs for a
 # 100-event document (the least limit under which it succeeds, found by bisection: its
@@ -100,9 +102,15 @@ echo "validate: status $rc under $(mib "$lim_v") MiB$(rss "$TMP/big.out")"
 [ "$rc" = 0 ] && said_ok "$TMP/big.out" && ok ||
     bad "validate of the $((size / 1000000)) MB document under an address-space limit of" \
         "$(mib "$lim_v") MiB: $(why "$rc" "$TMP/big.out")"
-limited "$lim_i" "$TMP/big_i.out" "$X" import "$TMP/big.json" -o "$TMP/big.h5" -q
+# import: its own need, the headroom, and the file it writes (built in memory)
+"$X" import "$TMP/big.json" -o "$TMP/ref.h5" -q || bad "import of the large document"
+h5=$((($(stat -c %s "$TMP/ref.h5" 2>/dev/null || echo 0) + 1023) / 1024))
+rm -f "$TMP/ref.h5"
+lim_b=$((lim_i + h5))
+echo "the large document's HDF5 file: $(mib "$h5") MiB; import's limit $(mib "$lim_b") MiB"
+limited "$lim_b" "$TMP/big_i.out" "$X" import "$TMP/big.json" -o "$TMP/big.h5" -q
 rc=$?
-echo "import: status $rc under $(mib "$lim_i") MiB$(rss "$TMP/big_i.out")"
+echo "import: status $rc under $(mib "$lim_b") MiB$(rss "$TMP/big_i.out")"
 if [ "$rc" = 0 ] && [ -s "$TMP/big.h5" ]; then
     ok
     # the run it wrote is the document's: it exports back to the same text
@@ -110,6 +118,6 @@ if [ "$rc" = 0 ] && [ -s "$TMP/big.h5" ]; then
         ok || bad "the run imported under the limit does not export back to the document"
 else
     bad "import of the $((size / 1000000)) MB document under an address-space limit of" \
-        "$(mib "$lim_i") MiB: $(why "$rc" "$TMP/big_i.out")"
+        "$(mib "$lim_b") MiB: $(why "$rc" "$TMP/big_i.out")"
 fi
 finish
