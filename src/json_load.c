@@ -1070,6 +1070,12 @@ static enum sx_status on_end(void *ctx, struct sx_error *err) {
 
 static const struct sx_jstream_ops load_ops = {
     .value = on_value, .regions = on_regions, .element = on_element, .end = on_end};
+/* a check that keeps no row: the fast path need not copy columns out */
+static const struct sx_jstream_ops check_ops = {.value = on_value,
+                                                .regions = on_regions,
+                                                .element = on_element,
+                                                .end = on_end,
+                                                .no_columns = true};
 
 enum sx_status sx_json_load_ex(const char *path, enum sx_json_keep keep,
                                sx_json_row_fn on_row, void *on_row_ctx,
@@ -1091,7 +1097,9 @@ enum sx_status sx_json_load_ex(const char *path, enum sx_json_keep keep,
     ld.on_row_ctx = on_row_ctx;
     ld.top = json_object();
     SX_CHECK(ld.top != NULL, SX_ERR_NOMEM, err, path, "out of memory");
-    st = sx_jstream_read(path, &load_ops, &ld, err);
+    st = sx_jstream_read(
+        path, keep == SX_JSON_KEEP_NONE && on_row == NULL ? &check_ops : &load_ops, &ld,
+        err);
     if (st != SX_OK)
         goto out;
     if (nelements != NULL)
@@ -1120,7 +1128,7 @@ enum sx_status sx_json_check_part(const char *path, uint64_t from, uint64_t to,
     ld.part = ld.streamed = from > 0;
     ld.top = json_object();
     SX_CHECK(ld.top != NULL, SX_ERR_NOMEM, err, path, "out of memory");
-    st = sx_jstream_read_part(path, from, to, first_index, &load_ops, &ld, next, count,
+    st = sx_jstream_read_part(path, from, to, first_index, &check_ops, &ld, next, count,
                               err);
     *format_checked = ld.format_checked;
 out:

@@ -736,8 +736,11 @@ static const char *const key_names[K_NKEYS] = {
 };
 
 static int key_of(const struct sx_buf *k) {
+    if (k->len == 0)
+        return -1;
     for (int i = 0; i < K_NKEYS; i++)
-        if (strlen(key_names[i]) == k->len && memcmp(key_names[i], k->data, k->len) == 0)
+        if (key_names[i][0] == k->data[0] && key_names[i][k->len] == '\0' &&
+            memcmp(key_names[i], k->data, k->len) == 0)
             return i;
     return -1;
 }
@@ -907,6 +910,8 @@ static enum fast fast_row(struct rd *r, uint64_t *poff, struct sx_row *row) {
         if (!(seen & (1u << (K_COL + c))))
             continue;
         row->cols |= SX_COLBIT(c);
+        if (r->ops->no_columns && r->copy == NULL)
+            continue; /* a check that keeps nothing: the values are not copied out */
         /* exactly its size: the reader's vector is grown for the largest row */
         row->col[c] = sx_malloc((n ? n : 1) * sizeof *row->col[c]);
         if (row->col[c] == NULL) {

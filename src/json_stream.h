@@ -39,6 +39,8 @@ struct sx_jstream_ops {
                               struct sx_error *err);
     /* The document ended well-formed (the consumer's last checks). */
     enum sx_status (*end)(void *ctx, struct sx_error *err);
+    /* The rows the fast path reads are only looked at: their columns stay NULL. */
+    bool no_columns;
 };
 
 /* Read the document at 'path' (.json or gzip by content) through 'ops'. */

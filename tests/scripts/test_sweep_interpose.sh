@@ -20,6 +20,12 @@ G="$SHARED/golden/gen_schema3_allcols/run.h5"
 [ -f "$G" ] || { echo "skipped: no $G"; exit 77; }
 export SX_SHARED_DIR="$SHARED"
 
+# A plain profile that validate reads in parts, one a rank (a few MiB).
+"$BIN/scope-export-synth" --ranks 4 --regions 8 --events 120000 --seed 2 "$TMP/parts.h5" \
+    >/dev/null && "$X" export "$TMP/parts.h5" -o "$TMP/parts.json" -q ||
+    bad "cannot make the profile read in parts"
+export SX_SWEEP_PARTS_JSON="$TMP/parts.json"
+
 # The library: every command, every N under 60 and SX_SWEEP_BEYOND runs beyond.
 for np in 2 3; do
     start=$SECONDS

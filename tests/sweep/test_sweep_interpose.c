@@ -59,7 +59,15 @@ static void on_alarm(int sig) {
     _exit(3);
 }
 
-enum kind { K_EXPORT, K_MULTI, K_NATIVE, K_VALIDATE, K_IMPORT, K_IMPORT_NATIVE };
+enum kind {
+    K_EXPORT,
+    K_MULTI,
+    K_NATIVE,
+    K_VALIDATE,
+    K_VALIDATE_PARTS,
+    K_IMPORT,
+    K_IMPORT_NATIVE
+};
 
 struct cmd {
     const char *name;
@@ -101,6 +109,8 @@ static const struct cmd cmds[] = {
      SX_FORMAT_JSON, 0},
     {"import", K_IMPORT, "golden/gen_schema3_allcols/run.json.gz", "i.h5", SX_FORMAT_JSON,
      0},
+    /* a plain profile large enough to be read in parts ($SX_SWEEP_PARTS_JSON) */
+    {"validate in parts", K_VALIDATE_PARTS, NULL, NULL, SX_FORMAT_JSON, 0},
     {"import-native", K_IMPORT_NATIVE, "golden-native/mixed_3ranks/ranks", "m.h5",
      SX_FORMAT_JSON, 0},
 };
@@ -148,6 +158,8 @@ static enum sx_status run_cmd(const struct cmd *c, const char *dir, struct sx_er
         return sx_export_native(MPI_COMM_WORLD, ins, 1, out, NULL, &o, e);
     case K_VALIDATE:
         return sx_validate(in, e);
+    case K_VALIDATE_PARTS:
+        return sx_validate_mpi(MPI_COMM_WORLD, getenv("SX_SWEEP_PARTS_JSON"), e);
     case K_IMPORT:
         return sx_import(in, out, e);
     case K_IMPORT_NATIVE:
@@ -360,6 +372,8 @@ int main(int argc, char **argv) {
     for (size_t ci = 0; ci < NCMDS; ci++) {
         const struct cmd *c = &cmds[ci];
         if (only != NULL && strcmp(only, c->name) != 0)
+            continue;
+        if (c->kind == K_VALIDATE_PARTS && getenv("SX_SWEEP_PARTS_JSON") == NULL)
             continue;
         char dir[1100], ref[1200];
         out_dir(c, dir, sizeof dir);
