@@ -427,7 +427,7 @@ static enum fast fast_ints(struct rd *r, uint64_t *poff, struct i64v *v) {
         return F_OK;
     }
     for (;;) {
-        rd_need(r, off, 64);
+        rd_need(r, off, 65); /* 64 and a byte: 'safe' past 'off', or the end of text */
         if (r->st != SX_OK)
             return F_ERR;
         const unsigned char *p = at(r, off), *const s = p, *const e = at(r, stop(r));
