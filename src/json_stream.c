@@ -132,8 +132,11 @@ static uint64_t skip_string(struct rd *r, uint64_t off) {
         }
         if (*p == '"')
             return off + 1;
-        off += 2; /* an escape: the next byte cannot end the string */
-        if (off > stop(r) && (r->eof || r->st != SX_OK))
+        /* an escape: the next byte cannot end the string; it may be past the window's
+         * end, and past it rd_need would not read on */
+        rd_need(r, off, 2);
+        off += 2;
+        if (off > stop(r))
             return stop(r);
     }
 }

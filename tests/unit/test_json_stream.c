@@ -76,6 +76,15 @@ static void put_gz(const char *path, const char *data, size_t n, size_t chunk) {
     sx_buf_free(&out);
 }
 
+/* Two members: the text up to 'k', then the rest. */
+static void put_gz_split(const char *path, const char *data, size_t n, size_t k) {
+    struct sx_buf out = {0};
+    gz_members(&out, data, k, 0);
+    gz_members(&out, data + k, n - k, 0);
+    put_file(path, out.data, out.len);
+    sx_buf_free(&out);
+}
+
 /* ------------------------------------------------------------------ */
 /* Two runs compared field by field                                   */
 
@@ -436,6 +445,65 @@ static void test_lookahead(void) {
     }
 }
 
+/* ------------------------------------------------------------------ */
+/* Cuts, window ends and long rows                                    */
+
+/* A document with a row of every feature the fast path reads, and one it leaves. */
+static const char rich_doc[] =
+    "{\"format\": \"scope-profiler-profile\", \"format_version\": 1, \"exporter\": "
+    "\"scope-profiler@0.7.3\", \"num_ranks\": 2, \"metadata\": {\"label\": "
+    "\"caf\\u00e9\"}, \"regions\": [{\"name\": \"l\\u00f6sen/\xe6\xb1\x82\xe8\xa7\xa3 "
+    "\\\"q\\\" \\\\ \\/ \\b\\f\\n\\r\\t \\ud83d\\ude00 \xf0\x9f\x98\x80 end\", \"rank\": "
+    "1, \"source_file\": \"a/very/long/path/to/the/source/file/of/this/region.py\", "
+    "\"source_lineno\": null, \"source_text\": \"with scope(\\\"x\\\"):\\n    pass\\t# "
+    "\\u2603\", \"tags\": [\"\\u6570\\u5024\", \"caf\xc3\xa9\", \"\", \"\\u0000\"], "
+    "\"start_times_ns\": [0, 1, -1, 9223372036854775807, -9223372036854775808, "
+    "1234567890123456789, 22,333,4444 , 55555,\n 666666], \"end_times_ns\": [1,2,3,4,5,6,"
+    "7,8,9,10,11], \"gpu_durations_ns\": [-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1], "
+    "\"call_ids\": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10], \"parent_ids\": [-1, 0, 1, 2, 3, "
+    "4, 5, 6, 7, 8, 9], \"event_metadata\": [{}, {\"i\": 1, \"f\": 2.5, \"e\": 1e-05, "
+    "\"E\": 1E+300, \"z\": -0.0, \"s\": \"\\u00e9\\n\", \"t\": true, \"F\": false, "
+    "\"n\": "
+    "null, \"k\": -9223372036854775808}, {}, {\"a\": 0.1}, {}, {\"b\": 12345678.875}, "
+    "{}, "
+    "{}, {\"c\": \"x\"}, {}, {\"\\u00e9\": 7}], \"exclusive_total_ns\": 42}, {\"name\": "
+    "\"nested\", \"rank\": 0, \"start_times_ns\": [5], \"end_times_ns\": [6], "
+    "\"event_metadata\": [{\"p\": {\"dt\": 0.5, \"lst\": [1, \"z\\u00e9\", "
+    "\"]\\\"}\"]}}], "
+    "\"unknown\": \"}\\\\\"}, {\"name\": \"agg\", \"rank\": 0, \"aggregate\": "
+    "{\"count\": "
+    "2, \"total\": 7.5}, \"event_data_available\": false}], \"threads\": {\"0\": "
+    "[{\"index\": 0, \"name\": \"Main\", \"ident\": 1, \"native_id\": 2, \"daemon\": "
+    "false, "
+    "\"start_ns\": 0, \"end_ns\": 9, \"cpu_ns\": 5}]}}\n";
+
+static void test_rich(void) {
+    const size_t n = sizeof rich_doc - 1;
+    char label[160];
+
+    check_text("rich document", rich_doc, n, ANY_PATH, LOADS);
+    struct counts c = count_fast(tmp_gz);
+    CHECK(c.elements == 3 && c.fast == 1);
+    /*
+     * The text the reader holds ends after every byte in turn: gzip members of 1 to
+     * 130 bytes, and two members split at every byte.
+     */
+    for (size_t chunk = 1; chunk <= 130; chunk += chunk < 20 ? 1 : 11) {
+        put_gz(tmp_gz, rich_doc, n, chunk);
+        snprintf(label, sizeof label, "rich document in %zu-byte members", chunk);
+        c = check_path(label, tmp_gz, ANY_PATH, LOADS);
+        CHECK(c.elements == 3 &&
+              c.fast == 1); /* the end of the text in no way stops it */
+    }
+    counting = false;
+    for (size_t k = 1; k < n; k++) {
+        put_gz_split(tmp_gz, rich_doc, n, k);
+        snprintf(label, sizeof label, "rich document split at %zu", k);
+        check_path(label, tmp_gz, ANY_PATH, LOADS);
+    }
+    counting = true;
+}
+
 int main(void) {
     const clock_t t0 = clock();
     snprintf(tmp_json, sizeof tmp_json, "%s/test_json_stream_%ld.json", SX_BUILD_DIR,
@@ -445,6 +513,7 @@ int main(void) {
     unsetenv(FAST_ENV);
 
     test_lookahead();
+    test_rich();
 
     printf("%zu documents read both ways; the fast path read %zu of their %zu region "
            "elements (%.1f s)\n",
