@@ -596,6 +596,8 @@ static enum fast fast_meta(struct rd *r, uint64_t *poff, struct sx_buf *canon, b
                         return f;
                     if (nkeys == 16)
                         return F_NO;
+                    if (r->str.len > 0 && memchr(r->str.data, '\0', r->str.len) != NULL)
+                        return F_NO; /* jansson refuses a NUL in a key: its message */
                     for (size_t k = 0; k < nkeys; k++)
                         if (r->key_at[k + 1] - r->key_at[k] == r->str.len &&
                             (r->str.len == 0 || memcmp(r->keys.data + r->key_at[k],

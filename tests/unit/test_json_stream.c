@@ -423,6 +423,24 @@ static void check_text(const char *label, const char *text, size_t n, int wf, in
 #define EV "\"start_times_ns\": [1, 2], \"end_times_ns\": [3, 4]"
 #define EV1 "\"start_times_ns\": [1], \"end_times_ns\": [3]"
 
+/* A document with one row: the members 'a' 'b' 'c' (concatenated). */
+static void check_row3(const char *label, const char *a, const char *b, const char *c,
+                       int wf, int wo) {
+    struct sx_buf d = {0};
+    sx_buf_puts(&d, HEAD "\"regions\": [{");
+    sx_buf_puts(&d, a);
+    sx_buf_puts(&d, b);
+    sx_buf_puts(&d, c);
+    sx_buf_puts(&d, "}]}");
+    ASSERT(!d.failed);
+    check_text(label, d.data, d.len, wf, wo);
+    sx_buf_free(&d);
+}
+
+static void check_row(const char *label, const char *members, int wf, int wo) {
+    check_row3(label, members, "", "", wf, wo);
+}
+
 /* ------------------------------------------------------------------ */
 /* The fast path's look-ahead                                         */
 
@@ -442,6 +460,160 @@ static void test_lookahead(void) {
         ASSERT(n > 0 && (size_t)n < sizeof doc);
         snprintf(label, sizeof label, "a list, %d spaces, the end of the row", pad);
         check_text(label, doc, (size_t)n, ALL_FAST, LOADS);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Strings                                                            */
+
+/* JSON string tokens: whether jansson takes them, and whether they hold a NUL. */
+static const struct {
+    const char *tok;
+    bool valid, nul;
+} strings[] = {
+    {"\"plain\"", true, false},
+    {"\"\"", true, false},
+    {"\"q\\\"b\\\\s\\/f\\bb\\ff\\nn\\rr\\tt\"", true, false},
+    {"\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"", true, false},
+    {"\"\\u00e9\\u00E9\\u65e5\\u0041\\u007f\\u0080\\u07ff\\u0800\\uffff\"", true, false},
+    {"\"\\ud83d\\ude00\\uD83D\\uDE00\\udbff\\udfff\\ud800\\udc00\"", true, false},
+    {"\"\\u0000\"", true, true},
+    {"\"a\\u0000b\"", true, true},
+    {"\"\\u0000sxbig0:12\"", true, true},
+    {"\"raw DEL \x7f\"", true, false},
+    {"\"caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80 \xf4\x8f\xbf\xbf \xc2\x80 "
+     "\xe0\xa0\x80 \xf0\x90\x80\x80 \xed\x9f\xbf \xee\x80\x80\"",
+     true, false},
+    {"\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\\ud83d\\ude00bbbbbbbbbbbbbb\\nccccccccccccc\"",
+     true, false},
+    /* escapes jansson refuses */
+    {"\"\\ud83d\"", false, false},
+    {"\"\\ud83dx\"", false, false},
+    {"\"\\ud83d\\u0041\"", false, false},
+    {"\"\\ud83d\\ud83d\"", false, false},
+    {"\"\\ude00\"", false, false},
+    {"\"\\ude00\\ud83d\"", false, false},
+    {"\"\\ud83d\\n\"", false, false},
+    {"\"\\x41\"", false, false},
+    {"\"\\u12\"", false, false},
+    {"\"\\u12G4\"", false, false},
+    {"\"\\U00e9\"", false, false},
+    {"\"\\'\"", false, false},
+    {"\"\\\"", false, false},
+    /* raw bytes jansson refuses */
+    {"\"ctl \x01\"", false, false},
+    {"\"ctl \x1f\"", false, false},
+    {"\"tab \t\"", false, false},
+    {"\"nl \n\"", false, false},
+    {"\"overlong \xc0\x80\"", false, false},
+    {"\"overlong \xc1\xbf\"", false, false},
+    {"\"overlong \xe0\x80\x80\"", false, false},
+    {"\"overlong \xe0\x9f\xbf\"", false, false},
+    {"\"overlong \xf0\x80\x80\x80\"", false, false},
+    {"\"overlong \xf0\x8f\xbf\xbf\"", false, false},
+    {"\"cut \xc3\"", false, false},
+    {"\"cut \xc3x\"", false, false},
+    {"\"cut \xe6\x97\"", false, false},
+    {"\"cut \xf0\x9f\x98\"", false, false},
+    {"\"surrogate \xed\xa0\x80\"", false, false},
+    {"\"surrogate \xed\xbf\xbf\"", false, false},
+    {"\"beyond \xf4\x90\x80\x80\"", false, false},
+    {"\"beyond \xf5\x80\x80\x80\"", false, false},
+    {"\"beyond \xf8\x88\x80\x80\x80\"", false, false},
+    {"\"byte \xfe\"", false, false},
+    {"\"byte \xff\"", false, false},
+    {"\"continuation \x80\"", false, false},
+    {"\"continuation \xbf\"", false, false},
+    {"\"unterminated", false, false},
+};
+
+/* Where a string goes in a row. */
+enum place {
+    P_NAME,
+    P_TAG,
+    P_SFILE,
+    P_STEXT,
+    P_META_VALUE,
+    P_META_KEY,
+    P_ROW_KEY,
+    P_NPLACES
+};
+
+static void test_strings(void) {
+    static const char *const place_names[P_NPLACES] = {
+        "name",           "tag",          "source_file", "source_text",
+        "metadata value", "metadata key", "row key"};
+    char label[200];
+
+    for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
+        const char *s = strings[i].tok;
+        for (int p = 0; p < P_NPLACES; p++) {
+            int wf = strings[i].valid && !strings[i].nul ? ALL_FAST : NO_FAST;
+            int wo = strings[i].valid && !strings[i].nul ? LOADS : FAILS;
+            /* a NUL is kept where the run keeps text with its length (the C string
+             * ends there alike); a name and a key cannot hold one */
+            if (strings[i].valid && strings[i].nul && p != P_NAME && p != P_META_KEY &&
+                p != P_ROW_KEY)
+                wf = ALL_FAST, wo = LOADS;
+            if (p == P_ROW_KEY)
+                wf = NO_FAST; /* an unknown key */
+            snprintf(label, sizeof label, "string %zu as the %s", i, place_names[p]);
+            switch (p) {
+            case P_NAME:
+                check_row3(label, "\"name\": ", s, ", \"rank\": 0, " EV, wf, wo);
+                break;
+            case P_TAG:
+                check_row3(label, "\"name\": \"a\", \"rank\": 0, \"tags\": [\"t\", ", s,
+                           "], " EV, wf, wo);
+                break;
+            case P_SFILE:
+                check_row3(label, "\"name\": \"a\", \"rank\": 0, \"source_file\": ", s,
+                           ", " EV, wf, wo);
+                break;
+            case P_STEXT:
+                check_row3(label,
+                           "\"name\": \"a\", \"rank\": 0, " EV ", \"source_text\": ", s,
+                           "", wf, wo);
+                break;
+            case P_META_VALUE:
+                check_row3(label,
+                           "\"name\": \"a\", \"rank\": 0, " EV
+                           ", \"event_metadata\": [{}, {\"k\": ",
+                           s, "}]", wf, wo);
+                break;
+            case P_META_KEY:
+                check_row3(label,
+                           "\"name\": \"a\", \"rank\": 0, " EV
+                           ", \"event_metadata\": [{\"a\": 1, ",
+                           s, ": 2}, {}]", wf, wo);
+                break;
+            default:
+                check_row3(label, "\"name\": \"a\", \"rank\": 0, " EV ", ", s, ": 1", wf,
+                           wo);
+                break;
+            }
+        }
+    }
+    /* keys spelled with escapes are the same keys */
+    check_row("escaped keys",
+              "\"n\\u0061me\": \"a\", \"\\u0072ank\": 0, \"start_times_ns\": [1], "
+              "\"end\\u005ftimes_ns\": [2], \"event_metad\\u0061ta\": [{\"\\u006b\": 1}]",
+              ALL_FAST, LOADS);
+    check_row("a key that only looks like one", "\"Name\": \"a\", \"rank\": 0, " EV,
+              NO_FAST, FAILS);
+    check_row("a key with a NUL",
+              "\"name\\u0000\": \"a\", \"name\": \"a\", \"rank\": 0, " EV, NO_FAST,
+              FAILS);
+    /* strings long enough to leave the reader's look-ahead on every side of an escape */
+    for (size_t k = 0; k < 40; k++) {
+        char row[400];
+        snprintf(
+            row, sizeof row,
+            "\"name\": \"%.*s\\ud83d\\ude00\\t%.*s\xf0\x9f\x98\x80\", \"rank\": 0, " EV,
+            (int)k, "0123456789012345678901234567890123456789", (int)(39 - k),
+            "0123456789012345678901234567890123456789");
+        snprintf(label, sizeof label, "escape after %zu bytes", k);
+        check_row(label, row, ALL_FAST, LOADS);
     }
 }
 
@@ -513,6 +685,7 @@ int main(void) {
     unsetenv(FAST_ENV);
 
     test_lookahead();
+    test_strings();
     test_rich();
 
     printf("%zu documents read both ways; the fast path read %zu of their %zu region "
