@@ -85,6 +85,26 @@ static void put_gz_split(const char *path, const char *data, size_t n, size_t k)
     sx_buf_free(&out);
 }
 
+/*
+ * A gzip stream of 'data' flushed but never finished: inflating it gives all
+ * the text, then "unexpected end of file".
+ */
+static void put_gz_unfinished(const char *path, const char *data, size_t n) {
+    z_stream z;
+    unsigned char *buf = malloc(n + 1024);
+    ASSERT(buf != NULL);
+    memset(&z, 0, sizeof z);
+    ASSERT(deflateInit2(&z, 1, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+    z.next_in = (unsigned char *)(uintptr_t)data;
+    z.avail_in = (uInt)n;
+    z.next_out = buf;
+    z.avail_out = (uInt)(n + 1024);
+    ASSERT(deflate(&z, Z_SYNC_FLUSH) == Z_OK && z.avail_in == 0);
+    put_file(path, buf, n + 1024 - z.avail_out);
+    deflateEnd(&z);
+    free(buf);
+}
+
 /* ------------------------------------------------------------------ */
 /* Two runs compared field by field                                   */
 
@@ -676,6 +696,30 @@ static void test_rich(void) {
     counting = true;
 }
 
+/* A gzip file that ends early, just after rows that jansson refuses. */
+static void test_damaged_gzip(void) {
+    static const char *const docs[] = {
+        HEAD "\"regions\": [{\"name\": \"a\", \"rank\": 0, \"start_times_ns\": [1, 2], "
+             "\"end_times_ns\": [3]}",
+        HEAD "\"regions\": [{\"name\": \"a\", \"rank\": 0, \"start_times_ns\": [1, 2], "
+             "\"end_times_ns\": [3]}, ",
+        HEAD "\"regions\": [{\"name\": \"a\", \"rank\": 0, \"source_file\": 1, " EV "}",
+        HEAD "\"regions\": [{\"name\": \"a\", \"rank\": 0, " EV ", \"tags\": [1]}",
+        HEAD "\"regions\": [{\"name\": \"a\", \"rank\": 0, " EV ", \"event_metadata\": "
+             "[{\"a\": \"b\"}]}",
+        HEAD "\"regions\": [{\"name\": \"a\", \"rank\": 0, " EV "}, {\"name\": \"a\"}",
+        HEAD "\"regions\": [{\"name\": \"a\", \"rank\": 0, " EV "}]",
+        HEAD "\"regions\": [{\"name\": \"a\", \"rank\": 0, " EV "}",
+        HEAD "\"regions\": [{\"name\": \"a\", \"rank\": 0, \"start_times_ns\": [1",
+    };
+    char label[64];
+    for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+        put_gz_unfinished(tmp_gz, docs[i], strlen(docs[i]));
+        snprintf(label, sizeof label, "unfinished gzip %zu", i);
+        check_path(label, tmp_gz, ANY_PATH, FAILS);
+    }
+}
+
 int main(void) {
     const clock_t t0 = clock();
     snprintf(tmp_json, sizeof tmp_json, "%s/test_json_stream_%ld.json", SX_BUILD_DIR,
@@ -687,6 +731,7 @@ int main(void) {
     test_lookahead();
     test_strings();
     test_rich();
+    test_damaged_gzip();
 
     printf("%zu documents read both ways; the fast path read %zu of their %zu region "
            "elements (%.1f s)\n",
