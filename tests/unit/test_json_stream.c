@@ -7,6 +7,7 @@
 #include "run.h"
 #include "sx_test.h"
 #include "sx_test_doc.h"
+#include "sx_test_run.h"
 
 #include <fcntl.h>
 #include <glob.h>
@@ -106,215 +107,6 @@ static void put_gz_unfinished(const char *path, const char *data, size_t n) {
 }
 
 /* ------------------------------------------------------------------ */
-/* Two runs compared field by field                                   */
-
-/*
- * sx_run_equal (run_compare.h) compares "the same run" across formats: rows by
- * (name, rank) in any order, names some row uses, metadata text only where a
- * dict has keys, lane timestamps rounded. Both loads here read one document,
- * so everything must be identical, in order.
- */
-#define DIFF(...)                                                                        \
-    do {                                                                                 \
-        snprintf(why, nwhy, __VA_ARGS__);                                                \
-        return false;                                                                    \
-    } while (0)
-
-static bool str_same(const char *a, const char *b) {
-    return a == NULL || b == NULL ? a == b : strcmp(a, b) == 0;
-}
-
-static bool mem_same(const void *a, size_t na, const void *b, size_t nb, size_t size) {
-    if (na != nb)
-        return false;
-    if (na == 0)
-        return true;
-    return a != NULL && b != NULL && memcmp(a, b, na * size) == 0;
-}
-
-static bool strs_same(char *const *a, size_t na, char *const *b, size_t nb) {
-    if (na != nb)
-        return false;
-    for (size_t i = 0; i < na; i++)
-        if (!str_same(a[i], b[i]))
-            return false;
-    return true;
-}
-
-static bool row_same(const struct sx_row *x, const struct sx_row *y, size_t r, char *why,
-                     size_t nwhy) {
-    if (x->region != y->region || x->rank != y->rank || x->file_row != y->file_row)
-        DIFF("row %zu: region %u rank %lld element %llu != region %u rank %lld element "
-             "%llu",
-             r, x->region, (long long)x->rank, (unsigned long long)x->file_row, y->region,
-             (long long)y->rank, (unsigned long long)y->file_row);
-    if (!str_same(x->source_file, y->source_file) ||
-        !str_same(x->source_text, y->source_text))
-        DIFF("row %zu: source_file/source_text differ", r);
-    if (x->has_lineno != y->has_lineno || x->source_lineno != y->source_lineno)
-        DIFF("row %zu: source_lineno %d/%lld != %d/%lld", r, x->has_lineno,
-             (long long)x->source_lineno, y->has_lineno, (long long)y->source_lineno);
-    if (!strs_same(x->tags, x->ntags, y->tags, y->ntags))
-        DIFF("row %zu: tags differ (%zu vs %zu)", r, x->ntags, y->ntags);
-    if (x->borrowed != y->borrowed || x->has_exclusive != y->has_exclusive ||
-        x->exclusive_total != y->exclusive_total)
-        DIFF("row %zu: exclusive_total_ns %d/%lld != %d/%lld", r, x->has_exclusive,
-             (long long)x->exclusive_total, y->has_exclusive,
-             (long long)y->exclusive_total);
-    if (x->is_aggregate != y->is_aggregate ||
-        x->event_data_available != y->event_data_available || x->nagg != y->nagg)
-        DIFF("row %zu: aggregate %d/%d/%zu != %d/%d/%zu", r, x->is_aggregate,
-             x->event_data_available, x->nagg, y->is_aggregate, y->event_data_available,
-             y->nagg);
-    for (size_t k = 0; k < x->nagg; k++) {
-        const struct sx_agg_field *a = &x->agg[k], *b = &y->agg[k];
-        if (!str_same(a->key, b->key) || a->is_float != b->is_float || a->i != b->i ||
-            a->u != b->u || a->is_unsigned != b->is_unsigned ||
-            memcmp(&a->f, &b->f, sizeof a->f) != 0)
-            DIFF("row %zu: aggregate field %zu differs", r, k);
-    }
-    if (x->count != y->count || x->cols != y->cols ||
-        x->has_meta_col != y->has_meta_col || x->offset != y->offset ||
-        !str_same(x->group, y->group))
-        DIFF("row %zu: %llu calls, columns 0x%x != %llu calls, columns 0x%x", r,
-             (unsigned long long)x->count, x->cols, (unsigned long long)y->count,
-             y->cols);
-    for (int c = 0; c < SX_NCOLS; c++) {
-        if ((x->col[c] == NULL) != (y->col[c] == NULL))
-            DIFF("row %zu: column %d loaded on one side only", r, c);
-        if (x->col[c] != NULL &&
-            !mem_same(x->col[c], x->count, y->col[c], y->count, sizeof(int64_t)))
-            DIFF("row %zu: column %d differs", r, c);
-    }
-    if (x->meta_any != y->meta_any || !str_same(x->meta_text, y->meta_text))
-        DIFF("row %zu: event_metadata %d [%.200s] != %d [%.200s]", r, x->meta_any,
-             x->meta_text ? x->meta_text : "(none)", y->meta_any,
-             y->meta_text ? y->meta_text : "(none)");
-    return true;
-}
-
-static bool lanes_same(const struct sx_lane_rank *a, size_t na,
-                       const struct sx_lane_rank *b, size_t nb) {
-    if (na != nb)
-        return false;
-    for (size_t i = 0; i < na; i++) {
-        const struct sx_lane_rank *x = &a[i], *y = &b[i];
-        if (x->rank != y->rank || x->n != y->n ||
-            (x->threads == NULL) != (y->threads == NULL))
-            return false;
-        for (size_t j = 0; j < x->n; j++) {
-            if (x->threads != NULL) {
-                const struct sx_thread *s = &x->threads[j], *t = &y->threads[j];
-                if (s->index != t->index || !str_same(s->name, t->name) ||
-                    s->ident != t->ident || s->native_id != t->native_id ||
-                    s->daemon != t->daemon || s->start_ns != t->start_ns ||
-                    s->end_ns != t->end_ns || s->cpu_ns != t->cpu_ns)
-                    return false;
-            } else {
-                const struct sx_task *s = &x->tasks[j], *t = &y->tasks[j];
-                if (s->index != t->index || !str_same(s->kind, t->kind) ||
-                    !str_same(s->name, t->name) ||
-                    !str_same(s->coro_name, t->coro_name) ||
-                    s->thread_index != t->thread_index ||
-                    s->created_ns != t->created_ns || s->done_ns != t->done_ns ||
-                    s->steps != t->steps || s->running_ns != t->running_ns ||
-                    s->suspended_ns != t->suspended_ns)
-                    return false;
-            }
-        }
-    }
-    return true;
-}
-
-static bool matrix_same(const struct sx_matrix *a, const struct sx_matrix *b) {
-    return a->rows == b->rows && a->cols == b->cols &&
-           mem_same(a->v, a->rows * a->cols, b->v, b->rows * b->cols, sizeof(double));
-}
-
-static bool likwid_same(const struct sx_run *a, const struct sx_run *b) {
-    if (a->nlikwid != b->nlikwid)
-        return false;
-    for (size_t i = 0; i < a->nlikwid; i++) {
-        const struct sx_likwid_rank *x = &a->likwid[i], *y = &b->likwid[i];
-        if (x->rank != y->rank || x->n != y->n)
-            return false;
-        for (size_t j = 0; j < x->n; j++) {
-            const struct sx_likwid_entry *s = &x->entries[j], *t = &y->entries[j];
-            if (!str_same(s->tag, t->tag) || s->group_id != t->group_id ||
-                !str_same(s->group_name, t->group_name) ||
-                !mem_same(s->cpus, s->ncpus, t->cpus, t->ncpus, sizeof(int64_t)) ||
-                !mem_same(s->times, s->ntimes, t->times, t->ntimes, sizeof(double)) ||
-                !mem_same(s->call_counts, s->ncall_counts, t->call_counts,
-                          t->ncall_counts, sizeof(int64_t)) ||
-                !strs_same(s->event_names, s->nevent_names, t->event_names,
-                           t->nevent_names) ||
-                !strs_same(s->counter_names, s->ncounter_names, t->counter_names,
-                           t->ncounter_names) ||
-                !strs_same(s->metric_names, s->nmetric_names, t->metric_names,
-                           t->nmetric_names) ||
-                !matrix_same(&s->events, &t->events) ||
-                !matrix_same(&s->metrics, &t->metrics) || !str_same(s->source, t->source))
-                return false;
-        }
-    }
-    return true;
-}
-
-static bool line_profile_same(const struct sx_run *a, const struct sx_run *b) {
-    if (a->nline_profile != b->nline_profile)
-        return false;
-    for (size_t i = 0; i < a->nline_profile; i++) {
-        const struct sx_lp_rank *x = &a->line_profile[i], *y = &b->line_profile[i];
-        if (x->rank != y->rank || x->n != y->n)
-            return false;
-        for (size_t j = 0; j < x->n; j++) {
-            const struct sx_lp_record *s = &x->records[j], *t = &y->records[j];
-            if (!str_same(s->region, t->region) || !str_same(s->filename, t->filename) ||
-                !str_same(s->function, t->function) ||
-                s->first_lineno != t->first_lineno ||
-                !mem_same(s->line_numbers, s->nline_numbers, t->line_numbers,
-                          t->nline_numbers, sizeof(int64_t)) ||
-                !mem_same(s->hits, s->nhits, t->hits, t->nhits, sizeof(int64_t)) ||
-                !mem_same(s->times, s->ntimes, t->times, t->ntimes, sizeof(double)) ||
-                memcmp(&s->unit, &t->unit, sizeof s->unit) != 0)
-                return false;
-        }
-    }
-    return true;
-}
-
-static bool runs_same(const struct sx_run *a, const struct sx_run *b, char *why,
-                      size_t nwhy) {
-    if (!str_same(a->path, b->path) || a->schema != b->schema || a->layout != b->layout ||
-        a->summary != b->summary || a->num_ranks != b->num_ranks ||
-        a->event_data_available != b->event_data_available)
-        DIFF("the run's header differs");
-    if (a->metadata.kind != b->metadata.kind ||
-        !sx_value_equal(&a->metadata, &b->metadata))
-        DIFF("metadata differs");
-    if (!strs_same(a->names, a->nnames, b->names, b->nnames))
-        DIFF("region names differ (%zu vs %zu)", a->nnames, b->nnames);
-    if (a->nrows != b->nrows)
-        DIFF("%zu rows != %zu rows", a->nrows, b->nrows);
-    for (size_t r = 0; r < a->nrows; r++)
-        if (!row_same(&a->rows[r], &b->rows[r], r, why, nwhy))
-            return false;
-    if (a->nindex != b->nindex || a->file_cols != b->file_cols ||
-        a->has_meta_col != b->has_meta_col || a->delta_encoded != b->delta_encoded ||
-        a->nevents != b->nevents)
-        DIFF("the run's index differs");
-    if (a->has_threads != b->has_threads || a->has_tasks != b->has_tasks ||
-        !lanes_same(a->threads, a->nthreads, b->threads, b->nthreads) ||
-        !lanes_same(a->tasks, a->ntasks, b->tasks, b->ntasks))
-        DIFF("threads or tasks differ");
-    if (!likwid_same(a, b))
-        DIFF("likwid differs");
-    if (!line_profile_same(a, b))
-        DIFF("line_profile differs");
-    return true;
-}
-
-/* ------------------------------------------------------------------ */
 /* One document, read both ways                                       */
 
 struct counts {
@@ -399,7 +191,7 @@ static struct counts check_path(const char *label, const char *path, int wf, int
                 "  %s: fast path: status %d [%s]\n  %*s  jansson:   status %d [%s]\n",
                 label, sa, ea.text, (int)strlen(label), "", sb, eb.text);
         CHECK(!"the fast path and jansson disagree");
-    } else if (sa == SX_OK && !runs_same(a, b, why, sizeof why)) {
+    } else if (sa == SX_OK && !sx_test_same_run(a, b, why, sizeof why)) {
         fprintf(stderr, "  %s: the fast path reads another run: %s\n", label, why);
         CHECK(!"the fast path and jansson read different runs");
     }
@@ -470,6 +262,60 @@ static void check_row3(const char *label, const char *a, const char *b, const ch
 
 static void check_row(const char *label, const char *members, int wf, int wo) {
     check_row3(label, members, "", "", wf, wo);
+}
+
+/* ------------------------------------------------------------------ */
+/* The comparison itself                                              */
+
+/* sx_test_same_run sees a change in any field the fast path fills. */
+static void test_compare(void) {
+    static const char doc[] =
+        HEAD "\"regions\": [{\"name\": \"a\", \"rank\": 1, \"source_file\": \"f\", "
+             "\"source_lineno\": 3, \"source_text\": \"t\", \"tags\": [\"x\"], " EV
+             ", \"call_ids\": [0, 1], \"event_metadata\": [{}, {\"k\": 1}], "
+             "\"exclusive_total_ns\": 9}]}";
+    struct sx_run *a = NULL, *b = NULL;
+    struct sx_error err;
+    char why[600];
+
+    put_file(tmp_json, doc, sizeof doc - 1);
+    ASSERT(load(tmp_json, true, &a, &err) == SX_OK &&
+           load(tmp_json, false, &b, &err) == SX_OK);
+    ASSERT(a->nrows == 1 && b->nrows == 1);
+    struct sx_row *r = &b->rows[0];
+    CHECK(sx_test_same_run(a, b, why, sizeof why));
+#define CHANGED(change, undo)                                                            \
+    do {                                                                                 \
+        change;                                                                          \
+        CHECK(!sx_test_same_run(a, b, why, sizeof why));                                 \
+        CHECK(!sx_test_same_run(b, a, why, sizeof why));                                 \
+        undo;                                                                            \
+        CHECK(sx_test_same_run(a, b, why, sizeof why));                                  \
+    } while (0)
+    CHANGED(r->rank++, r->rank--);
+    CHANGED(r->region++, r->region--);
+    CHANGED(r->file_row++, r->file_row--);
+    CHANGED(r->source_file[0]++, r->source_file[0]--);
+    CHANGED(r->source_text[0]++, r->source_text[0]--);
+    CHANGED(r->source_lineno++, r->source_lineno--);
+    CHANGED(r->has_lineno = false, r->has_lineno = true);
+    CHANGED(r->tags[0][0]++, r->tags[0][0]--);
+    CHANGED(r->ntags--, r->ntags++);
+    CHANGED(r->exclusive_total++, r->exclusive_total--);
+    CHANGED(r->has_exclusive = false, r->has_exclusive = true);
+    CHANGED(r->count--, r->count++);
+    CHANGED(r->cols ^= SX_COLBIT(SX_COL_GPU), r->cols ^= SX_COLBIT(SX_COL_GPU));
+    for (int c = 0; c < SX_NCOLS; c++)
+        if (r->col[c] != NULL)
+            CHANGED(r->col[c][1]++, r->col[c][1]--);
+    CHANGED(r->meta_text[2]++, r->meta_text[2]--);
+    CHANGED(r->meta_any = false, r->meta_any = true);
+    CHANGED(r->event_data_available = false, r->event_data_available = true);
+    CHANGED(b->names[0][0]++, b->names[0][0]--);
+    CHANGED(b->num_ranks++, b->num_ranks--);
+#undef CHANGED
+    sx_run_free(a);
+    sx_run_free(b);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1499,6 +1345,7 @@ int main(void) {
              (long)getpid());
     unsetenv(FAST_ENV);
 
+    test_compare();
     test_lookahead();
     test_shared_documents();
     test_strings();
