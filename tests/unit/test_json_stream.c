@@ -9,7 +9,6 @@
 #include "sx_test_doc.h"
 #include "sx_test_run.h"
 
-#include <fcntl.h>
 #include <glob.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -219,8 +218,7 @@ out:
     return c;
 }
 
-/* 'text' as a plain document and gzipped in small members (the window's end all along).
- */
+/* 'text' plain, and gzipped in 7-byte members (the window's end all through it). */
 static void check_text(const char *label, const char *text, size_t n, int wf, int wo) {
     char l[300];
     put_file(tmp_json, text, n);
