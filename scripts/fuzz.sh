@@ -72,6 +72,9 @@ hand tags '["solver", "gpu", "", "\u0000", "caf\u00e9"]'
 hand tags-empty '[]'
 hand doc-min '{"format": "scope-profiler-profile", "format_version": 1, "regions": []}'
 hand doc-row '{"format": "scope-profiler-profile", "format_version": 1, "num_ranks": 1, "metadata": {"k": [1, 2.0, "v"]}, "regions": [{"name": "a", "rank": 0, "tags": ["t"], "start_times_ns": [1, 5], "end_times_ns": [3, 9], "call_ids": [0, 1], "parent_ids": [-1, 0], "event_metadata": [{}, {"i": 1}], "exclusive_total_ns": 6}, {"name": "b", "rank": "1", "aggregate": {"count": 2, "total": 7.5, "gpu_count": 18446744073709551615}, "event_data_available": false}], "threads": {"0": [{"index": 0, "name": "Main", "ident": 1, "native_id": 2, "daemon": false, "start_ns": 0, "end_ns": 9, "cpu_ns": 5}]}, "tasks": {"0": [{"index": 0, "kind": "task", "name": "t", "coro_name": "c", "thread_index": 0, "created_ns": 1, "done_ns": 2, "steps": 1, "running_ns": 1, "suspended_ns": 0}]}}'
+# rows the reader's fast path takes (escapes, raw UTF-8, floats and null in event metadata)
+# beside one it leaves to jansson (nested metadata, an unknown key)
+hand doc-fast-rows '{"format": "scope-profiler-profile", "regions": [{"name": "l\u00f6sen \"q\" \\ \ud83d\ude00 é", "rank": 1, "source_file": null, "source_lineno": 7, "tags": ["\u0000", ""], "start_times_ns": [0, -1, 9223372036854775807,2 , 3], "end_times_ns": [1,2,3,4,5], "event_metadata": [{}, {"i": -9223372036854775808, "f": 1e-05, "z": -0.0, "s": "\n", "t": true, "n": null}, {}, {"\u00e9": 2.5}, {}], "exclusive_total_ns": 4}, {"name": "b", "rank": 0, "start_times_ns": [1], "end_times_ns": [2], "event_metadata": [{"p": {"l": [1, "]\"}"]}}], "x": 1}]}'
 
 corpus=$build/corpus
 # the harnesses' scratch files (one pair per process; a crashed child leaves its pair)

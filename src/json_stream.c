@@ -34,6 +34,9 @@ struct rd {
     uint64_t base;
     uint64_t keep; /* text from here on stays in the window (NO_KEEP: none) */
     bool eof;
+    /* a read that failed: the end of the text, and the error once that text is needed
+     * (not where the fast path only looks ahead, so both paths fail alike) */
+    struct sx_error read_err;
     bool fast; /* the fast path is on */
     locale_t c_locale;
     const struct sx_jstream_ops *ops;
@@ -111,9 +114,11 @@ static void rd_fill(struct rd *r, uint64_t from) {
         r->cap *= 2;
     }
     size_t n = 0;
-    r->st = sx_gz_in_read(r->in, r->buf + r->end, r->cap - r->end, &n, r->err);
-    if (r->st != SX_OK)
+    if (sx_gz_in_read(r->in, r->buf + r->end, r->cap - r->end, &n, &r->read_err) !=
+        SX_OK) {
+        r->eof = true;
         return;
+    }
     if (n == 0)
         r->eof = true;
     r->end += n;
@@ -126,12 +131,23 @@ static inline void rd_need(struct rd *r, uint64_t off, size_t k) {
         rd_fill(r, off);
 }
 
+/* The text ended where more is needed: a read that failed there is the error. */
+static void rd_ended(struct rd *r) {
+    if (r->read_err.code == SX_OK || r->st != SX_OK)
+        return;
+    r->st = r->read_err.code;
+    if (r->err != NULL && r->err->code == SX_OK)
+        *r->err = r->read_err;
+}
+
 /* The byte at 'off', or -1 past the end of the text (or after a failure). */
 static inline int peek(struct rd *r, uint64_t off) {
     if (off >= stop(r)) {
         rd_need(r, off, 1);
-        if (off >= stop(r))
+        if (off >= stop(r)) {
+            rd_ended(r);
             return -1;
+        }
     }
     return *at(r, off);
 }
@@ -155,8 +171,10 @@ static uint64_t skip_string(struct rd *r, uint64_t off) {
             p++;
         off += (uint64_t)(p - at(r, off));
         if (p == e) {
-            if (r->eof || r->st != SX_OK)
+            if (r->eof || r->st != SX_OK) {
+                rd_ended(r);
                 return off;
+            }
             continue;
         }
         if (*p == '"')
@@ -165,8 +183,10 @@ static uint64_t skip_string(struct rd *r, uint64_t off) {
          * end, and past it rd_need would not read on */
         rd_need(r, off, 2);
         off += 2;
-        if (off > stop(r))
+        if (off > stop(r)) {
+            rd_ended(r);
             return stop(r);
+        }
     }
 }
 
@@ -1137,6 +1157,8 @@ static void read_doc(struct rd *r, uint64_t to, uint64_t *next) {
     r->keep = 0;
     while (!r->eof && r->st == SX_OK && r->end <= NOT_OBJECT_MAX)
         rd_fill(r, 0);
+    if (r->eof)
+        rd_ended(r);
     if (r->st == SX_OK && r->end > NOT_OBJECT_MAX)
         r->st = sx_error_set(r->err, SX_ERR_FORMAT, r->path,
                              "%s is not a scope-profiler JSON profile (written by "
