@@ -756,10 +756,10 @@ static const char *const key_names[K_NKEYS] = {
 };
 
 static int key_of(const struct sx_buf *k) {
-    if (k->len == 0)
+    if (k->len == 0 || k->len > 32)
         return -1;
-    for (int i = 0; i < K_NKEYS; i++)
-        if (key_names[i][0] == k->data[0] && key_names[i][k->len] == '\0' &&
+    for (int i = 0; i < K_NKEYS; i++) /* the first byte before strlen: few candidates */
+        if (key_names[i][0] == k->data[0] && strlen(key_names[i]) == k->len &&
             memcmp(key_names[i], k->data, k->len) == 0)
             return i;
     return -1;
