@@ -1153,10 +1153,11 @@ static void read_doc(struct rd *r, uint64_t to, uint64_t *next) {
         syntax(r, off, "'[' or '{' expected near end of file");
         return;
     }
-    /* not an object: the general parser says what it is, when it is not too big */
-    r->keep = 0;
+    /* not an object: the general parser says what it is, when it is not too big (from
+     * 'off': the whitespace before it may have left the window already) */
+    r->keep = off;
     while (!r->eof && r->st == SX_OK && r->end <= NOT_OBJECT_MAX)
-        rd_fill(r, 0);
+        rd_fill(r, off);
     if (r->eof)
         rd_ended(r);
     if (r->st == SX_OK && r->end > NOT_OBJECT_MAX)
@@ -1165,7 +1166,8 @@ static void read_doc(struct rd *r, uint64_t to, uint64_t *next) {
                              "`scope-profiler export json` or `-o <name>.json`).",
                              r->path);
     if (r->st == SX_OK)
-        r->st = r->ops->value(r->ctx, NULL, 0, r->buf, r->end, 0, r->err);
+        r->st = r->ops->value(r->ctx, NULL, 0, (const char *)at(r, off),
+                              (size_t)(stop(r) - off), off, r->err);
     r->keep = NO_KEEP;
 }
 

@@ -1161,6 +1161,40 @@ static void test_shapes(void) {
         check_text(docs[i][0], docs[i][1], strlen(docs[i][1]), ANY_PATH, ANY_END);
 }
 
+/*
+ * A document that is not an object, after whitespace: read whole for jansson,
+ * which says what it is. In gzip members the whitespace before it leaves the
+ * window in pieces, so its text must be kept from the value, not from the start.
+ */
+static void test_not_object(void) {
+    static const char *const values[] = {"[1, 2]", "1", "\"x\"", "null",
+                                         "[{\"name\": 1}]"};
+    char doc[200], label[100], want[700];
+    struct sx_run *run = NULL;
+    struct sx_error err;
+
+    for (size_t v = 0; v < sizeof values / sizeof values[0]; v++)
+        for (int ws = 0; ws < 40; ws += 3) {
+            const int n = snprintf(doc, sizeof doc, "%*s%s \n", ws, "", values[v]);
+            ASSERT(n > 0 && (size_t)n < sizeof doc);
+            snprintf(label, sizeof label, "%s after %d spaces", values[v], ws);
+            check_text(label, doc, (size_t)n, ANY_PATH, FAILS);
+            /* jansson read it: not a profile, rather than invalid */
+            snprintf(want, sizeof want, "%s is not a scope-profiler JSON profile",
+                     tmp_gz);
+            for (size_t chunk = 1; chunk < 9; chunk += 3) {
+                put_gz(tmp_gz, doc, (size_t)n, chunk);
+                CHECK(load(tmp_gz, true, &run, &err) == SX_ERR_FORMAT);
+                if (strstr(err.text, want) == NULL) {
+                    fprintf(stderr, "  %s in %zu-byte members: [%s]\n", label, chunk,
+                            err.text);
+                    CHECK(!"a document that is not an object");
+                }
+                sx_run_free(run);
+            }
+        }
+}
+
 /* ------------------------------------------------------------------ */
 /* Cuts, window ends and long rows                                    */
 
@@ -1351,6 +1385,7 @@ int main(void) {
     test_strings();
     test_numbers();
     test_shapes();
+    test_not_object();
     test_rich();
     test_cuts();
     test_damaged_gzip();
