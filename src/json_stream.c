@@ -95,6 +95,8 @@ static void rd_fill(struct rd *r, uint64_t from) {
         from = r->keep;
     if (from > stop(r))
         from = stop(r);
+    if (from < r->base)
+        from = r->base; /* what left the window cannot be kept (no caller asks it) */
     copy_to(r, from);
     const size_t drop = (size_t)(from - r->base);
     memmove(r->buf, r->buf + drop, r->end - drop);
