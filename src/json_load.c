@@ -1168,7 +1168,7 @@ enum sx_status sx_load(const char *path, struct sx_loaded **out, struct sx_error
     SX_CHECK(l != NULL && run != NULL && ld.top != NULL, SX_ERR_NOMEM, err, path,
              "out of memory");
     ld.run = run;
-    st = sx_jstream_copy(path, &load_ops, &ld, &l->text, &l->values, &l->ends, &l->metas,
+    st = sx_jstream_copy(path, &check_ops, &ld, &l->text, &l->values, &l->ends, &l->metas,
                          err);
     if (st != SX_OK)
         goto out;

@@ -535,19 +535,41 @@ static enum fast fast_ints(struct rd *r, uint64_t *poff, struct i64v *v) {
 }
 
 /* The value of a metadata key, written as json.dumps writes it. */
+/* The canonical text of event metadata, when the caller wants it ('b' not NULL). */
+static inline void c_putc(struct sx_buf *b, char c) {
+    if (b != NULL)
+        sx_buf_putc(b, c);
+}
+static inline void c_puts(struct sx_buf *b, const char *s) {
+    if (b != NULL)
+        sx_buf_puts(b, s);
+}
+static inline void c_str(struct sx_buf *b, const char *s, size_t n) {
+    if (b != NULL)
+        sx_buf_str(b, s, n);
+}
+static inline void c_i64(struct sx_buf *b, int64_t v) {
+    if (b != NULL)
+        sx_buf_i64(b, v);
+}
+static inline void c_double(struct sx_buf *b, double v) {
+    if (b != NULL)
+        sx_buf_double(b, v);
+}
+
 static enum fast meta_value(struct rd *r, uint64_t *poff, struct sx_buf *canon) {
     const int c = peek(r, *poff);
     if (c == '"') {
         const enum fast f = fast_str(r, poff, &r->str);
         if (f == F_OK)
-            sx_buf_str(canon, r->str.data, r->str.len);
+            c_str(canon, r->str.data, r->str.len);
         return f;
     }
     if (c == 't' || c == 'f' || c == 'n') {
         const char *w = c == 't' ? "true" : c == 'f' ? "false" : "null";
         if (!fast_word(r, poff, w))
             return F_NO;
-        sx_buf_puts(canon, w);
+        c_puts(canon, w);
         return F_OK;
     }
     if (c != '-' && !(c >= '0' && c <= '9'))
@@ -560,7 +582,7 @@ static enum fast meta_value(struct rd *r, uint64_t *poff, struct sx_buf *canon) 
     if (scan_int(&p, &iv) == F_OK) {
         if (p == e && !r->eof)
             return F_NO;
-        sx_buf_i64(canon, iv);
+        c_i64(canon, iv);
         *poff += (uint64_t)(p - s);
         return F_OK;
     }
@@ -600,7 +622,7 @@ static enum fast meta_value(struct rd *r, uint64_t *poff, struct sx_buf *canon) 
     const double d = strtod_l(tok, NULL, r->c_locale);
     if (!isfinite(d))
         return F_NO;
-    sx_buf_double(canon, d);
+    c_double(canon, d);
     *poff += (uint64_t)(p - s);
     return F_OK;
 }
@@ -617,10 +639,11 @@ static enum fast fast_meta(struct rd *r, uint64_t *poff, struct sx_buf *canon, b
     *n = 0;
     *any = false;
     r->nitems = 0;
-    sx_buf_reset(canon);
+    if (canon != NULL)
+        sx_buf_reset(canon);
     if (peek(r, off) != '[')
         return F_NO;
-    sx_buf_putc(canon, '[');
+    c_putc(canon, '[');
     off = skip_ws(r, off + 1);
     if (peek(r, off) == ']') {
         *poff = off + 1;
@@ -630,17 +653,17 @@ static enum fast fast_meta(struct rd *r, uint64_t *poff, struct sx_buf *canon, b
         rd_need(r, off, 8);
         const unsigned char *p = at(r, off);
         if (*n > 0)
-            sx_buf_puts(canon, ", ");
+            c_puts(canon, ", ");
         (*n)++;
         if (p[0] == '{' && p[1] == '}') {
-            sx_buf_puts(canon, "{}");
+            c_puts(canon, "{}");
             off += 2;
         } else {
             const uint64_t item = off;
             if (peek(r, off) != '{')
                 return F_NO;
             off = skip_ws(r, off + 1);
-            sx_buf_putc(canon, '{');
+            c_putc(canon, '{');
             size_t nkeys = 0;
             sx_buf_reset(&r->keys);
             if (peek(r, off) != '}') {
@@ -660,9 +683,9 @@ static enum fast fast_meta(struct rd *r, uint64_t *poff, struct sx_buf *canon, b
                     sx_buf_append(&r->keys, r->str.data, r->str.len);
                     r->key_at[++nkeys] = r->keys.len;
                     if (nkeys > 1)
-                        sx_buf_puts(canon, ", ");
-                    sx_buf_str(canon, r->str.data, r->str.len);
-                    sx_buf_puts(canon, ": ");
+                        c_puts(canon, ", ");
+                    c_str(canon, r->str.data, r->str.len);
+                    c_puts(canon, ": ");
                     off = skip_ws(r, off);
                     if (peek(r, off) != ':')
                         return F_NO;
@@ -693,7 +716,7 @@ static enum fast fast_meta(struct rd *r, uint64_t *poff, struct sx_buf *canon, b
                 }
             }
             off++;
-            sx_buf_putc(canon, '}');
+            c_putc(canon, '}');
         }
         int c = peek(r, off);
         if (c == ',') {
@@ -712,8 +735,8 @@ static enum fast fast_meta(struct rd *r, uint64_t *poff, struct sx_buf *canon, b
         }
         if (c != ']')
             return F_NO;
-        sx_buf_putc(canon, ']');
-        if (canon->failed || r->keys.failed) {
+        c_putc(canon, ']');
+        if ((canon != NULL && canon->failed) || r->keys.failed) {
             fail(r, SX_ERR_NOMEM, "out of memory reading");
             return F_ERR;
         }
@@ -884,7 +907,7 @@ static enum fast fast_row(struct rd *r, uint64_t *poff, struct sx_row *row) {
             break;
         case K_META:
             r->span[r->nspans][0] = off;
-            f = fast_meta(r, &off, &meta, &meta_any, &nmeta);
+            f = fast_meta(r, &off, r->ops->no_columns ? NULL : &meta, &meta_any, &nmeta);
             r->span[r->nspans][1] = off;
             r->span_col[r->nspans] = -1;
             if (r->metas != NULL && f == F_OK && nmeta > 0)
@@ -932,8 +955,8 @@ static enum fast fast_row(struct rd *r, uint64_t *poff, struct sx_row *row) {
         if (!(seen & (1u << (K_COL + c))))
             continue;
         row->cols |= SX_COLBIT(c);
-        if (r->ops->no_columns && r->copy == NULL)
-            continue; /* a check that keeps nothing: the values are not copied out */
+        if (r->ops->no_columns)
+            continue; /* a check that keeps no row: the values are not copied out */
         /* exactly its size: the reader's vector is grown for the largest row */
         row->col[c] = sx_malloc((n ? n : 1) * sizeof *row->col[c]);
         if (row->col[c] == NULL) {
@@ -944,7 +967,7 @@ static enum fast fast_row(struct rd *r, uint64_t *poff, struct sx_row *row) {
         if (n > 0)
             memcpy(row->col[c], col[c].v, n * sizeof *row->col[c]);
     }
-    if (nmeta > 0) {
+    if (nmeta > 0 && !r->ops->no_columns) {
         row->meta_text = meta.data;
         row->meta_any = meta_any;
         meta = (struct sx_buf){0};
@@ -992,7 +1015,8 @@ static uint64_t read_element(struct rd *r, uint64_t off) {
                 sx_buf_putc(r->metas, ']');
                 continue;
             }
-            sx_buf_append(r->vals, row.col[c], row.count * sizeof *row.col[c]);
+            if (row.count > 0)
+                sx_buf_append(r->vals, r->vec[c].v, row.count * sizeof *r->vec[c].v);
             const int64_t upto = (int64_t)(r->vals->len / sizeof(int64_t));
             sx_buf_append(r->offs, &upto, sizeof upto);
             copy_to(r, r->span[k][0]);

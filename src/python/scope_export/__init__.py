@@ -21,6 +21,7 @@ import ctypes
 import json as _json
 import os
 import struct
+from itertools import repeat as _repeat
 
 try:
     import numpy as _np
@@ -315,7 +316,7 @@ def load(path):
         v = row.get("event_metadata")
         if isinstance(v, str) and v.startswith("\x00sxm"):
             sparse = metas[int(v[4:])]
-            items = [{} for _ in range(sparse[0])]
+            items = [{} for _ in _repeat(None, sparse[0])]
             for k in range(1, len(sparse), 2):
                 items[sparse[k]] = sparse[k + 1]
             row["event_metadata"] = items
