@@ -101,8 +101,13 @@ static enum sx_status isal_segment(const void *p, size_t n, int level, bool fina
     z.end_of_stream = final ? 1 : 0;
     z.next_in = (uint8_t *)(uintptr_t)p;
     z.avail_in = (uint32_t)n;
+    /* Room for the whole segment stored (5 bytes a 64 KiB block) and its headers, in
+     * one call: ISA-L writes a block stored only when the stored block fits in the room
+     * left, so with less room the bytes would depend on the buffer's history, which
+     * differs from rank to rank, where the document must not. The loop is for safety. */
+    const size_t bound = n + n / 1024 + 65536;
     for (;;) {
-        SX_CHECK(sx_buf_reserve(out, n / 2 + 65536), SX_ERR_NOMEM, err, "",
+        SX_CHECK(sx_buf_reserve(out, bound), SX_ERR_NOMEM, err, "",
                  "out of memory compressing");
         z.next_out = (uint8_t *)out->data + out->len;
         z.avail_out =
