@@ -50,8 +50,8 @@ struct rd {
      * fast path read, each replaced by a marker */
     struct sx_buf *copy;
     uint64_t copied; /* the text before this is in 'copy' */
-    uint64_t span[SX_NCOLS][2];
-    int span_col[SX_NCOLS];
+    uint64_t span[SX_NCOLS + 1][2]; /* every column and event_metadata */
+    int span_col[SX_NCOLS + 1];
     int nspans;
     size_t ncopied_cols;
     struct sx_buf *vals, *offs; /* the columns the markers stand for, one after another;
