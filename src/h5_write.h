@@ -89,11 +89,14 @@ struct sx_h5w_spec {
     uint64_t chunk; /* event columns: chunk length (resizable datasets); 0 = contiguous */
     int deflate;    /* event columns: 1..9 = shuffle + deflate at that level; 0 = none.
                        Implies chunking (16384 when 'chunk' is 0). */
-    bool in_memory; /* serial writer: the file is built in memory (HDF5's core
-                       driver) and written out whole by the library's own output
-                       (out_file.h): a write that fails (full disk, size limit)
-                       cannot leave HDF5 a half-closed file, and no named temporary
-                       file is needed. Costs the file's size twice in memory. */
+    bool in_memory; /* serial writer: HDF5 writes through the writer's own driver
+                       (h5_write_vfd.h) to the library's own output (out_file.h): a
+                       write that fails (full disk, size limit) is the writer's
+                       error, never HDF5's, so it cannot leave HDF5 a half-closed
+                       file, and no named temporary file is needed. Memory does not
+                       grow with the file. SCOPE_EXPORT_H5_IN_MEMORY=1 (or a driver
+                       HDF5 refuses) builds the file in memory instead (HDF5's core
+                       driver) and writes it out whole: the file's size in memory. */
 };
 
 /* Columnar, vlen strings, no optional columns, contiguous, unfiltered. */

@@ -15,6 +15,7 @@
 void sx_h5w_spec_init(struct sx_h5w_spec *spec) { *spec = (struct sx_h5w_spec){0}; }
 
 void sx_h5w_free_w(struct sx_h5w *w) {
+    sx_h5vfd_drop(&w->vfd); /* its file is closed */
     sx_out_abort(w->out);
     if (w->tmp != NULL && w->rank != 0)
         sx_tmp_forget(
@@ -76,6 +77,8 @@ static enum sx_status create_local(MPI_Comm comm, const char *path,
     w = *wp = sx_calloc(1, sizeof *w);
     SX_CHECK(w != NULL, SX_ERR_NOMEM, err, path, "out of memory");
     w->file = w->t_str = w->dxpl = H5I_INVALID_HID;
+    w->vfd.fd = -1;
+    w->vfd.driver = H5I_INVALID_HID;
     for (int c = 0; c < SX_NCOLS; c++)
         w->ev[c] = w->ev_space[c] = H5I_INVALID_HID;
     w->spec = *spec;
@@ -172,7 +175,13 @@ enum sx_status sx_h5w_create_mpi(MPI_Comm comm, const char *path,
         H5OK(H5Pset_dxpl_mpio(w->dxpl, H5FD_MPIO_COLLECTIVE), NULL,
              "select collective transfers");
     } else if (w->out != NULL) {
-        H5OK(H5Pset_fapl_core(fapl, 1 << 20, 0), NULL, "select the memory driver");
+        /* HDF5 writes the output where it is (memory that does not grow with the
+         * file); the memory driver, building the file whole in memory, where the
+         * driver cannot be registered or SCOPE_EXPORT_H5_IN_MEMORY=1 asks for it */
+        const char *mem = getenv("SCOPE_EXPORT_H5_IN_MEMORY");
+        w->vfd.fd = sx_out_fd(w->out);
+        if ((mem != NULL && strcmp(mem, "1") == 0) || sx_h5vfd_use(&w->vfd, fapl) < 0)
+            H5OK(H5Pset_fapl_core(fapl, 1 << 20, 0), NULL, "select the memory driver");
     } else {
         H5OK(H5Pset_fapl_sec2(fapl), NULL, "select the POSIX driver");
     }

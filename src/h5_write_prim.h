@@ -3,6 +3,7 @@
 #define SX_H5_WRITE_PRIM_H
 
 #include "h5_write.h"
+#include "h5_write_vfd.h"
 #include "internal.h"
 #include "run.h"
 
@@ -41,7 +42,9 @@ struct sx_h5w {
     char *path;              /* final name, for messages */
     char *final;             /* where it goes: the target of a symbolic link 'path' */
     char *tmp;               /* the file being written (HDF5's drivers open it by name) */
-    struct sx_out_file *out; /* 'in_memory': where the image goes */
+    struct sx_out_file *out; /* 'in_memory': where the file goes */
+    struct sx_h5vfd vfd;     /* 'in_memory': HDF5's driver over 'out' (driver < 0: the
+                                memory driver's image is written out whole instead) */
     struct stat old;         /* the file replaced, for its mode and owner */
     struct sx_h5w_spec spec;
     MPI_Comm comm;       /* a dup of the caller's; MPI_COMM_NULL: one process, POSIX */

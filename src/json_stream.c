@@ -49,7 +49,7 @@ struct rd {
     /* the copy of the text (sx_jstream_copy): all of it but the event columns the
      * fast path read, each replaced by a marker */
     struct sx_buf *copy;
-    uint64_t copied; /* the text before this is in 'copy' */
+    uint64_t copied;                /* the text before this is in 'copy' */
     uint64_t span[SX_NCOLS + 1][2]; /* every column and event_metadata */
     int span_col[SX_NCOLS + 1];
     int nspans;

@@ -390,7 +390,7 @@ static int unnamed_create(const char *path) {
     if (dir == NULL)
         return -1;
     /* 0666 under the umask, as open(2) makes a new file */
-    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0666);
     free(dir);
     return fd;
 #else
@@ -541,6 +541,8 @@ out:
 }
 
 const char *sx_out_tmp_path(const struct sx_out_file *f) { return f->tmp ? f->tmp : ""; }
+
+int sx_out_fd(const struct sx_out_file *f) { return f->fd; }
 
 bool sx_out_is_gz(const char *path) {
     size_t n = path != NULL ? strlen(path) : 0;

@@ -47,6 +47,9 @@ void sx_out_abort(struct sx_out_file *f);
 #define SX_TMP_NAME 4096
 const char *sx_out_tmp_path(const struct sx_out_file *f);
 
+/* The output's descriptor, for positional writes (an output opened without a thread). */
+int sx_out_fd(const struct sx_out_file *f);
+
 /*
  * Where an output named 'path' goes, as a shell's > would write it: the
  * target of a symbolic link ('*final', new: the caller frees it). An existing
