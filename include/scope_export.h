@@ -239,6 +239,15 @@ SX_API const int64_t *sx_loaded_values(const struct sx_loaded *loaded, size_t *n
  */
 SX_API const char *sx_loaded_metadata(const struct sx_loaded *loaded, size_t *len);
 SX_API const int64_t *sx_loaded_ends(const struct sx_loaded *loaded, size_t *ncolumns);
+/*
+ * Where the markers are, so that a reader need not look for them: '*n' pairs
+ * of int64 (borrowed), in the order of the text: (i, c) for a column marker of
+ * element i of "regions", c its column (0 start_times_ns .. 7 await_ns, in the
+ * order above), (i, -1) for an event_metadata marker, (i, -2) for an element
+ * the fast reader left as text. None ('*n' 0) when the document has no
+ * "regions" key or more than one (a JSON reader keeps the last).
+ */
+SX_API const int64_t *sx_loaded_slots(const struct sx_loaded *loaded, size_t *n);
 /* Accepts NULL. */
 SX_API void sx_loaded_free(struct sx_loaded *loaded);
 

@@ -1151,6 +1151,7 @@ struct sx_loaded {
     struct sx_buf text;
     struct sx_buf values, ends; /* int64 each */
     struct sx_buf metas;
+    struct sx_buf slots; /* int64 pairs */
 };
 
 enum sx_status sx_load(const char *path, struct sx_loaded **out, struct sx_error *err) {
@@ -1169,7 +1170,7 @@ enum sx_status sx_load(const char *path, struct sx_loaded **out, struct sx_error
              "out of memory");
     ld.run = run;
     st = sx_jstream_copy(path, &check_ops, &ld, &l->text, &l->values, &l->ends, &l->metas,
-                         err);
+                         &l->slots, err);
     if (st != SX_OK)
         goto out;
     sx_buf_putc(&l->text, '\0');
@@ -1204,6 +1205,11 @@ const int64_t *sx_loaded_values(const struct sx_loaded *l, size_t *n) {
     return (const int64_t *)(const void *)l->values.data;
 }
 
+const int64_t *sx_loaded_slots(const struct sx_loaded *l, size_t *n) {
+    *n = l->slots.len / (2 * sizeof(int64_t));
+    return (const int64_t *)(const void *)l->slots.data;
+}
+
 const int64_t *sx_loaded_ends(const struct sx_loaded *l, size_t *ncolumns) {
     *ncolumns = l->ends.len / sizeof(int64_t) - 1;
     return (const int64_t *)(const void *)l->ends.data;
@@ -1216,5 +1222,6 @@ void sx_loaded_free(struct sx_loaded *l) {
     sx_buf_free(&l->values);
     sx_buf_free(&l->ends);
     sx_buf_free(&l->metas);
+    sx_buf_free(&l->slots);
     free(l);
 }

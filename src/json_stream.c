@@ -59,6 +59,11 @@ struct rd {
     struct sx_buf *metas; /* each event_metadata list the fast path read, sparse: its
                              length, then the place and text of each non-empty object */
     size_t nmetas, meta_n;
+    /* where each marker is, in the order of the text: its element of "regions" and its
+     * column (-1: event_metadata), and each element the fast path left as text (-2);
+     * int64 pairs. 'nlists': "regions" keys of the document (one: the slots hold) */
+    struct sx_buf *slots;
+    size_t nlists;
     struct meta_item {
         size_t i;
         uint64_t a, b;
@@ -984,6 +989,13 @@ out:
 /* ------------------------------------------------------------------ */
 /* The document                                                       */
 
+/* The copy's record of what is at element 'i' of "regions" (see 'slots'). */
+static void slot(struct rd *r, size_t i, int64_t what) {
+    const int64_t pair[2] = {(int64_t)i, what};
+    if (r->slots != NULL)
+        sx_buf_append(r->slots, pair, sizeof pair);
+}
+
 /* Element 'i' at 'off': the fast path, else its text for the general loader. */
 static uint64_t read_element(struct rd *r, uint64_t off) {
     struct sx_row row;
@@ -1001,6 +1013,7 @@ static uint64_t read_element(struct rd *r, uint64_t off) {
             const int c = r->span_col[k];
             if (c < 0) { /* event_metadata: its marker, and it sparse in 'metas' */
                 copy_to(r, r->span[k][0]);
+                slot(r, i, -1);
                 snprintf(mark, sizeof mark, "\"\\u0000sxm%zu\"", r->nmetas);
                 sx_buf_puts(r->copy, mark);
                 r->copied = r->span[k][1];
@@ -1020,6 +1033,7 @@ static uint64_t read_element(struct rd *r, uint64_t off) {
             const int64_t upto = (int64_t)(r->vals->len / sizeof(int64_t));
             sx_buf_append(r->offs, &upto, sizeof upto);
             copy_to(r, r->span[k][0]);
+            slot(r, i, c);
             snprintf(mark, sizeof mark, "\"\\u0000sx%zu\"", r->ncopied_cols++);
             sx_buf_puts(r->copy, mark);
             r->copied = r->span[k][1];
@@ -1031,6 +1045,8 @@ static uint64_t read_element(struct rd *r, uint64_t off) {
         sx_row_clear(&row);
         goto out;
     }
+    if (r->copy != NULL)
+        slot(r, i, -2);
     end = skip_value(r, off);
     if (r->st != SX_OK)
         goto out;
@@ -1103,8 +1119,9 @@ static void read_members(struct rd *r, uint64_t off, bool first, uint64_t to,
             return;
         }
         off = skip_ws(r, off + 1);
-        if (r->str.len == 7 && memcmp(r->str.data, "regions", 7) == 0 &&
-            peek(r, off) == '[') {
+        const bool regions = r->str.len == 7 && memcmp(r->str.data, "regions", 7) == 0;
+        r->nlists += regions;
+        if (regions && peek(r, off) == '[') {
             r->index = 0;
             if ((r->st = r->ops->regions(r->ctx, r->err)) != SX_OK)
                 return;
@@ -1281,7 +1298,7 @@ out:
 enum sx_status sx_jstream_copy(const char *path, const struct sx_jstream_ops *ops,
                                void *ctx, struct sx_buf *copy, struct sx_buf *values,
                                struct sx_buf *ends, struct sx_buf *metas,
-                               struct sx_error *err) {
+                               struct sx_buf *slots, struct sx_error *err) {
     struct rd r;
     const int64_t zero = 0;
 
@@ -1293,13 +1310,16 @@ enum sx_status sx_jstream_copy(const char *path, const struct sx_jstream_ops *op
         r.vals = values;
         r.offs = ends;
         r.metas = metas;
+        r.slots = slots;
         sx_buf_putc(metas, '[');
         read_doc(&r, UINT64_MAX, &next);
     }
+    if (r.st == SX_OK && r.nlists != 1)
+        sx_buf_reset(slots); /* json.loads keeps the last list: the slots do not hold */
     rd_close(&r);
     sx_buf_putc(metas, ']');
-    if (r.st == SX_OK &&
-        (copy->failed || values->failed || ends->failed || metas->failed))
+    if (r.st == SX_OK && (copy->failed || values->failed || ends->failed ||
+                          metas->failed || slots->failed))
         r.st = sx_error_set(err, SX_ERR_NOMEM, path, "out of memory reading %s", path);
     return r.st;
 }

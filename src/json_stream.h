@@ -77,12 +77,16 @@ enum sx_status sx_jstream_guess(const char *path, uint64_t off, uint64_t *at,
  * (an int64 count of values) to 'ends', which starts with a 0. Each
  * event_metadata list it read is replaced by "\u0000sxm<N>" and is item N of
  * the JSON list in 'metas': [length, index, object, index, object, ...], its
- * non-empty objects with their places (the rest are {}), in their text.
+ * non-empty objects with their places (the rest are {}), in their text. To
+ * 'slots', int64 pairs in the order of the text: (element of "regions", column)
+ * for each column marker, (element, -1) for each event_metadata marker, and
+ * (element, -2) for each element left as text; none when the document has no
+ * "regions" key or more than one.
  */
 enum sx_status sx_jstream_copy(const char *path, const struct sx_jstream_ops *ops,
                                void *ctx, struct sx_buf *copy, struct sx_buf *values,
                                struct sx_buf *ends, struct sx_buf *metas,
-                               struct sx_error *err);
+                               struct sx_buf *slots, struct sx_error *err);
 
 /* The size of 'path' on disk and whether it is gzip. */
 enum sx_status sx_jstream_probe(const char *path, uint64_t *size, bool *gz,

@@ -124,6 +124,11 @@ def _load():
     lib.sx_loaded_values.argtypes = [ctypes.c_void_p, size_p]
     lib.sx_loaded_ends.restype = ctypes.c_void_p
     lib.sx_loaded_ends.argtypes = [ctypes.c_void_p, size_p]
+    try:  # a library before it: load() looks for the markers itself
+        lib.sx_loaded_slots.restype = ctypes.c_void_p
+        lib.sx_loaded_slots.argtypes = [ctypes.c_void_p, size_p]
+    except AttributeError:
+        pass
     lib.sx_loaded_free.restype = None
     lib.sx_loaded_free.argtypes = [ctypes.c_void_p]
     return lib
@@ -307,27 +312,61 @@ def load(path):
         values = _int64s(_lib.sx_loaded_values(handle, ctypes.byref(n)) or 0, n.value)
         address = _lib.sx_loaded_ends(handle, ctypes.byref(n))
         ends = _int64s(address, n.value + 1).tolist()
+        slots = None
+        if hasattr(_lib, "sx_loaded_slots"):
+            address = _lib.sx_loaded_slots(handle, ctypes.byref(n))
+            slots = _int64s(address, 2 * n.value).tolist() if n.value else None
     finally:
         _lib.sx_loaded_free(handle)
     doc = _json.loads(text)
     metas = _json.loads(metas)
     regions = doc.get("regions") if isinstance(doc, dict) else None
-    for row in regions if isinstance(regions, list) else ():
+    if not isinstance(regions, list):
+        return doc
+    if slots is not None:
+        # where each marker is, from the library: no row is searched
+        k = m = 0
+        it = iter(slots)
+        for i, c in zip(it, it):
+            row = regions[i]
+            if c >= 0:
+                row[_COLUMNS[c]] = values[ends[k] : ends[k + 1]]
+                k += 1
+            elif c == -1:
+                row["event_metadata"] = _sparse_items(metas[m])
+                m += 1
+            elif isinstance(row, dict):
+                _text_columns(row)
+        return doc
+    for row in regions:
+        if not isinstance(row, dict):
+            continue
         v = row.get("event_metadata")
         if isinstance(v, str) and v.startswith("\x00sxm"):
-            sparse = metas[int(v[4:])]
-            items = [{} for _ in _repeat(None, sparse[0])]
-            for k in range(1, len(sparse), 2):
-                items[sparse[k]] = sparse[k + 1]
-            row["event_metadata"] = items
+            row["event_metadata"] = _sparse_items(metas[int(v[4:])])
         for key in _COLUMNS:
             v = row.get(key)
             if isinstance(v, str) and v.startswith("\x00sx"):
                 k = int(v[3:])
                 row[key] = values[ends[k] : ends[k + 1]]
-            elif isinstance(v, list):  # a row the library's fast reader left as text
-                row[key] = _int64s_of(v)
+        _text_columns(row)
     return doc
+
+
+def _sparse_items(sparse):
+    """An event_metadata list from the library's sparse form: [length, index, object, ...]."""
+    items = [{} for _ in _repeat(None, sparse[0])]
+    for k in range(1, len(sparse), 2):
+        items[sparse[k]] = sparse[k + 1]
+    return items
+
+
+def _text_columns(row):
+    """The columns of a row the library's fast reader left as text, as int64 arrays."""
+    for key in _COLUMNS:
+        v = row.get(key)
+        if isinstance(v, list):
+            row[key] = _int64s_of(v)
 
 
 def _int64s_of(values):
