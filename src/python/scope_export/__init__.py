@@ -19,6 +19,7 @@ with (Debian's python3-mpi4py and libopenmpi do). The library is the one
 
 import ctypes
 import json as _json
+import gc as _gc
 import os
 import struct
 from itertools import repeat as _repeat
@@ -290,6 +291,18 @@ def _int64s(address, n):
     return memoryview(bytearray((ctypes.c_char * (8 * n)).from_address(address))).cast("q")
 
 
+class _Loaded:
+    """What sx_load() gave, freed with the last column that views its values."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def __del__(self):
+        if _lib is not None and self.handle:
+            _lib.sx_loaded_free(self.handle)
+            self.handle = None
+
+
 def load(path):
     """A JSON profile (.json or .json.gz) as Python objects, checked as ``validate`` does.
 
@@ -300,24 +313,46 @@ def load(path):
     one pass and the columns straight into arrays; a profile that is not valid
     raises ExportError with validate's message.
     """
+    # The cyclic collector paused for the call: the document is millions of new objects
+    # (rows, lists, {}), none of them garbage, which it would walk again and again (a
+    # third of the time); it runs as before once the call returns, whatever happens.
+    paused = _gc.isenabled()
+    _gc.disable()
+    try:
+        return _load(path)
+    finally:
+        if paused:
+            _gc.enable()
+
+
+def _load(path):
     e = _Error()
     handle = ctypes.c_void_p()
     st = _lib.sx_load(os.fsencode(path), ctypes.byref(handle), ctypes.byref(e))
     if st != 0:
         _raise(st, e)
-    try:
-        n = ctypes.c_size_t()
-        text = ctypes.string_at(_lib.sx_loaded_text(handle, ctypes.byref(n)), n.value)
-        metas = ctypes.string_at(_lib.sx_loaded_metadata(handle, ctypes.byref(n)), n.value)
-        values = _int64s(_lib.sx_loaded_values(handle, ctypes.byref(n)) or 0, n.value)
-        address = _lib.sx_loaded_ends(handle, ctypes.byref(n))
-        ends = _int64s(address, n.value + 1).tolist()
-        slots = None
-        if hasattr(_lib, "sx_loaded_slots"):
-            address = _lib.sx_loaded_slots(handle, ctypes.byref(n))
-            slots = _int64s(address, 2 * n.value).tolist() if n.value else None
-    finally:
-        _lib.sx_loaded_free(handle)
+    owner = _Loaded(handle.value)  # frees the library's buffers when nothing views them
+    n = ctypes.c_size_t()
+    text = ctypes.string_at(_lib.sx_loaded_text(handle, ctypes.byref(n)), n.value)
+    metas = ctypes.string_at(_lib.sx_loaded_metadata(handle, ctypes.byref(n)), n.value)
+    address = _lib.sx_loaded_values(handle, ctypes.byref(n))
+    values, buf = _int64s(0, 0), None
+    if n.value:
+        # the columns are views of the library's own buffer (no copy of it): the
+        # buffer keeps 'owner', and so the buffer, alive while a column is
+        buf = (ctypes.c_int64 * n.value).from_address(address)
+        buf.owner = owner
+        if _np is not None:
+            values = _np.frombuffer(buf, dtype=_np.int64)
+        else:
+            values = memoryview(buf).cast("B").cast("q")
+    address = _lib.sx_loaded_ends(handle, ctypes.byref(n))
+    ends = _int64s(address, n.value + 1).tolist()
+    slots = None
+    if hasattr(_lib, "sx_loaded_slots"):
+        address = _lib.sx_loaded_slots(handle, ctypes.byref(n))
+        slots = _int64s(address, 2 * n.value).tolist() if n.value else None
+    del buf, owner
     doc = _json.loads(text)
     metas = _json.loads(metas)
     regions = doc.get("regions") if isinstance(doc, dict) else None
