@@ -226,6 +226,26 @@ for i, t in enumerate(cases):
     got = sx.load(path)
     assert json.dumps(plain(got)) == json.dumps(json.loads(t)), ("shape", i)
     n += 1
+# a column outlives the document it came with (it views the library's buffer, which must
+# live as long as it does); the cyclic collector is as the caller left it, on errors too
+import gc
+doc = sys.argv[1] + "/basic_nested/run.json"
+want = [r["start_times_ns"] for r in json.load(open(doc))["regions"] if r.get("start_times_ns")]
+got = [r["start_times_ns"] for r in sx.load(doc)["regions"] if "start_times_ns" in r]
+last = got[-1]
+del got
+gc.collect()
+junk = [bytearray(4096) for _ in range(4096)]  # memory a freed buffer would be reused for
+assert list(last.tolist()) == want[-1], "a column changed after its document was dropped"
+for enabled in (True, False):
+    gc.enable() if enabled else gc.disable()
+    sx.load(doc)
+    try:
+        sx.load(sys.argv[3] + ".missing.json")
+    except sx.ExportError:
+        pass
+    assert gc.isenabled() == enabled, ("collector", enabled)
+gc.enable()
 bad = sys.argv[3]
 with open(bad, "w") as f:
     f.write('{"format": "scope-profiler-profile", "regions": [{"name": "a", "rank": "x"}]}')
