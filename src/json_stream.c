@@ -477,6 +477,9 @@ static bool i64v_grow(struct i64v *v) {
 static enum fast fast_ints(struct rd *r, uint64_t *poff, struct i64v *v) {
     uint64_t off = *poff;
     int c;
+    /* a check that keeps no column counts the values (the copy takes them) */
+    const bool keep = !r->ops->no_columns || r->copy != NULL;
+    int64_t sink;
     v->n = 0;
     if (peek(r, off) != '[')
         return F_NO;
@@ -495,11 +498,15 @@ static enum fast fast_ints(struct rd *r, uint64_t *poff, struct i64v *v) {
         if (p >= safe)
             return F_NO; /* the text ended inside the list */
         while (p < safe) {
-            if (v->n == v->cap && !i64v_grow(v)) {
-                fail(r, SX_ERR_NOMEM, "out of memory reading");
-                return F_ERR;
+            int64_t *dst = &sink;
+            if (keep) {
+                if (v->n == v->cap && !i64v_grow(v)) {
+                    fail(r, SX_ERR_NOMEM, "out of memory reading");
+                    return F_ERR;
+                }
+                dst = &v->v[v->n];
             }
-            if (scan_int(&p, &v->v[v->n]) != F_OK)
+            if (scan_int(&p, dst) != F_OK)
                 return F_NO;
             v->n++;
             if (p[0] == ',' && p[1] == ' ' && !is_ws(p[2])) {
