@@ -29,7 +29,7 @@ static void keep(struct sx_h5vfd *s, int e) {
 }
 
 static void *info_copy(const void *info) {
-    struct vinfo *c = malloc(sizeof *c);
+    struct vinfo *c = sx_malloc(sizeof *c);
     if (c != NULL)
         memcpy(c, info, sizeof *c);
     return c;
@@ -52,7 +52,7 @@ static H5FD_t *v_open(const char *name, unsigned flags, hid_t fapl, haddr_t maxa
     const struct vinfo *info = H5Pget_driver_info(fapl);
     if (info == NULL || info->s == NULL)
         return NULL;
-    struct vfile *f = calloc(1, sizeof *f);
+    struct vfile *f = sx_calloc(1, sizeof *f);
     if (f == NULL)
         return NULL;
     f->s = info->s;
