@@ -189,6 +189,9 @@ enum sx_status sx_h5w_create_mpi(MPI_Comm comm, const char *path,
     H5OK(H5Pset_fclose_degree(fapl, H5F_CLOSE_SEMI), NULL, "set the close degree");
     w->file =
         H5Fcreate(w->out != NULL ? w->path : w->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    /* the driver's failed allocation is the run's lack of memory, not an I/O error */
+    SX_CHECK(w->file >= 0 || !w->vfd.nomem, SX_ERR_NOMEM, err, sx_h5w_src(w, NULL),
+             "cannot create the file: out of memory");
     H5OK(w->file, NULL, "create the file");
     w->t_str = sx_h5w_str_type(0);
     H5OK(w->t_str, NULL, "create a string type");

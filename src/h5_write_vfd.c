@@ -32,6 +32,8 @@ static void *info_copy(const void *info) {
     struct vinfo *c = sx_malloc(sizeof *c);
     if (c != NULL)
         memcpy(c, info, sizeof *c);
+    else if (((const struct vinfo *)info)->s != NULL)
+        ((const struct vinfo *)info)->s->nomem = true;
     return c;
 }
 
@@ -53,8 +55,10 @@ static H5FD_t *v_open(const char *name, unsigned flags, hid_t fapl, haddr_t maxa
     if (info == NULL || info->s == NULL)
         return NULL;
     struct vfile *f = sx_calloc(1, sizeof *f);
-    if (f == NULL)
+    if (f == NULL) {
+        info->s->nomem = true;
         return NULL;
+    }
     f->s = info->s;
     off_t end = lseek(f->s->fd, 0, SEEK_END);
     f->eof = end > 0 ? (haddr_t)end : 0;
@@ -199,6 +203,7 @@ herr_t sx_h5vfd_use(struct sx_h5vfd *s, hid_t fapl) {
     struct vinfo info = {s};
     if (H5Pset_driver(fapl, s->driver, &info) < 0) {
         sx_h5vfd_drop(s);
+        s->nomem = false; /* the writer falls back to the memory driver */
         return -1;
     }
     return 0;

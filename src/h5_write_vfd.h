@@ -17,6 +17,7 @@
 struct sx_h5vfd {
     int fd;       /* the output's descriptor (the writer's; never closed here) */
     int werr;     /* errno of the first failed write or read, or 0 */
+    bool nomem;   /* an allocation of the driver failed (HDF5 reports it as I/O) */
     bool frozen;  /* writes are dropped */
     haddr_t eoa;  /* HDF5's end of the allocated space: the file's length */
     hid_t driver; /* the registered driver, or H5I_INVALID_HID */
