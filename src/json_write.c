@@ -206,18 +206,61 @@ __extension__ typedef unsigned __int128 u128;
  * dtoa). Returns false (the caller takes the slow path) outside that range.
  */
 static bool fast_digits(double v, uint64_t *m_out, int *e_out) {
-    static u128 pow5[32];
-    static uint64_t pow10[18];
-    static bool init;
-    if (!init) {
-        pow5[0] = 1;
-        for (int i = 1; i < 32; i++)
-            pow5[i] = pow5[i - 1] * 5;
-        pow10[0] = 1;
-        for (int i = 1; i < 18; i++)
-            pow10[i] = pow10[i - 1] * 10;
-        init = true;
-    }
+    /* constants, not tables filled on first use: no state outlives a call */
+    static const u128 pow5[32] = {
+        UINT64_C(1),
+        UINT64_C(5),
+        UINT64_C(25),
+        UINT64_C(125),
+        UINT64_C(625),
+        UINT64_C(3125),
+        UINT64_C(15625),
+        UINT64_C(78125),
+        UINT64_C(390625),
+        UINT64_C(1953125),
+        UINT64_C(9765625),
+        UINT64_C(48828125),
+        UINT64_C(244140625),
+        UINT64_C(1220703125),
+        UINT64_C(6103515625),
+        UINT64_C(30517578125),
+        UINT64_C(152587890625),
+        UINT64_C(762939453125),
+        UINT64_C(3814697265625),
+        UINT64_C(19073486328125),
+        UINT64_C(95367431640625),
+        UINT64_C(476837158203125),
+        UINT64_C(2384185791015625),
+        UINT64_C(11920928955078125),
+        UINT64_C(59604644775390625),
+        UINT64_C(298023223876953125),
+        UINT64_C(1490116119384765625),
+        UINT64_C(7450580596923828125),
+        (u128)UINT64_C(7450580596923828125) * 5,
+        (u128)UINT64_C(7450580596923828125) * 25,
+        (u128)UINT64_C(7450580596923828125) * 125,
+        (u128)UINT64_C(7450580596923828125) * 625,
+    };
+    static const uint64_t pow10[18] = {
+        UINT64_C(1),
+        UINT64_C(10),
+        UINT64_C(100),
+        UINT64_C(1000),
+        UINT64_C(10000),
+        UINT64_C(100000),
+        UINT64_C(1000000),
+        UINT64_C(10000000),
+        UINT64_C(100000000),
+        UINT64_C(1000000000),
+        UINT64_C(10000000000),
+        UINT64_C(100000000000),
+        UINT64_C(1000000000000),
+        UINT64_C(10000000000000),
+        UINT64_C(100000000000000),
+        UINT64_C(1000000000000000),
+        UINT64_C(10000000000000000),
+        UINT64_C(100000000000000000),
+    };
     uint64_t bits;
     memcpy(&bits, &v, sizeof bits);
     const int eb = (int)((bits >> 52) & 0x7ff);
