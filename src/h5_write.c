@@ -647,7 +647,7 @@ enum sx_status sx_h5w_events(struct sx_h5w *w, size_t row, uint64_t first, uint6
         if (rc < 0 &&
             (st = sx_h5w_carry(w, sx_error_set(err, SX_ERR_IO, sx_h5w_src(w, obj),
                                                "cannot write events: %s",
-                                               sx_h5w_detail()))) != SX_OK)
+                                               sx_h5w_detail(w)))) != SX_OK)
             goto out;
     }
     if (n == 0 || w->late != SX_OK)
@@ -825,7 +825,7 @@ enum sx_status sx_h5w_finish(struct sx_h5w *w, struct sx_error *err) {
         if (rc < 0 &&
             (st = sx_h5w_carry(w, sx_error_set(err, SX_ERR_IO, sx_h5w_src(w, "/events"),
                                                "cannot close an event column: %s",
-                                               sx_h5w_detail()))) != SX_OK)
+                                               sx_h5w_detail(w)))) != SX_OK)
             goto out;
     }
     sx_h5w_close_id(&w->dxpl);
@@ -836,7 +836,7 @@ enum sx_status sx_h5w_finish(struct sx_h5w *w, struct sx_error *err) {
     w->file = H5I_INVALID_HID;
     if (rc < 0 && (st = sx_h5w_carry(w, sx_error_set(err, SX_ERR_IO, sx_h5w_src(w, NULL),
                                                      "cannot close the file: %s",
-                                                     sx_h5w_detail()))) != SX_OK)
+                                                     sx_h5w_detail(w)))) != SX_OK)
         goto out;
     if ((st = sx_h5w_agree(w, st, err)) != SX_OK)
         goto out;

@@ -37,11 +37,10 @@ static herr_t walk_cb(unsigned n, const H5E_error2_t *e, void *data) {
 }
 
 /* The innermost message on HDF5's error stack, for the error text. */
-const char *sx_h5w_detail(void) {
-    static char buf[160];
-    buf[0] = '\0';
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_cb, buf);
-    return buf[0] ? buf : "HDF5 call failed";
+const char *sx_h5w_detail(struct sx_h5w *w) {
+    w->detail[0] = '\0';
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_cb, w->detail);
+    return w->detail[0] ? w->detail : "HDF5 call failed";
 }
 
 /* "<final path>:<object>" for sx_error.source; valid until the next call. */
@@ -125,10 +124,10 @@ enum sx_status sx_h5w_put_attr(struct sx_h5w *w, hid_t loc, const char *obj,
     H5OK(space, obj, "create a dataspace");
     attr = H5Acreate2(loc, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT);
     SX_CHECK(attr >= 0, SX_ERR_IO, err, sx_h5w_src(w, obj),
-             "cannot create attribute '%s': %s", name, sx_h5w_detail());
+             "cannot create attribute '%s': %s", name, sx_h5w_detail(w));
     if (n != 0)
         SX_CHECK(H5Awrite(attr, mtype, buf) >= 0, SX_ERR_IO, err, sx_h5w_src(w, obj),
-                 "cannot write attribute '%s': %s", name, sx_h5w_detail());
+                 "cannot write attribute '%s': %s", name, sx_h5w_detail(w));
 out:
     sx_h5w_close_id(&attr);
     sx_h5w_close_id(&space);
@@ -180,13 +179,13 @@ enum sx_status sx_h5w_put_dset(struct sx_h5w *w, hid_t loc, const char *obj,
     H5OK(space, obj, "create a dataspace");
     dset = H5Dcreate2(loc, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     SX_CHECK(dset >= 0, SX_ERR_IO, err, sx_h5w_src(w, obj),
-             "cannot create dataset '%s': %s", name, sx_h5w_detail());
+             "cannot create dataset '%s': %s", name, sx_h5w_detail(w));
     /* Every process creates the dataset; rank 0 alone writes it (spec 5.1). */
     if (total > 0 && buf != NULL && w->rank == 0 &&
         H5Dwrite(dset, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
         st = sx_h5w_carry(w, sx_error_set(err, SX_ERR_IO, sx_h5w_src(w, obj),
                                           "cannot write dataset '%s': %s", name,
-                                          sx_h5w_detail()));
+                                          sx_h5w_detail(w)));
         if (st != SX_OK)
             goto out;
     }
@@ -303,7 +302,7 @@ enum sx_status sx_h5w_make_group(struct sx_h5w *w, hid_t loc, const char *obj,
     enum sx_status st = SX_OK;
     *g = H5Gcreate2(loc, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     SX_CHECK(*g >= 0, SX_ERR_IO, err, sx_h5w_src(w, obj), "cannot create group '%s': %s",
-             name, sx_h5w_detail());
+             name, sx_h5w_detail(w));
 out:
     return st;
 }
@@ -318,7 +317,7 @@ enum sx_status sx_h5w_open_group(struct sx_h5w *w, hid_t loc, const char *obj,
         return sx_h5w_make_group(w, loc, obj, name, g, err);
     *g = H5Gopen2(loc, name, H5P_DEFAULT);
     SX_CHECK(*g >= 0, SX_ERR_IO, err, sx_h5w_src(w, obj), "cannot open group '%s': %s",
-             name, sx_h5w_detail());
+             name, sx_h5w_detail(w));
 out:
     return st;
 }

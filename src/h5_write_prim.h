@@ -70,6 +70,8 @@ struct sx_h5w {
     uint64_t scratch_n;
     bool failed;
     char src[SX_ERROR_SOURCE_LENGTH];
+    char detail[160]; /* sx_h5w_detail's text: the writer's, not a static shared by
+                         threads */
 };
 
 /* Each write may fail on purpose in the fault tests (SX_FAULT_WRITE): the writer's files
@@ -82,12 +84,13 @@ herr_t sx_h5w_awrite(hid_t a, hid_t mt, const void *buf);
 /* Checks an HDF5 return value (negative = failure) against object 'obj'. */
 #define H5OK(expr, obj, what)                                                            \
     SX_CHECK((expr) >= 0, SX_ERR_IO, err, sx_h5w_src(w, (obj)), "cannot %s: %s", (what), \
-             sx_h5w_detail())
+             sx_h5w_detail(w))
 
 /* h5_write_prim.c: errors, agreement, attributes, datasets, groups */
 
-/* The innermost message on HDF5's error stack, for the error text. */
-const char *sx_h5w_detail(void);
+/* The innermost message on HDF5's error stack, for the error text; valid until the
+ * next call. */
+const char *sx_h5w_detail(struct sx_h5w *w);
 
 /* "<final path>:<object>" for sx_error.source; valid until the next call. */
 const char *sx_h5w_src(struct sx_h5w *w, const char *obj);
