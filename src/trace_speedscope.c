@@ -11,14 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One call of a rank, as build_call_arrays sees it. */
+/* One call of a rank, as build_call_arrays sees it. Its place in region order, call
+ * order (the sort's stable tie-break) is (region, index): the rows come in region order.
+ */
 struct call {
     int64_t start, end;
     int64_t lane;
+    uint64_t index;  /* call number in its row */
     uint32_t region; /* region position */
     uint32_t depth;
-    uint64_t index; /* call number in its row */
-    uint64_t seq;   /* position in region order, call order: the stable tie-break */
 };
 
 struct profile {
@@ -29,7 +30,7 @@ struct profile {
 
 struct ss_rank {
     int64_t rank;
-    struct call *calls; /* sorted by lane, start, -end, seq */
+    struct call *calls; /* sorted by lane, start, -end, region, index */
     int64_t *parent;    /* per call: its parent's position, or -1 */
     size_t n;
     struct profile *profiles;
@@ -44,7 +45,9 @@ static int cmp_call(const void *a, const void *b) {
         return x->start < y->start ? -1 : 1;
     if (x->end != y->end)
         return x->end > y->end ? -1 : 1;
-    return (x->seq > y->seq) - (x->seq < y->seq);
+    if (x->region != y->region)
+        return x->region < y->region ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
 }
 
 static int cmp_i64(const void *a, const void *b) {
@@ -68,7 +71,9 @@ static inline bool call_before(const struct call *x, const struct call *y) {
         return x->start < y->start;
     if (x->end != y->end)
         return x->end > y->end;
-    return x->seq < y->seq;
+    if (x->region != y->region)
+        return x->region < y->region;
+    return x->index < y->index;
 }
 
 /* Merge the sorted runs 'run[0 .. nrun)' (starts; run[nrun] the end) of 'c' into 'out'.
@@ -113,7 +118,8 @@ static void merge_runs(const struct call *c, size_t *run, size_t *heap, size_t *
     }
 }
 
-/* Sort one lane's calls [0, n) by start, -end, seq; 'tmp' has room for n calls. */
+/* Sort one lane's calls [0, n) by start, -end, region, index; 'tmp' has room for n calls.
+ */
 static bool sort_lane(struct call *c, size_t n, struct call *tmp) {
     size_t nrun = 1;
     for (size_t i = 1; i < n; i++)
@@ -236,7 +242,8 @@ static bool by_lane(struct call *c, size_t n, struct call *tmp, bool *nomem) {
     return v != NULL;
 }
 
-/* Sort a rank's calls by lane, start, -end, seq (cmp_call). False: out of memory. */
+/* Sort a rank's calls by lane, start, -end, region, index (cmp_call). False: out of
+ * memory. */
 static bool sort_calls(struct call *c, size_t n, bool lanes, struct call *tmp) {
     bool nomem = false;
     if (lanes && !by_lane(c, n, tmp, &nomem)) {
@@ -339,8 +346,9 @@ static enum sx_status overlap_error(const struct sx_trace *t, const struct call 
 
 enum sx_status sx_ss_nest_error(const struct sx_trace *t, const struct sx_ss_call *c,
                                 const struct sx_ss_call *p, struct sx_error *err) {
-    const struct call x = {c->start, c->end, 0, c->region, 0, c->index, 0},
-                      y = {p->start, p->end, 0, p->region, 0, p->index, 0};
+    const struct call
+        x = {.start = c->start, .end = c->end, .region = c->region, .index = c->index},
+        y = {.start = p->start, .end = p->end, .region = p->region, .index = p->index};
     return overlap_error(t, &x, &y, err);
 }
 
@@ -385,6 +393,101 @@ static enum sx_status nest_lane(const struct sx_trace *t, struct call *c, size_t
     return SX_OK;
 }
 
+/* One row of a rank as a sorted run of calls: its columns and the next call. */
+struct row_run {
+    const int64_t *start, *end;
+    uint64_t i, n;
+    uint32_t region;
+};
+
+/* call_before for the runs' next calls (runs are of distinct regions). */
+static inline bool run_before(const struct row_run *x, const struct row_run *y) {
+    const int64_t a = x->start[x->i], b = y->start[y->i];
+    if (a != b)
+        return a < b;
+    const int64_t ea = x->end[x->i], eb = y->end[y->i];
+    if (ea != eb)
+        return ea > eb;
+    return x->region < y->region;
+}
+
+/*
+ * Without lanes, the common case: a program records each region's calls by
+ * start, so every row is one run in the calls' order, and the calls are
+ * merged from the rows' columns straight into 'c' (room for every call): no
+ * copy in region order first, and no second array to merge through. 0: done;
+ * 1: a row is out of order (the caller sorts); -1: out of memory.
+ */
+static int merge_rows(const struct sx_trace *t, int64_t rank, struct call *c) {
+    size_t nrun = 0;
+    for (size_t g = 0; g < t->nregions; g++) {
+        const struct sx_row *row = sx_trace_row(t, g, rank);
+        if (row == NULL || row->is_aggregate || row->count == 0)
+            continue;
+        const int64_t *st = row->col[SX_COL_START], *en = row->col[SX_COL_END];
+        for (uint64_t i = 1; i < row->count; i++)
+            if (st[i] < st[i - 1] || (st[i] == st[i - 1] && en[i] > en[i - 1]))
+                return 1;
+        nrun++;
+    }
+    struct row_run *run = sx_malloc((nrun + 1) * sizeof *run);
+    size_t *heap = sx_malloc((nrun + 1) * sizeof *heap);
+    if (run == NULL || heap == NULL) {
+        free(run);
+        free(heap);
+        return -1;
+    }
+    size_t nh = 0;
+    for (size_t g = 0; g < t->nregions; g++) {
+        const struct sx_row *row = sx_trace_row(t, g, rank);
+        if (row == NULL || row->is_aggregate || row->count == 0)
+            continue;
+        run[nh] = (struct row_run){row->col[SX_COL_START], row->col[SX_COL_END], 0,
+                                   row->count, (uint32_t)g};
+        size_t i = nh++; /* a min-heap of runs by their next calls */
+        const size_t r = i;
+        while (i > 0 && run_before(&run[r], &run[heap[(i - 1) / 2]])) {
+            heap[i] = heap[(i - 1) / 2];
+            i = (i - 1) / 2;
+        }
+        heap[i] = r;
+    }
+    size_t at = 0;
+    while (nh > 0) {
+        struct row_run *top = &run[heap[0]];
+        c[at++] = (struct call){.start = top->start[top->i],
+                                .end = top->end[top->i],
+                                .lane = -1,
+                                .index = top->i,
+                                .region = top->region};
+        size_t r = heap[0];
+        if (++top->i == top->n) { /* the run is done: the last leaf sifts down */
+            r = heap[--nh];
+            if (nh == 0)
+                break;
+        }
+        size_t i = 0;
+        for (;;) {
+            size_t l = 2 * i + 1, m = i;
+            const struct row_run *best = &run[r];
+            if (l < nh && run_before(&run[heap[l]], best)) {
+                m = l;
+                best = &run[heap[l]];
+            }
+            if (l + 1 < nh && run_before(&run[heap[l + 1]], best))
+                m = l + 1;
+            if (m == i)
+                break;
+            heap[i] = heap[m];
+            i = m;
+        }
+        heap[i] = r;
+    }
+    free(run);
+    free(heap);
+    return 0;
+}
+
 static void ss_free(struct ss_rank *r);
 
 /* Build selected rank 'k''s profiles (start, end, thread, task loaded). New in '*out'. */
@@ -413,46 +516,56 @@ static enum sx_status ss_build(const struct sx_trace *t, size_t k, struct ss_ran
     SX_CHECK(r->calls != NULL && scratch != NULL && r->parent != NULL, SX_ERR_NOMEM, err,
              t->run->path, "%s: out of memory sorting the %zu calls of rank %" PRId64,
              t->run->path, n, rank);
-    size_t at = 0;
     for (size_t g = 0; g < t->nregions; g++) {
         const struct sx_row *row = sx_trace_row(t, g, rank);
         if (row == NULL || row->is_aggregate)
             continue;
-        const int64_t *th =
-            (row->cols & SX_COLBIT(SX_COL_THREAD)) ? row->col[SX_COL_THREAD] : NULL;
-        const int64_t *tk =
-            (row->cols & SX_COLBIT(SX_COL_TASK)) ? row->col[SX_COL_TASK] : NULL;
-        for (uint64_t i = 0; i < row->count; i++) {
-            struct call *c = &r->calls[at];
-            c->start = row->col[SX_COL_START][i];
-            c->end = row->col[SX_COL_END][i];
-            c->lane = -1;
-            if (lanes) {
-                if (tk != NULL && tk[i] >= 0)
-                    c->lane = tk[i];
-                else if (th != NULL && th[i] >= 0)
-                    c->lane = -2 - th[i];
+        const int64_t *st0 = row->col[SX_COL_START], *en0 = row->col[SX_COL_END];
+        for (uint64_t i = 0; i < row->count; i++)
+            if (en0[i] < st0[i]) {
+                st = sx_trace_value_error(t, SX_ERR_FORMAT,
+                                          "a recorded call ends before it starts", err);
+                goto out;
             }
-            c->region = (uint32_t)g;
-            c->depth = 0;
-            c->index = i;
-            c->seq = at;
-            at++;
-        }
     }
     r->n = n;
-    for (size_t i = 0; i < n; i++)
-        if (r->calls[i].end < r->calls[i].start) {
-            st = sx_trace_value_error(t, SX_ERR_FORMAT,
-                                      "a recorded call ends before it starts", err);
-            goto out;
-        }
-    struct call *tmp = sx_malloc((n + 1) * sizeof *tmp);
-    bool sorted = tmp != NULL && sort_calls(r->calls, n, lanes, tmp);
-    free(tmp);
-    SX_CHECK(sorted, SX_ERR_NOMEM, err, t->run->path,
+    const int merged = lanes ? 1 : merge_rows(t, rank, r->calls);
+    SX_CHECK(merged >= 0, SX_ERR_NOMEM, err, t->run->path,
              "%s: out of memory sorting the %zu calls of rank %" PRId64, t->run->path, n,
              rank);
+    if (merged > 0) { /* lanes, or rows out of order: in region order, then sorted */
+        size_t at = 0;
+        for (size_t g = 0; g < t->nregions; g++) {
+            const struct sx_row *row = sx_trace_row(t, g, rank);
+            if (row == NULL || row->is_aggregate)
+                continue;
+            const int64_t *th =
+                (row->cols & SX_COLBIT(SX_COL_THREAD)) ? row->col[SX_COL_THREAD] : NULL;
+            const int64_t *tk =
+                (row->cols & SX_COLBIT(SX_COL_TASK)) ? row->col[SX_COL_TASK] : NULL;
+            for (uint64_t i = 0; i < row->count; i++) {
+                struct call *c = &r->calls[at++];
+                c->start = row->col[SX_COL_START][i];
+                c->end = row->col[SX_COL_END][i];
+                c->lane = -1;
+                if (lanes) {
+                    if (tk != NULL && tk[i] >= 0)
+                        c->lane = tk[i];
+                    else if (th != NULL && th[i] >= 0)
+                        c->lane = -2 - th[i];
+                }
+                c->region = (uint32_t)g;
+                c->depth = 0;
+                c->index = i;
+            }
+        }
+        struct call *tmp = sx_malloc((n + 1) * sizeof *tmp);
+        bool sorted = tmp != NULL && sort_calls(r->calls, n, lanes, tmp);
+        free(tmp);
+        SX_CHECK(sorted, SX_ERR_NOMEM, err, t->run->path,
+                 "%s: out of memory sorting the %zu calls of rank %" PRId64, t->run->path,
+                 n, rank);
+    }
     /* Profiles: runs of one lane, in ascending lane order. */
     /* one profile per lane: the sorted calls change lane that many times */
     size_t nlanes = n > 0 ? 1 : 0;

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""check_speedscope.py PROFILE.json SPEEDSCOPE.json [--shuffle OUT.json | --lanes OUT.json]
+"""check_speedscope.py PROFILE.json SPEEDSCOPE.json
+                     [--shuffle OUT.json | --lanes OUT.json | --ties OUT.json]
 
 Check a speedscope document against the JSON profile it was made from, worked out
 here the slow and obvious way: per rank, per lane (task, else thread, else none;
@@ -7,8 +8,10 @@ lanes in ascending key order: threads by -2 - id, then no lane, then tasks), the
 calls sorted by (start, -end, region order, call order), opened at their start and
 closed at their end; "at" in seconds from the earliest call of the document.
 
---shuffle OUT / --lanes OUT write a variant of PROFILE instead (its rows' calls in a
-shuffled order / every call on a task lane of its own), for the sorts' other paths.
+--shuffle OUT / --lanes OUT / --ties OUT write a variant of PROFILE instead (its rows'
+calls in a shuffled order / every call on a task lane of its own / every row of a rank
+with the times of its first row, so that calls tie on start and end across regions and
+nest by region order), for the sorts' other paths.
 """
 import json
 import random
@@ -54,7 +57,13 @@ def main():
     profile = json.load(open(sys.argv[1]))
     if len(sys.argv) == 4:  # a variant
         rng = random.Random(7)
+        first = {}
         for row in profile["regions"]:
+            if sys.argv[2] == "--ties":
+                f = first.setdefault(row["rank"], row)
+                row["start_times_ns"] = list(f["start_times_ns"])
+                row["end_times_ns"] = list(f["end_times_ns"])
+                continue
             n = len(row["start_times_ns"])
             cols = [k for k in ("start_times_ns", "end_times_ns", "thread_ids", "task_ids")
                     if k in row]

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test_speedscope_sort.sh - speedscope's order of calls (by lane, start, -end, region and call
 # order) and their nesting, on runs large enough for every path of the sort: a few sorted
-# runs per lane merged (rows in start order, threads and tasks), rows out of order, more
-# lanes than the merge takes; checked against check_speedscope.py's plain model of the
+# runs per lane merged (rows in start order, threads and tasks), rows merged from their
+# columns (no lanes), calls that tie across regions, rows out of order, more lanes than the
+# merge takes; checked against check_speedscope.py's plain model of the
 # document, at 1 and 3 ranks
 . "$(dirname "$0")/lib.sh"
 SYNTH="$BIN/scope-export-synth"
@@ -30,6 +31,8 @@ check lanes "$TMP/lanes.json" "$TMP/lanes.h5"
 check plain "$TMP/plain.json" "$TMP/plain.h5"
 python3 "$CHECK" "$TMP/lanes.json" --shuffle "$TMP/shuffled.json" || bad "shuffle"
 check shuffled "$TMP/shuffled.json" "$TMP/shuffled.json"
+python3 "$CHECK" "$TMP/plain.json" --ties "$TMP/ties.json" || bad "ties"
+check ties "$TMP/ties.json" "$TMP/ties.json"
 python3 "$CHECK" "$TMP/lanes.json" --lanes "$TMP/many.json" || bad "many lanes"
 check many-lanes "$TMP/many.json" "$TMP/many.json"
 
