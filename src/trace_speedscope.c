@@ -825,10 +825,27 @@ static enum sx_status ss_survey(struct ss_doc *d, int rank, int size, int64_t **
     int64_t *v = sx_malloc(cap * sizeof *v);
     SX_CHECK(seen != NULL && order != NULL && v != NULL, SX_ERR_NOMEM, err, t->run->path,
              "out of memory");
-    for (size_t k = (size_t)rank; k < t->nranks; k += (size_t)size) {
+    /* From the last rank down: the rank built last, which stays built, is the first this
+     * process formats in the stream. Every rank is checked, and the lowest failing
+     * one's error is kept, as the reference stops at the first. */
+    enum sx_status bad = SX_OK;
+    struct sx_error first_bad;
+    sx_error_clear(&first_bad);
+    const size_t mine = (size_t)rank < t->nranks
+                            ? (t->nranks - (size_t)rank + (size_t)size - 1) / (size_t)size
+                            : 0;
+    for (size_t m = mine; m-- > 0;) {
+        const size_t k = (size_t)rank + m * (size_t)size;
         st = ss_load(d, k, err);
-        if (st != SX_OK)
-            goto out;
+        if (st != SX_OK) {
+            bad = st;
+            if (err != NULL) { /* an error set stays set: cleared for the next rank's */
+                first_bad = *err;
+                sx_error_clear(err);
+            }
+            st = SX_OK;
+            continue;
+        }
         memset(seen, 0, (t->nregions + 1) * sizeof *seen);
         size_t nf = ss_rank_frames(d->built, seen, order, 0);
         size_t nc = ss_ncalls(d->built);
@@ -844,6 +861,11 @@ static enum sx_status ss_survey(struct ss_doc *d, int rank, int size, int64_t **
         v[n++] = (int64_t)nf;
         for (size_t i = 0; i < nf; i++)
             v[n++] = order[i];
+    }
+    if (bad != SX_OK) {
+        st = bad;
+        if (err != NULL)
+            *err = first_bad;
     }
 out:
     free(seen);

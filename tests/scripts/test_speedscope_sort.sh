@@ -36,6 +36,29 @@ check ties "$TMP/ties.json" "$TMP/ties.json"
 python3 "$CHECK" "$TMP/lanes.json" --lanes "$TMP/many.json" || bad "many lanes"
 check many-lanes "$TMP/many.json" "$TMP/many.json"
 
+# Calls that do not nest on every selected rank: the lowest rank's error, as the reference
+# stops at the first rank, whatever process checks which rank (and rank 0's alone differs
+# from rank 1's, so the check can fail).
+python3 - "$TMP/plain.json" "$TMP/bad.json" <<'PYEOF' || bad "bad-nesting variant"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for row in d["regions"]:  # a row's calls lengthened into each other: the second escapes
+    if row["name"] == d["regions"][-1]["name"]:
+        row["end_times_ns"] = [e + 10**12 * (1 + row["rank"]) for e in row["end_times_ns"]]
+json.dump(d, open(sys.argv[2], "w"))
+PYEOF
+"$X" export "$TMP/bad.json" -o "$TMP/bad0.json" -q --format speedscope --ranks 0 2>"$TMP/bad0.err"
+"$X" export "$TMP/bad.json" -o "$TMP/bad1.json" -q --format speedscope --ranks 1 2>"$TMP/bad1.err"
+grep -q "not properly nested" "$TMP/bad0.err" && grep -q "not properly nested" "$TMP/bad1.err" &&
+    ! cmp -s "$TMP/bad0.err" "$TMP/bad1.err" && ok || bad "the two ranks' nesting errors"
+for np in 1 2 3; do
+    run_np "$np" "$X" export "$TMP/bad.json" -o "$TMP/badall.json" -q --format speedscope \
+        --ranks 0-2 2>"$TMP/badall.err" && bad "-n $np: no nesting error"
+    grep -qF "$(sed 's/^scope-export: error: //; s/ \[rank 0\]$//' "$TMP/bad0.err")" \
+        "$TMP/badall.err" && [ ! -e "$TMP/badall.json" ] && ok ||
+        bad "-n $np: not rank 0's nesting error: $(head -c 300 "$TMP/badall.err")"
+done
+
 # The checker can fail: a document of another run's calls is not this one's.
 python3 "$CHECK" "$TMP/plain.json" "$TMP/lanes.1.json" >/dev/null && bad "checker accepts anything" || ok
 finish
