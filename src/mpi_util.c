@@ -2,6 +2,7 @@
  * collective */
 #include "mpi_util.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,30 +39,21 @@ void sx_comm_free(MPI_Comm *comm) {
     *comm = MPI_COMM_NULL;
 }
 
-/* NOTE: collective */
-enum sx_status sx_all_ok(MPI_Comm comm, enum sx_status st, struct sx_error *err) {
-    int rank = 0, size = 1;
-    if (comm == MPI_COMM_NULL) { /* one process without MPI: rank 0 of one */
-        if (st != SX_OK && err != NULL) {
-            if (err->code == SX_OK)
-                err->code = st;
-            if (err->rank < 0)
-                err->rank = 0;
-        }
-        return st;
+/* One process without MPI: rank 0 of one. */
+static enum sx_status alone(enum sx_status st, struct sx_error *err) {
+    if (st != SX_OK && err != NULL) {
+        if (err->code == SX_OK)
+            err->code = st;
+        if (err->rank < 0)
+            err->rank = 0;
     }
-    enum sx_status mst = sx_mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", err);
-    if (mst == SX_OK)
-        mst = sx_mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size", err);
-    if (mst != SX_OK)
-        return mst;
-    /* The lowest failing rank speaks for all: its error is broadcast. */
-    int mine = st != SX_OK ? rank : size;
-    int first = size;
-    mst = sx_mpi_check(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm),
-                       "MPI_Allreduce", err);
-    if (mst != SX_OK)
-        return mst;
+    return st;
+}
+
+/* NOTE: collective. The failing rank 'first' (of 'size'; 'size': none failed) speaks
+ * for all: its error is broadcast. */
+static enum sx_status tell_first(MPI_Comm comm, int rank, int size, int first,
+                                 enum sx_status st, struct sx_error *err) {
     if (first == size)
         return SX_OK;
     struct sx_error e;
@@ -76,13 +68,62 @@ enum sx_status sx_all_ok(MPI_Comm comm, enum sx_status st, struct sx_error *err)
         if (e.code == SX_OK)
             e.code = SX_ERR_INTERNAL;
     }
-    mst = sx_mpi_check(MPI_Bcast(&e, (int)sizeof e, MPI_BYTE, first, comm), "MPI_Bcast",
-                       err);
+    enum sx_status mst = sx_mpi_check(MPI_Bcast(&e, (int)sizeof e, MPI_BYTE, first, comm),
+                                      "MPI_Bcast", err);
     if (mst != SX_OK)
         return mst;
     if (err != NULL)
         *err = e;
     return e.code;
+}
+
+static enum sx_status rank_size(MPI_Comm comm, int *rank, int *size,
+                                struct sx_error *err) {
+    enum sx_status mst = sx_mpi_check(MPI_Comm_rank(comm, rank), "MPI_Comm_rank", err);
+    if (mst == SX_OK)
+        mst = sx_mpi_check(MPI_Comm_size(comm, size), "MPI_Comm_size", err);
+    return mst;
+}
+
+/* NOTE: collective */
+enum sx_status sx_all_ok(MPI_Comm comm, enum sx_status st, struct sx_error *err) {
+    int rank = 0, size = 1;
+    if (comm == MPI_COMM_NULL)
+        return alone(st, err);
+    enum sx_status mst = rank_size(comm, &rank, &size, err);
+    if (mst != SX_OK)
+        return mst;
+    /* The lowest failing rank speaks for all. */
+    int mine = st != SX_OK ? rank : size;
+    int first = size;
+    mst = sx_mpi_check(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm),
+                       "MPI_Allreduce", err);
+    if (mst != SX_OK)
+        return mst;
+    return tell_first(comm, rank, size, first, st, err);
+}
+
+/* NOTE: collective */
+enum sx_status sx_all_ok_first(MPI_Comm comm, enum sx_status st, long key,
+                               struct sx_error *err) {
+    int rank = 0, size = 1;
+    if (comm == MPI_COMM_NULL)
+        return alone(st, err);
+    enum sx_status mst = rank_size(comm, &rank, &size, err);
+    if (mst != SX_OK)
+        return mst;
+    /* The failing rank of the lowest key speaks for all (MINLOC: the lowest rank of
+     * equal keys); a rank that did not fail offers the largest key and rank 'size',
+     * which wins only when none failed. */
+    struct {
+        long key;
+        int rank;
+    } mine = {st != SX_OK ? key : LONG_MAX, st != SX_OK ? rank : size}, first;
+    mst = sx_mpi_check(MPI_Allreduce(&mine, &first, 1, MPI_LONG_INT, MPI_MINLOC, comm),
+                       "MPI_Allreduce", err);
+    if (mst != SX_OK)
+        return mst;
+    return tell_first(comm, rank, size, first.rank, st, err);
 }
 
 bool sx_mpi_threads_ok(MPI_Comm comm) {

@@ -22,6 +22,14 @@ void sx_comm_free(MPI_Comm *comm);
  * lowest failing rank, and 'err' holds that rank's error on every rank.
  */
 enum sx_status sx_all_ok(MPI_Comm comm, enum sx_status st, struct sx_error *err);
+
+/*
+ * NOTE: collective. As sx_all_ok, but the failing rank that speaks is the one
+ * with the lowest 'key' (the first failure in the document's order, whichever
+ * process found it), the lowest rank among equal keys.
+ */
+enum sx_status sx_all_ok_first(MPI_Comm comm, enum sx_status st, long key,
+                               struct sx_error *err);
 /*
  * NOTE: collective. Every rank's 'm[0 .. n)' replaced by the elementwise minimum
  * over the ranks, in pieces (MPI counts are int). A failure names 'path'.

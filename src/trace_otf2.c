@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1429,9 +1430,12 @@ static enum sx_status otf2_write(const struct sx_pipe *p, void *ctx,
         goto close;
 
     /* Stage: each process writes the locations of its share of the selected ranks. */
+    size_t bad_k =
+        SIZE_MAX; /* the selected rank that failed: the first in order speaks */
     for (size_t k = (size_t)p->rank; k < s->nranks && st == SX_OK; k += (size_t)p->size)
-        st = write_rank(s, ar, s->ranks[k], n.tmpdir, &w, &oe, out, err);
-    st = sx_all_ok(comm, st, err);
+        if ((st = write_rank(s, ar, s->ranks[k], n.tmpdir, &w, &oe, out, err)) != SX_OK)
+            bad_k = k;
+    st = sx_all_ok_first(comm, st, bad_k < s->nranks ? (long)bad_k : LONG_MAX, err);
     if (st == SX_OK)
         st = gather(comm, p->rank, p->size, &w, &all, &nall, err);
     st = sx_all_ok(comm, st, err);

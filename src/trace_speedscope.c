@@ -7,6 +7,7 @@
 #include "trace_doc.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -813,10 +814,11 @@ static enum sx_status ss_load(struct ss_doc *d, size_t k, struct sx_error *err) 
  * speedscope's first pass over this process's share of the selected ranks
  * (k % size == rank): the nesting checks, and per rank its calls, first
  * start and the frames its profiles open, as int64 records
- * [k, ncalls, first_start, nframes, frames...] appended to 'rec'.
+ * [k, ncalls, first_start, nframes, frames...] appended to 'rec'. On a
+ * failure, '*bad_k' is the lowest selected rank that failed (else unchanged).
  */
 static enum sx_status ss_survey(struct ss_doc *d, int rank, int size, int64_t **rec,
-                                size_t *nrec, struct sx_error *err) {
+                                size_t *nrec, size_t *bad_k, struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_trace *t = d->t;
     bool *seen = sx_calloc(t->nregions + 1, sizeof *seen);
@@ -839,6 +841,7 @@ static enum sx_status ss_survey(struct ss_doc *d, int rank, int size, int64_t **
         st = ss_load(d, k, err);
         if (st != SX_OK) {
             bad = st;
+            *bad_k = k;
             if (err != NULL) { /* an error set stays set: cleared for the next rank's */
                 first_bad = *err;
                 sx_error_clear(err);
@@ -1007,9 +1010,11 @@ static enum sx_status ss_prepare(const struct sx_pipe *p, struct sx_trace *t, vo
     else
         d->t = t;
     st = sx_all_ok(p->comm, st, err);
+    size_t bad_k = SIZE_MAX;
     if (st == SX_OK)
-        st = ss_survey(d, p->rank, p->size, &rec, &nrec, err);
-    st = sx_all_ok(p->comm, st, err);
+        st = ss_survey(d, p->rank, p->size, &rec, &nrec, &bad_k, err);
+    /* the error of the first selected rank that fails, whichever process checked it */
+    st = sx_all_ok_first(p->comm, st, bad_k < t->nranks ? (long)bad_k : LONG_MAX, err);
     if (st == SX_OK)
         st = gather_records(p->comm, p->size, rec, nrec, &all, &nall, err);
     st = sx_all_ok(p->comm, st, err);

@@ -3,8 +3,8 @@
 # order) and their nesting, on runs large enough for every path of the sort: a few sorted
 # runs per lane merged (rows in start order, threads and tasks), rows merged from their
 # columns (no lanes), calls that tie across regions, rows out of order, more lanes than the
-# merge takes; checked against check_speedscope.py's plain model of the
-# document, at 1 and 3 ranks
+# merge takes; checked against check_speedscope.py's plain model of the document, at 1 and
+# 3 ranks; and the nesting error of the first failing rank (speedscope and OTF2)
 . "$(dirname "$0")/lib.sh"
 SYNTH="$BIN/scope-export-synth"
 CHECK="$(dirname "$0")/check_speedscope.py"
@@ -36,27 +36,36 @@ check ties "$TMP/ties.json" "$TMP/ties.json"
 python3 "$CHECK" "$TMP/lanes.json" --lanes "$TMP/many.json" || bad "many lanes"
 check many-lanes "$TMP/many.json" "$TMP/many.json"
 
-# Calls that do not nest on every selected rank: the lowest rank's error, as the reference
-# stops at the first rank, whatever process checks which rank (and rank 0's alone differs
-# from rank 1's, so the check can fail).
+# Calls that do not nest on selected ranks 1 and 2 (rank 0's do): rank 1's error, as the
+# reference stops at the first rank, whichever process checks which rank (at -n 2 the
+# process that checks ranks 0 and 2 is the lowest to fail); rank 1's alone differs from
+# rank 2's, so the check can fail.
 python3 - "$TMP/plain.json" "$TMP/bad.json" <<'PYEOF' || bad "bad-nesting variant"
 import json, sys
 d = json.load(open(sys.argv[1]))
 for row in d["regions"]:  # a row's calls lengthened into each other: the second escapes
-    if row["name"] == d["regions"][-1]["name"]:
-        row["end_times_ns"] = [e + 10**12 * (1 + row["rank"]) for e in row["end_times_ns"]]
+    if row["name"] == d["regions"][-1]["name"] and row["rank"] > 0:
+        row["end_times_ns"] = [e + 10**12 * row["rank"] for e in row["end_times_ns"]]
 json.dump(d, open(sys.argv[2], "w"))
 PYEOF
-"$X" export "$TMP/bad.json" -o "$TMP/bad0.json" -q --format speedscope --ranks 0 2>"$TMP/bad0.err"
-"$X" export "$TMP/bad.json" -o "$TMP/bad1.json" -q --format speedscope --ranks 1 2>"$TMP/bad1.err"
-grep -q "not properly nested" "$TMP/bad0.err" && grep -q "not properly nested" "$TMP/bad1.err" &&
-    ! cmp -s "$TMP/bad0.err" "$TMP/bad1.err" && ok || bad "the two ranks' nesting errors"
+for k in 1 2; do
+    "$X" export "$TMP/bad.json" -o "$TMP/bad$k.json" -q --format speedscope --ranks $k \
+        2>"$TMP/bad$k.err"
+done
+grep -q "not properly nested" "$TMP/bad1.err" && grep -q "not properly nested" "$TMP/bad2.err" &&
+    ! cmp -s "$TMP/bad1.err" "$TMP/bad2.err" && ok || bad "the two ranks' nesting errors"
 for np in 1 2 3; do
     run_np "$np" "$X" export "$TMP/bad.json" -o "$TMP/badall.json" -q --format speedscope \
         --ranks 0-2 2>"$TMP/badall.err" && bad "-n $np: no nesting error"
-    grep -qF "$(sed 's/^scope-export: error: //; s/ \[rank 0\]$//' "$TMP/bad0.err")" \
+    grep -qF "$(sed 's/^scope-export: error: //; s/ \[rank 0\]$//' "$TMP/bad1.err")" \
         "$TMP/badall.err" && [ ! -e "$TMP/badall.json" ] && ok ||
-        bad "-n $np: not rank 0's nesting error: $(head -c 300 "$TMP/badall.err")"
+        bad "-n $np: not rank 1's nesting error: $(head -c 300 "$TMP/badall.err")"
+    # the OTF2 archive checks the nesting as speedscope does, each process its ranks
+    run_np "$np" "$X" export "$TMP/bad.json" -o "$TMP/otf2.$np/t.otf2" -q --format otf2 \
+        --ranks 0-2 2>"$TMP/badall.err" && bad "-n $np: no nesting error (OTF2)"
+    grep -qF "$(sed 's/^scope-export: error: //; s/ \[rank 0\]$//' "$TMP/bad1.err")" \
+        "$TMP/badall.err" && ok ||
+        bad "-n $np: not rank 1's nesting error (OTF2): $(head -c 300 "$TMP/badall.err")"
 done
 
 # The checker can fail: a document of another run's calls is not this one's.
