@@ -90,6 +90,9 @@ struct sx_doc_type {
      * formats a full share of the blocks though it writes them all (the stream's
      * 'compact'). */
     bool compact;
+    /* Each block repeats a setup of its part of the document (the stream's
+     * 'root_writes_only'): rank 0 formats no block of plain text. */
+    bool root_writes_only;
 };
 
 /* The documents (pipeline.c's table holds them). */

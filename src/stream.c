@@ -53,6 +53,8 @@ int sx_stream_owner(size_t b, int size, bool gz) {
 
 /* The owner of block 'b' of this stream. */
 static int owner_of(const struct sx_stream_opts *so, size_t b, int size) {
+    if (so->root_writes_only && !so->gz && size > 1)
+        return 1 + (int)(b % (size_t)(size - 1));
     return sx_stream_owner(b, size, so->gz || so->compact);
 }
 

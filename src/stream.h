@@ -51,11 +51,15 @@ struct sx_stream_opts {
     /* The text is small next to the work of making it (a compressed trace): rank 0,
      * though it writes every byte, formats a full share of the blocks, as for .gz. */
     bool compact;
+    /* Making a block takes a setup per part of the document that every block of that
+     * part repeats (speedscope sorts a rank's calls): for plain text, rank 0 formats
+     * none of the blocks when other ranks can, and only writes. */
+    bool root_writes_only;
 };
 
 /* Which rank formats block 'b' of a stream over 'size' ranks. Producers need not ask
  * ('prepare' tells them); only a plan that moves events between ranks before the stream
- * does. */
+ * does (and its stream is not 'root_writes_only'). */
 int sx_stream_owner(size_t b, int size, bool gz);
 
 /*

@@ -812,8 +812,8 @@ static enum sx_status ss_load(struct ss_doc *d, size_t k, struct sx_error *err) 
 
 /*
  * speedscope's first pass over this process's share of the selected ranks
- * (k % size == rank): the nesting checks, and per rank its calls, first
- * start and the frames its profiles open, as int64 records
+ * (k % size == rank): the nesting checks, and per rank its calls, first start and
+ * the frames its profiles open, as int64 records
  * [k, ncalls, first_start, nframes, frames...] appended to 'rec'. On a
  * failure, '*bad_k' is the lowest selected rank that failed (else unchanged).
  */
@@ -1069,4 +1069,6 @@ const struct sx_doc_type sx_doc_speedscope = {
     .events_for = "speedscope document needs",
     .needs = SX_NEED_LANES | SX_NEED_GPU | SX_NEED_JSON_INPUT,
     .plan = ss_plan,
+    /* every process that formats a block of a rank sorts and nests its calls first */
+    .root_writes_only = true,
 };
