@@ -1213,10 +1213,14 @@ static enum sx_status pf_prepare(const struct sx_pipe *p, struct sx_trace *t, vo
     *fmt = pc;
     if (pc == NULL)
         return sx_error_set(err, SX_ERR_NOMEM, p->run->path, "out of memory");
-    /* the packets compress well already at the fastest level; ISA-L's deflate, where the
-     * build has it, takes half of zlib's time for the same size */
+    /* The packets compress well already at the fastest level. zlib's, unless --deflate
+     * isal asks for ISA-L's (where the build has it): half the time for the same size,
+     * but its bytes for the same input were seen to differ now and then between runs on
+     * a loaded machine (3 runs in 80 at -n 2 against -n 1; zlib none in 60), where the
+     * trace must be the same bytes at any rank count. */
     pc->level = 1;
-    pc->eng = sx_has_isal() ? SX_DEFLATE_ISAL : SX_DEFLATE_ZLIB;
+    pc->eng = p->o->deflate == SX_DEFLATE_ISAL && sx_has_isal() ? SX_DEFLATE_ISAL
+                                                                : SX_DEFLATE_ZLIB;
     return SX_OK;
 }
 
