@@ -86,24 +86,6 @@ static enum sx_status rank_size(MPI_Comm comm, int *rank, int *size,
 }
 
 /* NOTE: collective */
-enum sx_status sx_all_ok(MPI_Comm comm, enum sx_status st, struct sx_error *err) {
-    int rank = 0, size = 1;
-    if (comm == MPI_COMM_NULL)
-        return alone(st, err);
-    enum sx_status mst = rank_size(comm, &rank, &size, err);
-    if (mst != SX_OK)
-        return mst;
-    /* The lowest failing rank speaks for all. */
-    int mine = st != SX_OK ? rank : size;
-    int first = size;
-    mst = sx_mpi_check(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm),
-                       "MPI_Allreduce", err);
-    if (mst != SX_OK)
-        return mst;
-    return tell_first(comm, rank, size, first, st, err);
-}
-
-/* NOTE: collective */
 enum sx_status sx_all_ok_first(MPI_Comm comm, enum sx_status st, long key,
                                struct sx_error *err) {
     int rank = 0, size = 1;
@@ -124,6 +106,11 @@ enum sx_status sx_all_ok_first(MPI_Comm comm, enum sx_status st, long key,
     if (mst != SX_OK)
         return mst;
     return tell_first(comm, rank, size, first.rank, st, err);
+}
+
+/* NOTE: collective. Every failing rank offers the same key: the lowest one speaks. */
+enum sx_status sx_all_ok(MPI_Comm comm, enum sx_status st, struct sx_error *err) {
+    return sx_all_ok_first(comm, st, 0, err);
 }
 
 bool sx_mpi_threads_ok(MPI_Comm comm) {
