@@ -8,6 +8,7 @@
 #include "out_file.h"
 #include "stop.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -201,10 +202,11 @@ static enum sx_status recv_text(struct sx_buf *b, uint64_t n, int from, MPI_Comm
     return st;
 }
 
-/* NOTE: collective (the protocol's rank 0 side). */
+/* NOTE: collective (the protocol's rank 0 side). '*fail_at': where in the document's
+ * order rank 0 failed (see sx_stream). */
 static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_producer *p,
                                   const struct sx_stream_opts *so, struct writer *w,
-                                  char *scratch, struct sx_error *err) {
+                                  char *scratch, long *fail_at, struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct block_out mine = {0};
     struct sx_buf text = {0}, in = {0}, zin = {0};
@@ -227,7 +229,9 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
         st = write_text(w, &text, NULL, 0, false, progress_of(p, -1, &text), err);
     if (st == SX_OK)
         st = sx_fault_at(SX_FAIL_WRITE, err);
+    *fail_at = -1; /* the head */
     for (size_t b = 0; st == SX_OK && b < p->nblocks; b++) {
+        *fail_at = (long)b;
         int owner = owner_of(so, b, size);
         if (owner == 0) {
             st = make_block(p, so, &ah, b, &mine, err);
@@ -256,6 +260,8 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
             st = write_text(w, &in, so->gz ? &zin : NULL, h.crc, false,
                             progress_of(p, (long)b, &in), err);
     }
+    if (st == SX_OK)
+        *fail_at = (long)p->nblocks; /* after the blocks */
     if (st == SX_OK && !remote_failed)
         st = sx_fault_rest(err);
     bool failed = st != SX_OK || remote_failed;
@@ -359,10 +365,11 @@ static enum sx_status post_sends(struct sendset *s, bool gz, MPI_Comm comm,
     return SX_OK;
 }
 
-/* NOTE: collective (the protocol's worker side). */
+/* NOTE: collective (the protocol's worker side). '*fail_at': where in the document's
+ * order this worker failed (see sx_stream). */
 static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
                                     const struct sx_producer *p,
-                                    const struct sx_stream_opts *so,
+                                    const struct sx_stream_opts *so, long *fail_at,
                                     struct sx_error *err) {
     enum sx_status st = SX_OK;
     enum { NSETS = 2 };
@@ -374,6 +381,7 @@ static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
     for (size_t b = 0; b < p->nblocks; b++) {
         if (owner_of(so, b, size) != rank)
             continue;
+        *fail_at = (long)b;
         int flag = 0;
         if (MPI_Iprobe(0, TAG_CTRL, comm, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
             st = mpi_failed("MPI_Iprobe", err);
@@ -401,6 +409,8 @@ static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
             break;
         k++;
     }
+    if (st == SX_OK)
+        *fail_at = (long)p->nblocks;
     if (st == SX_OK && !got_ctrl)
         st = sx_fault_rest(err);
     for (int j = 0; j < NSETS; j++)
@@ -452,17 +462,21 @@ enum sx_status sx_stream(MPI_Comm comm, const struct sx_producer *p,
     if (st != SX_OK)
         goto out;
 
-    /* Stage: the protocol; a failure anywhere in it is carried to its end. */
+    /* Stage: the protocol; a failure anywhere in it is carried to its end. The error
+     * agreed on is the first in the document's order (a block's maker or its writer:
+     * where one process stopped, another may have gone on and failed further), as one
+     * process would meet it; the lowest rank among failures at the same place. */
+    long at = LONG_MAX;
     if (rank == 0) {
         w.so = so;
         w.f = f;
         w.total = p->total_bytes;
-        st = stream_root(comm, size, p, so, &w, scratch, err);
+        st = stream_root(comm, size, p, so, &w, scratch, &at, err);
     } else {
-        st = stream_worker(comm, rank, size, p, so, err);
+        st = stream_worker(comm, rank, size, p, so, &at, err);
     }
     sx_error_where(err, so->path); /* the protocol's own errors name the output */
-    st = sx_all_ok(comm, st, err);
+    st = sx_all_ok_first(comm, st, at, err);
 out:
     sx_buf_free(&w.z);
     free(scratch);
