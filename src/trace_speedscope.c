@@ -491,6 +491,15 @@ static int merge_rows(const struct sx_trace *t, int64_t rank, struct call *c) {
 
 static void ss_free(struct ss_rank *r);
 
+/* A call's lane: its task, else its thread (as -2 - thread), else -1. */
+static inline int64_t lane_of(const int64_t *th, const int64_t *tk, uint64_t i) {
+    if (tk != NULL && tk[i] >= 0)
+        return tk[i];
+    if (th != NULL && th[i] >= 0)
+        return -2 - th[i];
+    return -1;
+}
+
 /* Build selected rank 'k''s profiles (start, end, thread, task loaded). New in '*out'. */
 static enum sx_status ss_build(const struct sx_trace *t, size_t k, struct ss_rank **out,
                                struct sx_error *err) {
@@ -548,13 +557,7 @@ static enum sx_status ss_build(const struct sx_trace *t, size_t k, struct ss_ran
                 struct call *c = &r->calls[at++];
                 c->start = row->col[SX_COL_START][i];
                 c->end = row->col[SX_COL_END][i];
-                c->lane = -1;
-                if (lanes) {
-                    if (tk != NULL && tk[i] >= 0)
-                        c->lane = tk[i];
-                    else if (th != NULL && th[i] >= 0)
-                        c->lane = -2 - th[i];
-                }
+                c->lane = lanes ? lane_of(th, tk, i) : -1;
                 c->region = (uint32_t)g;
                 c->depth = 0;
                 c->index = i;
@@ -611,26 +614,79 @@ static void ss_free(struct ss_rank *r) {
     free(r);
 }
 
-static size_t ss_ncalls(const struct ss_rank *r) { return r->n; }
+/* A region's first call in the calls' order: where its frame first opens. */
+struct first_call {
+    int64_t lane, start, end;
+    uint32_t region;
+};
 
-static int64_t ss_first_start(const struct ss_rank *r) {
-    int64_t m = INT64_MAX;
-    for (size_t p = 0; p < r->nprofiles; p++)
-        if (r->calls[r->profiles[p].first].start < m)
-            m = r->calls[r->profiles[p].first].start;
-    return m;
+static int cmp_first(const void *a, const void *b) {
+    const struct first_call *x = a, *y = b;
+    if (x->lane != y->lane)
+        return x->lane < y->lane ? -1 : 1;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    if (x->end != y->end)
+        return x->end > y->end ? -1 : 1;
+    return (x->region > y->region) - (x->region < y->region);
 }
 
-static size_t ss_rank_frames(const struct ss_rank *r, bool *seen, uint32_t *order,
-                             size_t n) {
-    for (size_t i = 0; i < r->n; i++) {
-        uint32_t g = r->calls[i].region;
-        if (!seen[g]) {
-            seen[g] = true;
-            order[n++] = g;
-        }
+/*
+ * What the survey needs of a rank (its columns loaded), without sorting its
+ * calls: their number, the first start, and the frames in the order the
+ * rank's profiles first open them: each region's first call in the sorted
+ * order is its least (lane, start, -end), and the regions' first calls
+ * sorted as the calls are give that order. 'fc' and 'order' have room for
+ * every region. The order's length.
+ */
+static size_t ss_scan(const struct sx_trace *t, int64_t rank, struct first_call *fc,
+                      uint32_t *order, uint64_t *ncalls, int64_t *first) {
+    size_t nf = 0;
+    uint64_t n = 0;
+    int64_t lo = INT64_MAX;
+    bool lanes = false; /* as ss_build: any row with threads puts every call on a lane */
+    for (size_t g = 0; g < t->nregions; g++) {
+        const struct sx_row *row = sx_trace_row(t, g, rank);
+        if (row != NULL && !row->is_aggregate && (row->cols & SX_COLBIT(SX_COL_THREAD)))
+            lanes = true;
     }
-    return n;
+    for (size_t g = 0; g < t->nregions; g++) {
+        const struct sx_row *row = sx_trace_row(t, g, rank);
+        if (row == NULL || row->is_aggregate || row->count == 0)
+            continue;
+        const int64_t *st = row->col[SX_COL_START], *en = row->col[SX_COL_END];
+        const int64_t *th = lanes && (row->cols & SX_COLBIT(SX_COL_THREAD))
+                                ? row->col[SX_COL_THREAD]
+                                : NULL;
+        const int64_t *tk =
+            lanes && (row->cols & SX_COLBIT(SX_COL_TASK)) ? row->col[SX_COL_TASK] : NULL;
+        struct first_call b = {lane_of(th, tk, 0), st[0], en[0], (uint32_t)g};
+        if (th == NULL && tk == NULL) {
+            for (uint64_t i = 1; i < row->count; i++)
+                if (st[i] < b.start || (st[i] == b.start && en[i] > b.end)) {
+                    b.start = st[i];
+                    b.end = en[i];
+                }
+        } else {
+            for (uint64_t i = 1; i < row->count; i++) {
+                const int64_t l = lane_of(th, tk, i);
+                if (l < b.lane || (l == b.lane && (st[i] < b.start ||
+                                                   (st[i] == b.start && en[i] > b.end))))
+                    b = (struct first_call){l, st[i], en[i], (uint32_t)g};
+            }
+        }
+        for (uint64_t i = 0; i < row->count; i++)
+            if (st[i] < lo)
+                lo = st[i];
+        fc[nf++] = b;
+        n += row->count;
+    }
+    qsort(fc, nf, sizeof *fc, cmp_first);
+    for (size_t i = 0; i < nf; i++)
+        order[i] = fc[i].region;
+    *ncalls = n;
+    *first = lo;
+    return nf;
 }
 
 static void ss_head(const struct sx_trace *t, const uint32_t *frames, size_t nframes,
@@ -812,46 +868,36 @@ static enum sx_status ss_load(struct ss_doc *d, size_t k, struct sx_error *err) 
 
 /*
  * speedscope's first pass over this process's share of the selected ranks
- * (k % size == rank): the nesting checks, and per rank its calls, first start and
- * the frames its profiles open, as int64 records
- * [k, ncalls, first_start, nframes, frames...] appended to 'rec'. On a
- * failure, '*bad_k' is the lowest selected rank that failed (else unchanged).
+ * (k % size == rank): per rank its calls, first start and the frames its
+ * profiles open, as int64 records [k, ncalls, first_start, nframes,
+ * frames...] appended to 'rec'; a scan, not a sort. A rank's calls are sorted
+ * and checked once, by the process that formats its first block: calls that
+ * do not nest fail that block, and the stream reports the first failing block
+ * of the document, so the error is the first such rank's, as the reference's.
+ * On a failure, '*bad_k' is the lowest selected rank that failed (else
+ * unchanged).
  */
 static enum sx_status ss_survey(struct ss_doc *d, int rank, int size, int64_t **rec,
                                 size_t *nrec, size_t *bad_k, struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_trace *t = d->t;
-    bool *seen = sx_calloc(t->nregions + 1, sizeof *seen);
+    struct first_call *fc = sx_calloc(t->nregions + 1, sizeof *fc);
     uint32_t *order = sx_calloc(t->nregions + 1, sizeof *order);
     size_t cap = 64, n = 0;
     int64_t *v = sx_malloc(cap * sizeof *v);
-    SX_CHECK(seen != NULL && order != NULL && v != NULL, SX_ERR_NOMEM, err, t->run->path,
+    SX_CHECK(fc != NULL && order != NULL && v != NULL, SX_ERR_NOMEM, err, t->run->path,
              "out of memory");
-    /* From the last rank down: the rank built last, which stays built, is the first this
-     * process formats in the stream. Every rank is checked, and the lowest failing
-     * one's error is kept, as the reference stops at the first. */
-    enum sx_status bad = SX_OK;
-    struct sx_error first_bad;
-    sx_error_clear(&first_bad);
-    const size_t mine = (size_t)rank < t->nranks
-                            ? (t->nranks - (size_t)rank + (size_t)size - 1) / (size_t)size
-                            : 0;
-    for (size_t m = mine; m-- > 0;) {
-        const size_t k = (size_t)rank + m * (size_t)size;
-        st = ss_load(d, k, err);
+    /* In order: the first failure is this process's lowest failing rank. */
+    for (size_t k = (size_t)rank; k < t->nranks; k += (size_t)size) {
+        st = sx_trace_load_rank(t, t->ranks[k], SS_COLS, err);
+        uint64_t nc = 0;
+        int64_t first = INT64_MAX;
+        size_t nf = st == SX_OK ? ss_scan(t, t->ranks[k], fc, order, &nc, &first) : 0;
+        sx_trace_unload_rank(t, t->ranks[k]);
         if (st != SX_OK) {
-            bad = st;
             *bad_k = k;
-            if (err != NULL) { /* an error set stays set: cleared for the next rank's */
-                first_bad = *err;
-                sx_error_clear(err);
-            }
-            st = SX_OK;
-            continue;
+            break;
         }
-        memset(seen, 0, (t->nregions + 1) * sizeof *seen);
-        size_t nf = ss_rank_frames(d->built, seen, order, 0);
-        size_t nc = ss_ncalls(d->built);
         if (n + 4 + nf > cap) {
             cap = (n + 4 + nf) * 2;
             int64_t *nv = sx_realloc(v, cap * sizeof *nv);
@@ -860,18 +906,13 @@ static enum sx_status ss_survey(struct ss_doc *d, int rank, int size, int64_t **
         }
         v[n++] = (int64_t)k;
         v[n++] = (int64_t)nc;
-        v[n++] = nc > 0 ? ss_first_start(d->built) : INT64_MAX;
+        v[n++] = first;
         v[n++] = (int64_t)nf;
         for (size_t i = 0; i < nf; i++)
             v[n++] = order[i];
     }
-    if (bad != SX_OK) {
-        st = bad;
-        if (err != NULL)
-            *err = first_bad;
-    }
 out:
-    free(seen);
+    free(fc);
     free(order);
     if (st != SX_OK) {
         free(v);
@@ -996,8 +1037,8 @@ static void ss_doc_free(void *fmt) {
     free(d);
 }
 
-/* NOTE: collective. Every rank sorts and checks its share of the selected ranks;
- * all learn the frames, the origin and the first profile. */
+/* NOTE: collective. Every rank surveys its share of the selected ranks; all learn the
+ * frames, the origin and the first profile. */
 static enum sx_status ss_prepare(const struct sx_pipe *p, struct sx_trace *t, void **fmt,
                                  struct sx_error *err) {
     enum sx_status st = SX_OK;
