@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /*
  * The protocol, on the stream's communicator:
@@ -57,6 +58,36 @@ static int owner_of(const struct sx_stream_opts *so, size_t b, int size) {
     if (so->root_writes_only && !so->gz && size > 1)
         return 1 + (int)(b % (size_t)(size - 1));
     return sx_stream_owner(b, size, so->gz || so->compact);
+}
+
+/*
+ * A worker waits for rank 0 without spinning. Open MPI's blocking calls poll
+ * a core at full speed; a worker waits when rank 0 writes slower than it
+ * formats, and its core is then what the kernel needs to take the written
+ * pages (the page cache, its writeback), or what the job beside the export
+ * runs on. The wait tests, then sleeps a little longer each time (up to
+ * WAIT_MAX_NS): a block takes milliseconds to make, so the latency is lost in
+ * it. Rank 0 keeps MPI's own wait: a sleep there delays every block it writes.
+ */
+#define WAIT_MAX_NS 200000L
+
+static void nap(long *ns) {
+    struct timespec ts = {0, *ns};
+    nanosleep(&ts, NULL);
+    if (*ns < WAIT_MAX_NS)
+        *ns *= 2;
+}
+
+/* MPI_Waitall, sleeping between tests. */
+static int wait_all(int n, MPI_Request *reqs) {
+    long ns = 1000;
+    for (;;) {
+        int done = 0;
+        int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS || done)
+            return rc;
+        nap(&ns);
+    }
 }
 
 static enum sx_status mpi_failed(const char *what, struct sx_error *err) {
@@ -395,7 +426,7 @@ static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
             break;
         }
         struct sendset *s = &set[k % NSETS];
-        if (MPI_Waitall(s->nreq, s->reqs, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
+        if (wait_all(s->nreq, s->reqs) != MPI_SUCCESS) {
             st = mpi_failed("MPI_Waitall", err);
             break;
         }
