@@ -871,9 +871,10 @@ static enum sx_status ss_load(struct ss_doc *d, size_t k, struct sx_error *err) 
  * (k % size == rank): per rank its calls, first start and the frames its
  * profiles open, as int64 records [k, ncalls, first_start, nframes,
  * frames...] appended to 'rec'; a scan, not a sort. A rank's calls are sorted
- * and checked once, by the process that formats its first block: calls that
- * do not nest fail that block, and the stream reports the first failing block
- * of the document, so the error is the first such rank's, as the reference's.
+ * and checked by each process that formats its blocks (ss_load): calls that
+ * do not nest fail the rank's first block, and the stream reports the first
+ * failing block of the document, so the error is the first such rank's, as
+ * the reference's.
  * On a failure, '*bad_k' is the lowest selected rank that failed (else
  * unchanged).
  */
