@@ -67,7 +67,9 @@ static int owner_of(const struct sx_stream_opts *so, size_t b, int size) {
  * pages (the page cache, its writeback), or what the job beside the export
  * runs on. The wait tests, then sleeps a little longer each time (up to
  * WAIT_MAX_NS): a block takes milliseconds to make, so the latency is lost in
- * it. Rank 0 keeps MPI's own wait: a sleep there delays every block it writes.
+ * it. Its longest wait is the last: for rank 0 to write what is left and say
+ * that all went well. Rank 0 keeps MPI's own wait: a sleep there delays every
+ * block it writes.
  */
 #define WAIT_MAX_NS 200000L
 
@@ -86,6 +88,20 @@ static int wait_all(int n, MPI_Request *reqs) {
         int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS || done)
             return rc;
+        nap(&ns);
+    }
+}
+
+/* MPI_Recv of rank 0's control word, sleeping until it is there. */
+static int recv_ctrl(int *ctrl, MPI_Comm comm) {
+    long ns = 1000;
+    for (;;) {
+        int there = 0;
+        int rc = MPI_Iprobe(0, TAG_CTRL, comm, &there, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        if (there)
+            return MPI_Recv(ctrl, 1, MPI_INT, 0, TAG_CTRL, comm, MPI_STATUS_IGNORE);
         nap(&ns);
     }
 }
@@ -445,8 +461,7 @@ static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
     if (st == SX_OK && !got_ctrl)
         st = sx_fault_rest(err);
     for (int j = 0; j < NSETS; j++)
-        if (MPI_Waitall(set[j].nreq, set[j].reqs, MPI_STATUSES_IGNORE) != MPI_SUCCESS &&
-            st == SX_OK)
+        if (wait_all(set[j].nreq, set[j].reqs) != MPI_SUCCESS && st == SX_OK)
             st = mpi_failed("MPI_Waitall", err);
     struct block_hdr end;
     memset(&end, 0, sizeof end);
@@ -457,10 +472,7 @@ static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
     if (MPI_Send(&end, sizeof end, MPI_BYTE, 0, TAG_HDR, comm) != MPI_SUCCESS &&
         st == SX_OK)
         st = mpi_failed("MPI_Send", err);
-    if (!got_ctrl &&
-        MPI_Recv(&ctrl, 1, MPI_INT, 0, TAG_CTRL, comm, MPI_STATUS_IGNORE) !=
-            MPI_SUCCESS &&
-        st == SX_OK)
+    if (!got_ctrl && recv_ctrl(&ctrl, comm) != MPI_SUCCESS && st == SX_OK)
         st = mpi_failed("MPI_Recv", err);
     for (int j = 0; j < NSETS; j++) {
         sx_buf_free(&set[j].bo.raw);
