@@ -614,32 +614,15 @@ static void ss_free(struct ss_rank *r) {
     free(r);
 }
 
-/* A region's first call in the calls' order: where its frame first opens. */
-struct first_call {
-    int64_t lane, start, end;
-    uint32_t region;
-};
-
-static int cmp_first(const void *a, const void *b) {
-    const struct first_call *x = a, *y = b;
-    if (x->lane != y->lane)
-        return x->lane < y->lane ? -1 : 1;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    if (x->end != y->end)
-        return x->end > y->end ? -1 : 1;
-    return (x->region > y->region) - (x->region < y->region);
-}
-
 /*
  * What the survey needs of a rank (its columns loaded), without sorting its
  * calls: their number, the first start, and the frames in the order the
  * rank's profiles first open them: each region's first call in the sorted
- * order is its least (lane, start, -end), and the regions' first calls
- * sorted as the calls are give that order. 'fc' and 'order' have room for
- * every region. The order's length.
+ * order is its least call (cmp_call), and the regions' first calls sorted as
+ * the calls are give that order. 'fc' and 'order' have room for every region.
+ * The order's length.
  */
-static size_t ss_scan(const struct sx_trace *t, int64_t rank, struct first_call *fc,
+static size_t ss_scan(const struct sx_trace *t, int64_t rank, struct call *fc,
                       uint32_t *order, uint64_t *ncalls, int64_t *first) {
     size_t nf = 0;
     uint64_t n = 0;
@@ -660,28 +643,27 @@ static size_t ss_scan(const struct sx_trace *t, int64_t rank, struct first_call 
                                 : NULL;
         const int64_t *tk =
             lanes && (row->cols & SX_COLBIT(SX_COL_TASK)) ? row->col[SX_COL_TASK] : NULL;
-        struct first_call b = {lane_of(th, tk, 0), st[0], en[0], (uint32_t)g};
-        if (th == NULL && tk == NULL) {
-            for (uint64_t i = 1; i < row->count; i++)
-                if (st[i] < b.start || (st[i] == b.start && en[i] > b.end)) {
-                    b.start = st[i];
-                    b.end = en[i];
-                }
-        } else {
-            for (uint64_t i = 1; i < row->count; i++) {
-                const int64_t l = lane_of(th, tk, i);
-                if (l < b.lane || (l == b.lane && (st[i] < b.start ||
-                                                   (st[i] == b.start && en[i] > b.end))))
-                    b = (struct first_call){l, st[i], en[i], (uint32_t)g};
-            }
-        }
-        for (uint64_t i = 0; i < row->count; i++)
+        struct call b = {.start = st[0],
+                         .end = en[0],
+                         .lane = lane_of(th, tk, 0),
+                         .region = (uint32_t)g};
+        for (uint64_t i = 1; i < row->count; i++) {
+            const struct call c = {.start = st[i],
+                                   .end = en[i],
+                                   .lane = lane_of(th, tk, i),
+                                   .index = i,
+                                   .region = (uint32_t)g};
+            if (c.lane < b.lane || (c.lane == b.lane && call_before(&c, &b)))
+                b = c;
             if (st[i] < lo)
                 lo = st[i];
+        }
+        if (st[0] < lo)
+            lo = st[0];
         fc[nf++] = b;
         n += row->count;
     }
-    qsort(fc, nf, sizeof *fc, cmp_first);
+    qsort(fc, nf, sizeof *fc, cmp_call);
     for (size_t i = 0; i < nf; i++)
         order[i] = fc[i].region;
     *ncalls = n;
@@ -882,7 +864,7 @@ static enum sx_status ss_survey(struct ss_doc *d, int rank, int size, int64_t **
                                 size_t *nrec, size_t *bad_k, struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_trace *t = d->t;
-    struct first_call *fc = sx_calloc(t->nregions + 1, sizeof *fc);
+    struct call *fc = sx_calloc(t->nregions + 1, sizeof *fc);
     uint32_t *order = sx_calloc(t->nregions + 1, sizeof *order);
     size_t cap = 64, n = 0;
     int64_t *v = sx_malloc(cap * sizeof *v);
