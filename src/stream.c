@@ -94,16 +94,9 @@ static int wait_all(int n, MPI_Request *reqs) {
 
 /* MPI_Recv of rank 0's control word, sleeping until it is there. */
 static int recv_ctrl(int *ctrl, MPI_Comm comm) {
-    long ns = 1000;
-    for (;;) {
-        int there = 0;
-        int rc = MPI_Iprobe(0, TAG_CTRL, comm, &there, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS)
-            return rc;
-        if (there)
-            return MPI_Recv(ctrl, 1, MPI_INT, 0, TAG_CTRL, comm, MPI_STATUS_IGNORE);
-        nap(&ns);
-    }
+    MPI_Request req;
+    int rc = MPI_Irecv(ctrl, 1, MPI_INT, 0, TAG_CTRL, comm, &req);
+    return rc == MPI_SUCCESS ? wait_all(1, &req) : rc;
 }
 
 static enum sx_status mpi_failed(const char *what, struct sx_error *err) {
