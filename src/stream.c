@@ -255,6 +255,7 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
     struct block_hdr h;
     struct ahead ah = {0, size, 0};
 
+    *fail_at = -1; /* the head */
     if (so->gz) {
         unsigned char gh[10];
         sx_gzip_header(gh, so->level);
@@ -269,7 +270,6 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
         st = write_text(w, &text, NULL, 0, false, progress_of(p, -1, &text), err);
     if (st == SX_OK)
         st = sx_fault_at(SX_FAIL_WRITE, err);
-    *fail_at = -1; /* the head */
     for (size_t b = 0; st == SX_OK && b < p->nblocks; b++) {
         *fail_at = (long)b;
         int owner = owner_of(so, b, size);
