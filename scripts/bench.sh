@@ -888,6 +888,7 @@ sys.exit(0 if callable(getattr(scope_export, "load", None)) else 3)' 2>"$W/err"
     # cases beyond 'reps' run those rows alone).
     rb_short=" start.1 start.2 val.1 val.2 "
     for ((rep = 1; rep <= 3 * reps; rep++)); do
+        of=$((rep > reps ? 3 * reps : reps))   # this repetition's count, as printed
         for c in start.1 start.2; do
             [ -n "${RBERR[-:$c]:-}" ] && continue
             echo "bench: rep $rep/$((3 * reps)) read-back $c" >&2
@@ -899,7 +900,7 @@ sys.exit(0 if callable(getattr(scope_export, "load", None)) else 3)' 2>"$W/err"
                 case $c in gzip.dc|val.gz) [ -n "${RB_GZ[$d]:-}" ] || continue ;; esac
                 [ "$c" = sx.load ] && [ "$rb_load" != yes ] && continue
                 [ "$rep" -gt "$reps" ] && [[ $rb_short != *" $c "* ]] && continue
-                echo "bench: rep $rep/$([ "$rep" -gt "$reps" ] && echo $((3 * reps)) || echo "$reps") read-back $d (${RB_LABEL[$d]}) $c" >&2
+                echo "bench: rep $rep/$of read-back $d (${RB_LABEL[$d]}) $c" >&2
                 if ! rb_case "$d" "$c"; then
                     RBERR[$d:$c]=failed
                     pth_fail "read-back $d $c"
