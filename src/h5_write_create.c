@@ -92,7 +92,7 @@ static enum sx_status create_local(MPI_Comm comm, const char *path,
     if (w->rank != 0)
         goto out;
     if (spec->in_memory && !w->collective) {
-        st = sx_out_open(path, false, &w->out, err);
+        st = sx_out_open(path, 0, &w->out, err);
         goto out;
     }
     int fd = -1;

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,7 +39,134 @@ struct sx_out_file {
     struct sx_buf busy; /* the thread's: bytes to write while 'pending' */
     bool pending, quit;
     int werr; /* errno of the thread's first failed write, or 0 */
+    /* direct writes (SX_OUT_DIRECT; see stage_put) */
+    char *stage;   /* DIO_STAGE bytes, page-aligned; NULL: every write is buffered */
+    size_t staged; /* bytes in 'stage' not yet written */
+    off_t at;      /* bytes of text written before them */
+    bool dio;      /* the descriptor is O_DIRECT */
+    bool dio_off;  /* refused or done with: buffered from now on */
+    bool cut;      /* a padded write went past the text: cut the file at 'at' */
 };
+
+/*
+ * Direct writes, the one place the output goes around the page cache. A
+ * large document written through the cache costs a copy of every byte into
+ * freshly allocated cache pages (on a virtual machine, pages the host must
+ * hand back first: the most of a one-process export's time), and leaves the
+ * whole text dirty in the node's memory, where the job beside us wants it.
+ * So an output opened with SX_OUT_DIRECT gathers its bytes in an aligned
+ * stage; the first time the stage fills, the descriptor turns O_DIRECT and
+ * each full stage is written around the cache; the tail is written padded to
+ * the alignment and the file cut to its length. An output smaller than a
+ * stage never turns: it is written once, through the cache, as before.
+ *
+ * The fall-back is the page cache, never an error: no stage to be had, a file
+ * system that refuses O_DIRECT or the alignment (EINVAL), a short write; the
+ * descriptor turns back and the same bytes are written buffered. The
+ * environment variable SCOPE_EXPORT_DIRECT_WRITES=0, read at each open, keeps
+ * every write buffered.
+ */
+enum { DIO_ALIGN = 4096 };
+#define DIO_STAGE ((size_t)8 << 20)
+
+static bool direct_writes_wanted(void) {
+    const char *v = getenv("SCOPE_EXPORT_DIRECT_WRITES");
+    return v == NULL || strcmp(v, "0") != 0;
+}
+
+/* All of p[0..n) to 'fd' at 'at': 0, or the errno of the failed write. */
+static int pwrite_all(int fd, const char *p, size_t n, off_t at) {
+    while (n > 0) {
+        ssize_t w = pwrite(fd, p, n > (1u << 30) ? (1u << 30) : n, at);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return errno;
+        if (w == 0)
+            return EIO;
+        p += w;
+        at += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void dio_stop(struct sx_out_file *f) {
+    const int fl = fcntl(f->fd, F_GETFL);
+    if (f->dio && fl >= 0)
+        fcntl(f->fd, F_SETFL, fl & ~O_DIRECT);
+    f->dio = false;
+    f->dio_off = true;
+}
+
+/* The staged bytes to the file (the last of them with 'last'): 0, or an errno. */
+static int stage_flush(struct sx_out_file *f, bool last) {
+    const size_t n = f->staged;
+    size_t done = 0;
+    f->staged = 0;
+    if (n == 0)
+        return 0;
+    if (!last && !f->dio && !f->dio_off) {
+        const int fl = fcntl(f->fd, F_GETFL);
+        if (fl >= 0 && fcntl(f->fd, F_SETFL, fl | O_DIRECT) == 0)
+            f->dio = true;
+        else
+            f->dio_off = true;
+    }
+    if (f->dio) {
+        const size_t padded = (n + DIO_ALIGN - 1) & ~(size_t)(DIO_ALIGN - 1);
+        ssize_t w;
+        memset(f->stage + n, 0, padded - n);
+        do
+            w = pwrite(f->fd, f->stage, padded, f->at);
+        while (w < 0 && errno == EINTR);
+        if (w > 0 && (size_t)w > n)
+            f->cut = true; /* padding went in */
+        if (w == (ssize_t)padded) {
+            f->at += (off_t)n;
+            return 0;
+        }
+        if (w < 0 && errno != EINVAL)
+            return errno;
+        done = w > 0 ? ((size_t)w < n ? (size_t)w : n) : 0;
+        dio_stop(f); /* refused, or short: the rest through the cache */
+    }
+    const int e = pwrite_all(f->fd, f->stage + done, n - done, f->at + (off_t)done);
+    if (e == 0)
+        f->at += (off_t)n;
+    return e;
+}
+
+/* p[0..n) to the output through the stage: 0, or an errno. */
+static int stage_put(struct sx_out_file *f, const char *p, size_t n) {
+    while (n > 0) {
+        const size_t k = n < DIO_STAGE - f->staged ? n : DIO_STAGE - f->staged;
+        memcpy(f->stage + f->staged, p, k);
+        f->staged += k;
+        p += k;
+        n -= k;
+        if (f->staged == DIO_STAGE) {
+            const int e = stage_flush(f, false);
+            if (e != 0)
+                return e;
+        }
+    }
+    return 0;
+}
+
+/* The last staged bytes written and the file cut to its text: 0, or an errno. */
+static int stage_end(struct sx_out_file *f) {
+    if (f->stage == NULL)
+        return 0;
+    int e = stage_flush(f, true);
+    if (e == 0 && f->cut && ftruncate(f->fd, f->at) != 0)
+        e = errno;
+    dio_stop(f);
+    return e;
+}
+
+/* Bytes to the output: staged, or written as they come. 0, or an errno. */
+static int out_put(struct sx_out_file *f, const char *p, size_t n);
 
 /*
  * Every temporary file this process is writing, or knows another rank to be
@@ -201,6 +329,10 @@ static int write_all(int fd, const char *p, size_t n) {
     return 0;
 }
 
+static int out_put(struct sx_out_file *f, const char *p, size_t n) {
+    return f->stage != NULL ? stage_put(f, p, n) : write_all(f->fd, p, n);
+}
+
 static void *writer(void *arg) {
     struct sx_out_file *f = arg;
     pthread_mutex_lock(&f->mu);
@@ -210,7 +342,7 @@ static void *writer(void *arg) {
         if (!f->pending)
             break;
         pthread_mutex_unlock(&f->mu);
-        int e = write_all(f->fd, f->busy.data, f->busy.len);
+        int e = out_put(f, f->busy.data, f->busy.len);
         pthread_mutex_lock(&f->mu);
         if (e != 0 && f->werr == 0)
             f->werr = e;
@@ -429,7 +561,7 @@ out:
     return st;
 }
 
-enum sx_status sx_out_open(const char *path, bool thread, struct sx_out_file **out,
+enum sx_status sx_out_open(const char *path, unsigned flags, struct sx_out_file **out,
                            struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_out_file *f = NULL;
@@ -455,7 +587,12 @@ enum sx_status sx_out_open(const char *path, bool thread, struct sx_out_file **o
         st = sx_tmp_create(f->path, &f->tmp, &f->fd, err);
     if (st == SX_OK)
         sx_out_adopt(f->fd, &old);
-    if (st == SX_OK && thread)
+    if (st == SX_OK && (flags & SX_OUT_DIRECT) && direct_writes_wanted()) {
+        void *m = mmap(NULL, DIO_STAGE, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        f->stage = m != MAP_FAILED ? m : NULL; /* none: buffered writes */
+    }
+    if (st == SX_OK && (flags & SX_OUT_THREAD))
         writer_start(f);
 out:
     free(resolved);
@@ -479,7 +616,7 @@ enum sx_status sx_out_write(struct sx_out_file *f, const void *p, size_t n,
     if (e == 0 && faulty())
         e = EIO;
     if (e == 0)
-        e = write_all(f->fd, p, n);
+        e = out_put(f, p, n);
     return e != 0 ? write_failed(f, e, err) : SX_OK;
 }
 
@@ -510,6 +647,8 @@ enum sx_status sx_out_commit(struct sx_out_file *f, struct sx_error *err) {
     enum sx_status st = SX_OK;
     int e = writer_idle(f);
     writer_stop(f);
+    if (e == 0)
+        e = stage_end(f);
     SX_CHECK(e == 0, SX_ERR_IO, err, f->path, "cannot write %s: %s", f->path,
              strerror(e));
     if (f->tmp == NULL && (st = unnamed_link(f, err)) != SX_OK)
@@ -557,6 +696,8 @@ void sx_out_abort(struct sx_out_file *f) {
     unnamed_count(f, false);
     if (f->fd >= 0)
         close(f->fd);
+    if (f->stage != NULL)
+        munmap(f->stage, DIO_STAGE);
     if (f->tmp != NULL) {
         unlink(f->tmp);
         sx_tmp_forget(f->tmp);

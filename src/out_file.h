@@ -17,10 +17,13 @@ bool sx_out_is_gz(const char *path);
  * Create the parent directories and a temporary file beside 'path': an
  * unnamed one (O_TMPFILE) where the file system has them, so that nothing is
  * left whatever ends the process, else ".NAME.XXXXXX". The checks and the
- * mode and owner of sx_out_target() apply. With 'thread', a thread of its
- * own writes what sx_out_write_buf hands it.
+ * mode and owner of sx_out_target() apply. Flags: SX_OUT_THREAD, a thread
+ * of its own writes what sx_out_write_buf hands it; SX_OUT_DIRECT, a large
+ * output streamed in order (no sx_out_fd) is written around the page cache
+ * (O_DIRECT) where the file system allows it (out_file.c).
  */
-enum sx_status sx_out_open(const char *path, bool thread, struct sx_out_file **f,
+enum { SX_OUT_THREAD = 1u, SX_OUT_DIRECT = 2u };
+enum sx_status sx_out_open(const char *path, unsigned flags, struct sx_out_file **f,
                            struct sx_error *err);
 enum sx_status sx_out_write(struct sx_out_file *f, const void *p, size_t n,
                             struct sx_error *err);

@@ -312,7 +312,8 @@ enum sx_status sx_pipeline_run(MPI_Comm comm, const struct sx_pipe_input *in,
     if (rank == 0 && src->root != NULL)
         st = src->root(&p, dt, err);
     if (rank == 0 && st == SX_OK)
-        st = sx_out_open(output, sx_mpi_threads_ok(c), &f, err);
+        st = sx_out_open(
+            output, (sx_mpi_threads_ok(c) ? SX_OUT_THREAD : 0u) | SX_OUT_DIRECT, &f, err);
     st = sx_all_ok(c, st, err);
     if (st == SX_OK)
         st = share_tmp(c, rank, f, tmp, err);

@@ -608,7 +608,7 @@ static enum sx_status prof_write(const struct sx_pipe *p, void *ctx,
             if (st == SX_OK && path == NULL)
                 st = sx_error_set(err, SX_ERR_NOMEM, output, "out of memory");
             if (st == SX_OK)
-                st = sx_out_open(path, false, &files[k], err);
+                st = sx_out_open(path, 0, &files[k], err);
             if (st == SX_OK)
                 st = sx_out_write(files[k], buf.data, buf.len, err);
             made++;

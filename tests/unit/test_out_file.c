@@ -3,25 +3,98 @@
  * order whichever way they are written; a write that fails in the thread is
  * an error naming the output at the next write or the commit; a failed
  * output leaves no file and no temporary behind, and an existing file as it
- * was.
+ * was. Each with and without direct writes (SX_OUT_DIRECT): the same bytes
+ * when the file system takes them around the page cache, and when it refuses
+ * them (fcntl and pwrite are interposed below to refuse, or to write short).
  */
+#define _GNU_SOURCE /* O_DIRECT, syscall */
 #include "buf.h"
 #include "out_file.h"
 #include "sx_fault.h"
 #include "sx_test.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static char dir[256];
-static bool threaded; /* the writer thread, or the caller writes */
+static unsigned flags; /* SX_OUT_THREAD: the writer thread, or the caller writes */
+
+/*
+ * The file system, as the library sees it: fcntl and pwrite interposed. 'refuse' 1:
+ * turning a descriptor O_DIRECT fails (EINVAL), as where the file system has no direct
+ * I/O; 2: a write on an O_DIRECT descriptor fails (EINVAL), as for an alignment coarser
+ * than ours; 3: it writes about half of what it is given. 'direct_writes' counts the
+ * writes on an O_DIRECT descriptor that went in.
+ */
+static int refuse;
+static long direct_writes;
+
+static int real_fcntl(int fd, int cmd, long arg) {
+    return (int)syscall(SYS_fcntl, fd, cmd, arg);
+}
+
+static int fake_fcntl(int fd, int cmd, va_list ap) {
+    long arg = 0;
+    if (cmd == F_SETFL || cmd == F_SETFD || cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+        arg = va_arg(ap, long);
+    else if (cmd != F_GETFL && cmd != F_GETFD)
+        arg = (long)va_arg(ap, void *);
+    if (cmd == F_SETFL && (arg & O_DIRECT) && refuse == 1) {
+        errno = EINVAL;
+        return -1;
+    }
+    return real_fcntl(fd, cmd, arg);
+}
+int fcntl(int fd, int cmd, ...);
+int fcntl64(int fd, int cmd, ...);
+int fcntl(int fd, int cmd, ...) {
+    va_list ap;
+    va_start(ap, cmd);
+    int r = fake_fcntl(fd, cmd, ap);
+    va_end(ap);
+    return r;
+}
+int fcntl64(int fd, int cmd, ...) {
+    va_list ap;
+    va_start(ap, cmd);
+    int r = fake_fcntl(fd, cmd, ap);
+    va_end(ap);
+    return r;
+}
+
+static ssize_t fake_pwrite(int fd, const void *p, size_t n, off_t at) {
+    const int fl = real_fcntl(fd, F_GETFL, 0);
+    const bool direct = fl >= 0 && (fl & O_DIRECT);
+    if (direct && refuse == 2) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (direct && refuse == 3 && n > 8192)
+        n = n / 2 / 4096 * 4096; /* short (in whole blocks, as O_DIRECT wants) */
+    ssize_t w = (ssize_t)syscall(SYS_pwrite64, fd, p, n, at);
+    if (direct && w > 0)
+        direct_writes++;
+    return w;
+}
+ssize_t pwrite(int fd, const void *p, size_t n, off_t at);
+ssize_t pwrite64(int fd, const void *p, size_t n, off_t at);
+ssize_t pwrite(int fd, const void *p, size_t n, off_t at) {
+    return fake_pwrite(fd, p, n, at);
+}
+ssize_t pwrite64(int fd, const void *p, size_t n, off_t at) {
+    return fake_pwrite(fd, p, n, at);
+}
 
 static unsigned long long rnd_state = 88172645463325252ull;
 static unsigned rnd(void) {
@@ -66,7 +139,7 @@ static void test_order(const char *path) {
     struct sx_out_file *f = NULL;
     struct sx_error e;
     sx_error_clear(&e);
-    ASSERT(sx_out_open(path, threaded, &f, &e) == SX_OK);
+    ASSERT(sx_out_open(path, flags, &f, &e) == SX_OK);
     struct sx_buf b = {0};
     for (int k = 0; k < 400; k++) {
         size_t n = k % 50 == 0 ? (size_t)(rnd() % (4u << 20)) : (size_t)(rnd() % 70000);
@@ -114,11 +187,11 @@ static void test_thread_failure(const char *path) {
     struct sx_out_file *f = NULL;
     struct sx_error e;
     sx_error_clear(&e);
-    ASSERT(sx_out_open(path, threaded, &f, &e) == SX_OK);
+    ASSERT(sx_out_open(path, flags, &f, &e) == SX_OK);
     struct sx_buf b = {0};
     enum sx_status st = SX_OK;
-    for (int k = 0; k < 4 && st == SX_OK; k++) {
-        for (int i = 0; i < (1 << 19); i++)
+    for (int k = 0; k < 5 && st == SX_OK; k++) { /* 10 MiB: more than a stage */
+        for (int i = 0; i < (1 << 21); i++)
             sx_buf_putc(&b, 'x');
         st = sx_out_write_buf(f, &b, &e);
     }
@@ -149,7 +222,7 @@ static void test_faults(const char *path) {
         struct sx_out_file *f = NULL;
         struct sx_error e;
         sx_error_clear(&e);
-        ASSERT(sx_out_open(path, threaded, &f, &e) == SX_OK);
+        ASSERT(sx_out_open(path, flags, &f, &e) == SX_OK);
         sx_fault_arm(SX_FAULT_WRITE, nth);
         struct sx_buf b = {0};
         enum sx_status st = SX_OK;
@@ -185,11 +258,39 @@ int main(void) {
     char path[300];
     snprintf(path, sizeof path, "%s/out.json", dir);
     for (int t = 1; t >= 0; t--) {
-        threaded = t;
+        flags = t ? SX_OUT_THREAD : 0;
         test_order(path);
         test_thread_failure(path);
         test_faults(path);
     }
+    /* Direct writes: around the page cache where the file system takes them (here, unless
+     * SCOPE_EXPORT_DIRECT_WRITES=0 or it has no direct I/O), and each refusal falls back.
+     */
+    for (int t = 1; t >= 0; t--)
+        for (refuse = 0; refuse <= 3; refuse++) {
+            flags = SX_OUT_DIRECT | (t ? SX_OUT_THREAD : 0);
+            direct_writes = 0;
+            test_order(path);
+            const int probe = open(path, O_RDONLY | O_DIRECT);
+            const bool fs_direct = probe >= 0;
+            if (probe >= 0)
+                close(probe);
+            const char *env = getenv("SCOPE_EXPORT_DIRECT_WRITES");
+            if (refuse == 1 || (env != NULL && strcmp(env, "0") == 0))
+                CHECK(direct_writes == 0);
+            else if (refuse != 2 && fs_direct)
+                CHECK(direct_writes > 0); /* it did go around the cache */
+            test_thread_failure(path);
+            test_faults(path);
+        }
+    refuse = 0;
+    /* The switch: SCOPE_EXPORT_DIRECT_WRITES=0 keeps every write in the page cache. */
+    setenv("SCOPE_EXPORT_DIRECT_WRITES", "0", 1);
+    flags = SX_OUT_DIRECT | SX_OUT_THREAD;
+    direct_writes = 0;
+    test_order(path);
+    CHECK(direct_writes == 0);
+    unsetenv("SCOPE_EXPORT_DIRECT_WRITES");
     unlink(path);
     rmdir(dir);
     TEST_DONE();
