@@ -205,6 +205,26 @@ __extension__ typedef unsigned __int128 u128;
  * largest power of ten among them, the nearest one to v (half to even, as
  * dtoa). Returns false (the caller takes the slow path) outside that range.
  */
+/* x * 5^k, one 64-bit multiply while 5^k fits in 64 bits (k < 28: times of a trace) */
+static inline u128 mul_pow5(uint64_t x, const u128 *pow5, int k) {
+    return k < 28 ? (u128)x * (uint64_t)pow5[k] : (u128)x * pow5[k];
+}
+
+/* x / 10^j and x % 10^j; by 1 and 10 without a division instruction (the common j) */
+static inline uint64_t div_pow10(uint64_t x, const uint64_t *pow10, int j,
+                                 uint64_t *rem) {
+    if (j == 0) {
+        *rem = 0;
+        return x;
+    }
+    if (j == 1) {
+        *rem = x % 10;
+        return x / 10;
+    }
+    *rem = x % pow10[j];
+    return x / pow10[j];
+}
+
 static bool fast_digits(double v, uint64_t *m_out, int *e_out) {
     /* constants, not tables filled on first use: no state outlives a call */
     static const u128 pow5[32] = {
@@ -280,7 +300,7 @@ static bool fast_digits(double v, uint64_t *m_out, int *e_out) {
         s = 1 - E - k;
         if (s < 0 || s > 120)
             return false;
-        av = (u128)(2 * M) * pow5[k];
+        av = mul_pow5(2 * M, pow5, k);
         const u128 vi = av >> s;
         if (vi < (u128)pow10[16])
             k++;
@@ -296,20 +316,33 @@ static bool fast_digits(double v, uint64_t *m_out, int *e_out) {
     /* at a power of two the interval below is half as wide: (4M-1) / 2^(s+1) */
     const int sl = frac == 0 ? s + 1 : s;
     const u128 maskl = ((u128)1 << sl) - 1;
-    const u128 al = (u128)(frac == 0 ? 4 * M - 1 : 2 * M - 1) * pow5[k];
-    const u128 ar = (u128)(2 * M + 1) * pow5[k];
+    const u128 al = mul_pow5(frac == 0 ? 4 * M - 1 : 2 * M - 1, pow5, k);
+    const u128 ar = mul_pow5(2 * M + 1, pow5, k);
     uint64_t lo = (uint64_t)(al >> sl), hi = (uint64_t)(ar >> s);
     if ((al & maskl) != 0 || !even)
         lo++; /* an exact boundary reads back only when M is even (ties to even) */
     if ((ar & mask) == 0 && !even)
         hi--;
+    /* The largest power of ten with a multiple in [lo, hi]: the interval is 2 to 22 units
+     * wide, so most often none of 10 (j = 0); else a binary search (a short decimal, as a
+     * duration in whole nanoseconds, has j near 9). */
     int j = 0;
-    while (j < 16 && hi / pow10[j + 1] * pow10[j + 1] >= lo)
-        j++;
+    if (hi / 10 * 10 >= lo) {
+        int top = 16;
+        j = 1;
+        while (j < top) {
+            const int mid = (j + top + 1) / 2;
+            if (hi / pow10[mid] * pow10[mid] >= lo)
+                j = mid;
+            else
+                top = mid - 1;
+        }
+    }
     const uint64_t P = pow10[j];
     const uint64_t vi = (uint64_t)(av >> s);
     const u128 vr = av & mask;
-    uint64_t q = vi / P, r = vi % P;
+    uint64_t r;
+    uint64_t q = div_pow10(vi, pow10, j, &r);
     /* round(v / P), half to even: v / P = q + (r + vr / 2^s) / P */
     if (2 * r + 2 <= P) {
         /* down */
@@ -336,7 +369,8 @@ static bool fast_digits(double v, uint64_t *m_out, int *e_out) {
         c -= P;
     if (c < lo || c > hi)
         return false;
-    uint64_t m = c / P;
+    uint64_t unused;
+    uint64_t m = div_pow10(c, pow10, j, &unused);
     int e = j - k;
     while (m % 10 == 0) {
         m /= 10;
