@@ -14,6 +14,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if SX_HAVE_ISAL
+#include <isa-l/igzip_lib.h>
+#endif
 
 /*
  * What the file's two mappings hold at most (h5_direct_map.c): the index and its
@@ -25,6 +28,9 @@
 #define MAP_EVENTS ((size_t)4 << 20)
 /* The index's integer columns are read through NWIN kept windows of WIN bytes. */
 enum { WIN = 1 << 16, NWIN = 32 };
+/* Deflated columns keep the last chunk read of ZKEEP of them (the start and end columns
+ * and two more). */
+enum { ZKEEP = 4 };
 
 struct sx_direct {
     int fd;
@@ -36,6 +42,20 @@ struct sx_direct {
     struct sx_file_win *iwin;        /* made at the first point read */
     unsigned char *buf;              /* reused read buffer of span reads */
     size_t buf_cap;
+    /* chunk reads (zip columns): a chunk's stored bytes and inflated bytes; the
+     * values of the last chunk read of each of ZKEEP columns (a span's first chunk is
+     * often the one the span before it ended in, a call before) */
+    unsigned char *zin, *zraw;
+    size_t zin_cap, zraw_cap;
+    struct zkept {
+        hid_t dset;
+        uint64_t ci;
+        int64_t *val;
+        size_t cap;
+    } zkeep[ZKEEP];
+#if SX_HAVE_ISAL
+    struct inflate_state *inf;
+#endif
     bool host_be;
     unsigned long reads;
 };
@@ -94,6 +114,13 @@ void sx_direct_close(struct sx_direct *dr) {
     if (dr->fd >= 0)
         close(dr->fd);
     free(dr->buf);
+    free(dr->zin);
+    free(dr->zraw);
+    for (int i = 0; i < ZKEEP; i++)
+        free(dr->zkeep[i].val);
+#if SX_HAVE_ISAL
+    free(dr->inf);
+#endif
     free(dr);
 }
 
@@ -124,16 +151,47 @@ void sx_direct_decode(const unsigned char *p, size_t size, bool is_signed, bool 
     }
 }
 
+/* Whether 'dcpl' stores 1-D chunks deflated after an optional shuffle, and nothing else;
+ * the elements per chunk in '*chunk'. */
+static bool zip_layout(hid_t dcpl, bool *shuffle, uint64_t *chunk) {
+    hsize_t cdim = 0;
+    const int nf = H5Pget_nfilters(dcpl);
+    if (H5Pget_layout(dcpl) != H5D_CHUNKED || H5Pget_external_count(dcpl) != 0 ||
+        H5Pget_chunk(dcpl, 1, &cdim) != 1 || cdim == 0 || cdim > ((hsize_t)1 << 24) ||
+        nf < 1 || nf > 2)
+        return false;
+    *shuffle = false;
+    for (int i = 0; i < nf; i++) {
+        unsigned flags = 0, cd[8];
+        size_t ncd = sizeof cd / sizeof cd[0];
+        const H5Z_filter_t id =
+            H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, 0, NULL, NULL);
+        if (i == nf - 1 && id == H5Z_FILTER_DEFLATE)
+            continue;
+        if (i == 0 && id == H5Z_FILTER_SHUFFLE)
+            *shuffle = true;
+        else
+            return false;
+    }
+    *chunk = (uint64_t)cdim;
+    return true;
+}
+
 void sx_direct_int_col(const struct sx_direct *dr, hid_t d, hid_t t,
                        struct sx_direct_col *c) {
     memset(c, 0, sizeof *c);
+    c->dset = -1;
     if (dr == NULL)
         return;
     hid_t dcpl = H5Dget_create_plist(d);
     if (dcpl < 0)
         return;
-    bool contig = H5Pget_layout(dcpl) == H5D_CONTIGUOUS && H5Pget_nfilters(dcpl) == 0 &&
-                  H5Pget_external_count(dcpl) == 0;
+    const bool contig = H5Pget_layout(dcpl) == H5D_CONTIGUOUS &&
+                        H5Pget_nfilters(dcpl) == 0 && H5Pget_external_count(dcpl) == 0;
+    bool shuffle = false;
+    uint64_t chunk = 0;
+    /* without ISA-L, zlib's inflate here is no faster than HDF5's: HDF5 reads them */
+    const bool zip = SX_HAVE_ISAL && !contig && zip_layout(dcpl, &shuffle, &chunk);
     H5Pclose(dcpl);
     haddr_t addr = H5Dget_offset(d);
     int64_t nelem = sx_h5_dset_len(d);
@@ -141,15 +199,23 @@ void sx_direct_int_col(const struct sx_direct *dr, hid_t d, hid_t t,
     H5T_sign_t sign = H5Tget_sign(t);
     H5T_order_t order = H5Tget_order(t);
     /* int64 reads of a uint64 column clip, as HDF5's conversion does: leave it to HDF5 */
-    if (!contig || addr == HADDR_UNDEF ||
-        (order != H5T_ORDER_LE && order != H5T_ORDER_BE) ||
+    if ((order != H5T_ORDER_LE && order != H5T_ORDER_BE) ||
         !(size == 1 || size == 2 || size == 4 || size == 8) ||
-        (size == 8 && sign != H5T_SGN_2) || nelem < 0 || addr > dr->size ||
-        (uint64_t)nelem > (dr->size - addr) / size)
+        (size == 8 && sign != H5T_SGN_2) || nelem < 0)
         return;
-    c->ok = true;
+    if (zip) {
+        c->zip = true;
+        c->shuffle = shuffle;
+        c->chunk = chunk;
+        c->dset = d;
+    } else if (!contig || addr == HADDR_UNDEF || addr > dr->size ||
+               (uint64_t)nelem > (dr->size - addr) / size) {
+        return;
+    } else {
+        c->ok = true;
+        c->addr = (uint64_t)addr;
+    }
     c->nelem = (uint64_t)nelem;
-    c->addr = (uint64_t)addr;
     c->size = size;
     c->is_signed = sign == H5T_SGN_2;
     c->big_endian = order == H5T_ORDER_BE;
@@ -165,6 +231,20 @@ static bool buf_reserve(struct sx_direct *dr, size_t bytes) {
     return dr->buf != NULL;
 }
 
+/* Whether every span lies in column 'c': SX_OK, or SX_ERR_FORMAT naming 'src'. */
+static enum sx_status spans_in_range(const struct sx_direct_col *c,
+                                     const struct sx_direct_span *sp, size_t n,
+                                     const char *src, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    for (size_t k = 0; k < n; k++)
+        SX_CHECK(sp[k].start <= c->nelem && sp[k].n <= c->nelem - sp[k].start,
+                 SX_ERR_FORMAT, err, src,
+                 "%s: events %" PRIu64 "..%" PRIu64 " are out of range", src, sp[k].start,
+                 sp[k].start + sp[k].n);
+out:
+    return st;
+}
+
 enum sx_status sx_direct_read_spans(struct sx_direct *dr, const struct sx_direct_col *c,
                                     const struct sx_direct_span *sp, size_t n,
                                     const char *src, struct sx_error *err) {
@@ -173,11 +253,9 @@ enum sx_status sx_direct_read_spans(struct sx_direct *dr, const struct sx_direct
     /* read into place when the bytes are already int64 of this host */
     const bool in_place = c->size == 8 && c->big_endian == dr->host_be;
     dr->reads++;
-    for (size_t k = 0; k < n; k++)
-        SX_CHECK(sp[k].start <= c->nelem && sp[k].n <= c->nelem - sp[k].start,
-                 SX_ERR_FORMAT, err, src,
-                 "%s: events %" PRIu64 "..%" PRIu64 " are out of range", src, sp[k].start,
-                 sp[k].start + sp[k].n);
+    st = spans_in_range(c, sp, n, src, err);
+    if (st != SX_OK)
+        goto out;
     if (dr->evmap != NULL) {
         for (size_t k = 0; k < n && st == SX_OK; k++) {
             uint64_t at = c->addr + sp[k].start * c->size;
@@ -225,6 +303,157 @@ enum sx_status sx_direct_read_spans(struct sx_direct *dr, const struct sx_direct
                              c->is_signed, c->big_endian, dr->host_be, sp[k].n,
                              sp[k].dst);
         i = j;
+    }
+out:
+    return st;
+}
+
+/* Grow '*p' (of '*cap' bytes) to hold 'bytes'; false: no memory. */
+static bool grow(void *p, size_t *cap, size_t bytes) {
+    void **pp = p;
+    if (bytes <= *cap)
+        return true;
+    free(*pp);
+    *pp = sx_malloc(bytes);
+    *cap = *pp != NULL ? bytes : 0;
+    return *pp != NULL;
+}
+
+/* A zlib stream (HDF5's deflate filter) of 'n' bytes inflated to exactly 'cap' bytes. */
+static bool inflate_all(struct sx_direct *dr, const unsigned char *in, size_t n,
+                        unsigned char *out, size_t cap) {
+    if (n > UINT32_MAX || cap > UINT32_MAX)
+        return false;
+#if SX_HAVE_ISAL
+    if (dr->inf == NULL && (dr->inf = sx_malloc(sizeof *dr->inf)) == NULL)
+        return false;
+    struct inflate_state *s = dr->inf;
+    isal_inflate_init(s);
+    s->crc_flag = ISAL_ZLIB; /* the header, and the Adler-32 checked */
+    s->next_in = (uint8_t *)(uintptr_t)in;
+    s->avail_in = (uint32_t)n;
+    s->next_out = out;
+    s->avail_out = (uint32_t)cap;
+    return isal_inflate(s) == ISAL_DECOMP_OK && s->block_state == ISAL_BLOCK_FINISH &&
+           s->avail_out == 0;
+#else
+    (void)dr, (void)in, (void)out; /* zip columns need ISA-L (sx_direct_int_col) */
+    return false;
+#endif
+}
+
+/* Undo the shuffle filter: byte b of element i is at p[b * n + i]. */
+static void unshuffle(const unsigned char *p, size_t size, uint64_t n,
+                      unsigned char *out) {
+    for (size_t b = 0; b < size; b++)
+        for (uint64_t i = 0; i < n; i++)
+            out[i * size + b] = p[b * n + i];
+}
+
+/* The values of chunk 'ci' of 'c' to 'val' (c->chunk of them). */
+static enum sx_status read_chunk(struct sx_direct *dr, const struct sx_direct_col *c,
+                                 uint64_t ci, int64_t *val, const char *src,
+                                 struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hsize_t coord = (hsize_t)(ci * c->chunk), bytes = 0;
+    unsigned mask = 0;
+    haddr_t addr = HADDR_UNDEF;
+    const size_t raw = (size_t)c->chunk * c->size;
+    if (H5Dget_chunk_info_by_coord(c->dset, &coord, &mask, &addr, &bytes) < 0 ||
+        addr == HADDR_UNDEF || mask != 0 || bytes == 0 || addr > dr->size ||
+        bytes > dr->size - addr)
+        return SX_ERR_UNSUPPORTED;
+    SX_CHECK(grow(&dr->zin, &dr->zin_cap, (size_t)bytes) &&
+                 grow(&dr->zraw, &dr->zraw_cap, 2 * raw),
+             SX_ERR_NOMEM, err, src, "out of memory");
+    SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, src,
+             "%s cannot be read; the file is truncated or damaged", src);
+    if (dr->evmap != NULL) {
+        st =
+            sx_file_map_read(dr->evmap, (uint64_t)addr, (size_t)bytes, dr->zin, src, err);
+        if (st != SX_OK)
+            goto out;
+    } else {
+        for (size_t got = 0; got < bytes;) {
+            ssize_t r =
+                pread(dr->fd, dr->zin + got, (size_t)bytes - got, (off_t)(addr + got));
+            if (r < 0 && errno == EINTR)
+                continue;
+            SX_CHECK(r > 0, SX_ERR_IO, err, src,
+                     "%s cannot be read (a chunk at byte %" PRIu64
+                     "); the file is truncated or damaged",
+                     src, (uint64_t)addr);
+            got += (size_t)r;
+        }
+    }
+    if (!inflate_all(dr, dr->zin, (size_t)bytes, dr->zraw, raw))
+        return SX_ERR_UNSUPPORTED;
+    const unsigned char *p = dr->zraw;
+    if (c->shuffle && c->size == 8 && !c->big_endian && !dr->host_be) {
+        /* the event columns: little-endian int64 put together a byte plane at a time,
+         * straight into place (loops the compiler makes vector code of) */
+        uint64_t *out = (uint64_t *)val;
+        for (uint64_t i = 0; i < c->chunk; i++)
+            out[i] = p[i];
+        for (unsigned b = 1; b < 8; b++) {
+            const unsigned char *q = p + b * c->chunk;
+            for (uint64_t i = 0; i < c->chunk; i++)
+                out[i] |= (uint64_t)q[i] << (8 * b);
+        }
+        return SX_OK;
+    }
+    if (c->shuffle && c->size > 1) {
+        unshuffle(dr->zraw, c->size, c->chunk, dr->zraw + raw);
+        p = dr->zraw + raw;
+    }
+    sx_direct_decode(p, c->size, c->is_signed, c->big_endian, dr->host_be, c->chunk, val);
+out:
+    return st;
+}
+
+enum sx_status sx_direct_read_zspans(struct sx_direct *dr, const struct sx_direct_col *c,
+                                     const struct sx_direct_span *sp, size_t n,
+                                     const char *src, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct zkept *z = NULL; /* this column's kept chunk, a free slot, or the first */
+    for (int i = 0; i < ZKEEP && z == NULL; i++)
+        if (dr->zkeep[i].val != NULL && dr->zkeep[i].dset == c->dset)
+            z = &dr->zkeep[i];
+    for (int i = 0; i < ZKEEP && z == NULL; i++)
+        if (dr->zkeep[i].val == NULL)
+            z = &dr->zkeep[i];
+    if (z == NULL)
+        z = &dr->zkeep[0];
+    if (z->val == NULL || z->dset != c->dset || z->cap != c->chunk) {
+        free(z->val);
+        z->val = sx_malloc((size_t)c->chunk * sizeof *z->val);
+        z->cap = z->val != NULL ? c->chunk : 0;
+        z->dset = c->dset;
+        z->ci = UINT64_MAX;
+        SX_CHECK(z->val != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    }
+    dr->reads++;
+    st = spans_in_range(c, sp, n, src, err);
+    if (st != SX_OK)
+        goto out;
+    for (size_t k = 0; k < n; k++) {
+        uint64_t at = sp[k].start, left = sp[k].n;
+        int64_t *dst = sp[k].dst;
+        while (left > 0) {
+            const uint64_t ci = at / c->chunk, off = at % c->chunk;
+            const uint64_t take = left < c->chunk - off ? left : c->chunk - off;
+            if (ci != z->ci) {
+                z->ci = UINT64_MAX; /* until it is whole */
+                st = read_chunk(dr, c, ci, z->val, src, err);
+                if (st != SX_OK)
+                    return st;
+                z->ci = ci;
+            }
+            memcpy(dst, z->val + off, (size_t)take * sizeof *dst);
+            dst += take;
+            at += take;
+            left -= take;
+        }
     }
 out:
     return st;

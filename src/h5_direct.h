@@ -32,7 +32,13 @@
 struct sx_direct;
 struct sx_vlen; /* the heap walker (h5_direct_heap.h) */
 
-/* An integer dataset as read at its file address; ok false: HDF5 reads it. */
+/*
+ * An integer dataset as read at its file address; ok false: HDF5 reads it.
+ * Or, 'zip': a chunked column whose chunks are deflated (after a shuffle or
+ * not), as the relay writer stores events: read chunk by chunk at the
+ * addresses HDF5's chunk index gives, inflated and unshuffled here
+ * (sx_direct_read_zspans); 'ok' is false for it.
+ */
 struct sx_direct_col {
     bool ok;
     bool is_signed;
@@ -40,6 +46,9 @@ struct sx_direct_col {
     size_t size;     /* 1, 2, 4 or 8 bytes */
     uint64_t addr;
     uint64_t nelem;
+    bool zip, shuffle;
+    uint64_t chunk; /* elements per chunk (zip) */
+    hid_t dset;     /* borrowed: the dataset, for its chunk index (zip) */
 };
 
 /* Elements [start, start + n) of a column, to 'dst' (n int64). */
@@ -69,11 +78,12 @@ bool sx_direct_same_file(int a, int b);
 
 /*
  * Whether integer dataset 'd' (of file type 't') can be read at its file
- * address: contiguous, unfiltered, allocated, 1-D, wholly in the file, of 1,
- * 2, 4 or 8 bytes and not uint64 (whose int64 reads clip in HDF5's
- * conversion: HDF5 reads those). Either byte order on either host: the file's
- * order and the host's are compared at each read, which copies in place only
- * when they agree and decodes otherwise (sx_direct_decode). 'dr' NULL: never.
+ * address ('ok': contiguous, unfiltered, allocated, 1-D, wholly in the file)
+ * or chunk by chunk ('zip': 1-D chunks, deflate after an optional shuffle and
+ * no other filter); of 1, 2, 4 or 8 bytes and not uint64 (whose int64 reads
+ * clip in HDF5's conversion: HDF5 reads those). Either byte order on either host: the
+ * file's order and the host's are compared at each read, which copies in place only when
+ * they agree and decodes otherwise (sx_direct_decode). 'dr' NULL: never.
  */
 void sx_direct_int_col(const struct sx_direct *dr, hid_t d, hid_t t,
                        struct sx_direct_col *c);
@@ -86,6 +96,20 @@ void sx_direct_int_col(const struct sx_direct *dr, hid_t d, hid_t t,
 enum sx_status sx_direct_read_spans(struct sx_direct *dr, const struct sx_direct_col *c,
                                     const struct sx_direct_span *sp, size_t n,
                                     const char *src, struct sx_error *err);
+
+/*
+ * The spans 'sp[0..n)' of a 'zip' column 'c' (sorted by start). HDF5's own
+ * deflate filter is zlib's inflate behind a conversion buffer; here a chunk
+ * is inflated by ISA-L where the build has it (zlib otherwise), straight from
+ * the file's bytes, and each chunk once for all spans in it. Returns
+ * SX_ERR_UNSUPPORTED, with nothing said, when HDF5 is to read these spans
+ * after all: a chunk not allocated (fill values), a filter skipped for a
+ * chunk, bytes that do not inflate to a whole chunk (HDF5 then says what is
+ * wrong). A read past the end of the file is SX_ERR_IO naming 'src'.
+ */
+enum sx_status sx_direct_read_zspans(struct sx_direct *dr, const struct sx_direct_col *c,
+                                     const struct sx_direct_span *sp, size_t n,
+                                     const char *src, struct sx_error *err);
 
 /*
  * The elements of column 'c' at rows 'pts[0..n)' (any order) to 'out',

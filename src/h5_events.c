@@ -448,14 +448,19 @@ static enum sx_status read_col_spans(struct sx_h5 *h5, hid_t d, struct span *sp,
     hid_t fs = -1, ms = -1;
     int64_t *buf = NULL;
     sp = sort_spans(sp, sp + n, n);
-    if (h5->raw[c].ok && h5->ev[c] == d) {
+    if ((h5->raw[c].ok || h5->raw[c].zip) && h5->ev[c] == d) {
         struct sx_direct_span *ds = sx_malloc((n + 1) * sizeof *ds);
         SX_CHECK(ds != NULL, SX_ERR_NOMEM, err, src, "out of memory");
         for (size_t k = 0; k < n; k++)
             ds[k] = (struct sx_direct_span){sp[k].start, sp[k].n, s[sp[k].slice].col[c]};
-        st = sx_direct_read_spans(h5->direct, &h5->raw[c], ds, n, src, err);
+        st = h5->raw[c].ok
+                 ? sx_direct_read_spans(h5->direct, &h5->raw[c], ds, n, src, err)
+                 : sx_direct_read_zspans(h5->direct, &h5->raw[c], ds, n, src, err);
         free(ds);
-        return st;
+        if (st != SX_ERR_UNSUPPORTED)
+            return st;
+        h5->raw[c].zip = false; /* deflated chunks HDF5 is to read: from now on */
+        st = SX_OK;
     }
     fs = H5Dget_space(d);
     SX_CHECK(fs >= 0, SX_ERR_IO, err, src, "%s: dataspace error", src);

@@ -39,42 +39,51 @@ for np in 2 3; do
     echo "library sweep -n $np: $((SECONDS - start)) s"
 done
 
-# The command (the library linked in statically): the shim matches its own file name.
-out="$TMP/out" ref="$TMP/ref"
-mkdir -p "$out" "$ref"
-mpi 2 "$X" export "$G" -o "$ref/p.json.gz" -q || bad "the normal run failed"
-rm -rf "$TMP/count" && mkdir -p "$TMP/count"
-for r in 0 1; do
-    mpi 2 env LD_PRELOAD="$SHIM" SX_FAILMALLOC_OUT="$TMP/count" SX_FAILMALLOC_RANK=$r \
-        SX_FAILMALLOC_MATCH=scope-export "$X" export "$G" -o "$out/p.json.gz" -q ||
-        bad "the counting run failed"
-    rm -f "$out/p.json.gz"
-done
-runs=0 crashes=0 hangs=0
-for n in 1 2 3 4 5 6 7 8 9 10 11 12 20 40 80 160 320; do
-    r=$((n % 2))
-    count=$(cut -d' ' -f1 "$TMP/count/count.$r" 2>/dev/null)
-    [ -n "$count" ] || { bad "no count for rank $r"; break; }
-    [ "$n" -le "$count" ] || continue
-    rc=0
-    mpi 2 env LD_PRELOAD="$SHIM" SX_FAILMALLOC_MATCH=scope-export SX_FAILMALLOC=$n \
-        SX_FAILMALLOC_RANK=$r "$X" export "$G" -o "$out/p.json.gz" -q >/dev/null \
-        2>"$TMP/err.txt" || rc=$?
-    runs=$((runs + 1))
-    why=""
-    case $rc in
-    0) cmp -s "$out/p.json.gz" "$ref/p.json.gz" || why="; status 0 but not the normal output" ;;
-    1) [ ! -e "$out/p.json.gz" ] || why="; an output after a failure"
-       [ "$(grep -vc '^\[warn\] Epoll ' "$TMP/err.txt")" = 1 ] ||
-           why="$why; $(grep -c '' "$TMP/err.txt") lines on stderr" ;;
-    124 | 137) why="; a hang"; hangs=$((hangs + 1)) ;;
-    99) why="; $RANKS_AGREE" ;;
-    *) why="; exit status $rc"; crashes=$((crashes + 1)) ;;
-    esac
-    grep -qi 'double free\|sanitizer\|signal\|crashed' "$TMP/err.txt" && why="$why; a crash"
-    for f in "$out"/.[!.]*; do [ -e "$f" ] && why="$why; $(basename "$f") left"; done
-    [ -z "$why" ] && ok || bad "command: allocation $n of $count on rank $r:${why#;}: $(head -c 300 "$TMP/err.txt")"
-    rm -f "$out/p.json.gz"
-done
-echo "command sweep -n 2: $runs runs, $crashes crashes, $hangs hangs"
+# The command (the library linked in statically): the shim matches its own file name. On
+# the golden run, and on a run whose event columns are chunked and deflated (read chunk by
+# chunk around HDF5, h5_direct.c).
+command_sweep() { # NAME RUN.h5
+    local what=$1 G=$2
+    out="$TMP/out" ref="$TMP/ref"
+    mkdir -p "$out" "$ref"
+    mpi 2 "$X" export "$G" -o "$ref/p.json.gz" -q || bad "the normal run failed"
+    rm -rf "$TMP/count" && mkdir -p "$TMP/count"
+    for r in 0 1; do
+        mpi 2 env LD_PRELOAD="$SHIM" SX_FAILMALLOC_OUT="$TMP/count" SX_FAILMALLOC_RANK=$r \
+            SX_FAILMALLOC_MATCH=scope-export "$X" export "$G" -o "$out/p.json.gz" -q ||
+            bad "the counting run failed"
+        rm -f "$out/p.json.gz"
+    done
+    runs=0 crashes=0 hangs=0
+    for n in 1 2 3 4 5 6 7 8 9 10 11 12 20 40 80 160 320; do
+        r=$((n % 2))
+        count=$(cut -d' ' -f1 "$TMP/count/count.$r" 2>/dev/null)
+        [ -n "$count" ] || { bad "no count for rank $r"; break; }
+        [ "$n" -le "$count" ] || continue
+        rc=0
+        mpi 2 env LD_PRELOAD="$SHIM" SX_FAILMALLOC_MATCH=scope-export SX_FAILMALLOC=$n \
+            SX_FAILMALLOC_RANK=$r "$X" export "$G" -o "$out/p.json.gz" -q >/dev/null \
+            2>"$TMP/err.txt" || rc=$?
+        runs=$((runs + 1))
+        why=""
+        case $rc in
+        0) cmp -s "$out/p.json.gz" "$ref/p.json.gz" || why="; status 0 but not the normal output" ;;
+        1) [ ! -e "$out/p.json.gz" ] || why="; an output after a failure"
+           [ "$(grep -vc '^\[warn\] Epoll ' "$TMP/err.txt")" = 1 ] ||
+               why="$why; $(grep -c '' "$TMP/err.txt") lines on stderr" ;;
+        124 | 137) why="; a hang"; hangs=$((hangs + 1)) ;;
+        99) why="; $RANKS_AGREE" ;;
+        *) why="; exit status $rc"; crashes=$((crashes + 1)) ;;
+        esac
+        grep -qi 'double free\|sanitizer\|signal\|crashed' "$TMP/err.txt" && why="$why; a crash"
+        for f in "$out"/.[!.]*; do [ -e "$f" ] && why="$why; $(basename "$f") left"; done
+        [ -z "$why" ] && ok || bad "command ($what): allocation $n of $count on rank $r:${why#;}: $(head -c 300 "$TMP/err.txt")"
+        rm -f "$out/p.json.gz"
+    done
+    echo "command sweep -n 2 ($what): $runs runs, $crashes crashes, $hangs hangs"
+}
+command_sweep golden "$G"
+"$BIN/scope-export-synth" --ranks 3 --regions 4 --events 30000 --chunk 1000 --deflate 3 \
+    --seed 4 "$TMP/zip.h5" >/dev/null || bad "cannot make the deflated run"
+command_sweep "deflated columns" "$TMP/zip.h5"
 finish

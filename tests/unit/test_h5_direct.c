@@ -1,4 +1,5 @@
-/* test_h5_direct.c - the reads around libhdf5: byte orders, file identity, the switch */
+/* test_h5_direct.c - the reads around libhdf5: byte orders, file identity, the switch,
+ * chunked deflated columns and their fall-backs */
 #include "h5_direct.h"
 #include "h5_read.h"
 #include "h5_reader.h"
@@ -108,6 +109,30 @@ static void make_file(const char *path, hid_t type, size_t n) {
     H5Fclose(f);
 }
 
+/* Dataset "v" of the file at 'path' opened by HDF5 and by the direct reads, its column.
+ */
+struct opened {
+    hid_t f, d, t;
+    struct sx_direct *dr;
+    struct sx_direct_col c;
+};
+static void open_col(const char *path, struct opened *o) {
+    o->f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    o->d = H5Dopen2(o->f, "v", H5P_DEFAULT);
+    o->t = H5Dget_type(o->d);
+    ASSERT(o->f >= 0 && o->d >= 0 && o->t >= 0);
+    o->dr = NULL;
+    sx_direct_open(o->f, path, &o->dr);
+    ASSERT(o->dr != NULL);
+    sx_direct_int_col(o->dr, o->d, o->t, &o->c);
+}
+static void close_col(struct opened *o) {
+    sx_direct_close(o->dr);
+    H5Tclose(o->t);
+    H5Dclose(o->d);
+    H5Fclose(o->f);
+}
+
 /*
  * Big-endian columns of every size read at their file address, spans and
  * points, give what HDF5 gives; and a column is eligible only when 'dr' is.
@@ -120,16 +145,14 @@ static void test_columns(const char *dir) {
     snprintf(path, sizeof path, "%s/cols.h5", dir);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         make_file(path, types[ti], N);
-        hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-        hid_t d = H5Dopen2(f, "v", H5P_DEFAULT);
-        hid_t t = H5Dget_type(d);
-        struct sx_direct *dr = NULL;
-        sx_direct_open(f, path, &dr);
-        ASSERT(dr != NULL);
+        struct opened o;
+        open_col(path, &o);
+        struct sx_direct *dr = o.dr;
+        hid_t d = o.d, t = o.t;
         struct sx_direct_col c;
         sx_direct_int_col(NULL, d, t, &c);
         CHECK(!c.ok);
-        sx_direct_int_col(dr, d, t, &c);
+        c = o.c;
         CHECK(c.ok && c.nelem == N && c.size == H5Tget_size(t));
         CHECK(c.big_endian == (H5Tget_order(t) == H5T_ORDER_BE));
         int64_t want[N], got[N];
@@ -152,11 +175,126 @@ static void test_columns(const char *dir) {
         struct sx_direct_span past = {N - 1, 2, got};
         CHECK(sx_direct_read_spans(dr, &c, &past, 1, "t", &e) == SX_ERR_FORMAT);
         CHECK(sx_direct_reads(dr) == 3);
-        sx_direct_close(dr);
-        H5Tclose(t);
-        H5Dclose(d);
-        H5Fclose(f);
+        close_col(&o);
     }
+    unlink(path);
+}
+
+/*
+ * A chunked dataset "v" of 'n' values i * 3 - 7 (clipped to the type) at 'path', in
+ * chunks of 'chunk': shuffled (or not) then deflated, with a Fletcher-32 checksum after
+ * them when 'fletcher'; the extent 'extent' >= n, so that chunks past 'n' are never
+ * allocated.
+ */
+static void make_zip_file(const char *path, hid_t type, size_t n, size_t extent,
+                          size_t chunk, bool shuffle, bool fletcher) {
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT(f >= 0);
+    hsize_t dim = extent, maxdim = H5S_UNLIMITED, cdim = chunk, cnt = n, at = 0;
+    hid_t sp = H5Screate_simple(1, &dim, &maxdim);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    ASSERT(H5Pset_chunk(dcpl, 1, &cdim) >= 0);
+    if (shuffle)
+        ASSERT(H5Pset_shuffle(dcpl) >= 0);
+    ASSERT(H5Pset_deflate(dcpl, 4) >= 0);
+    if (fletcher)
+        ASSERT(H5Pset_fletcher32(dcpl) >= 0);
+    hid_t d = H5Dcreate2(f, "v", type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    ASSERT(d >= 0);
+    int64_t *v = malloc(n * sizeof *v);
+    ASSERT(v != NULL);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (int64_t)i * 3 - 7;
+    hid_t ms = H5Screate_simple(1, &cnt, NULL);
+    ASSERT(H5Sselect_hyperslab(sp, H5S_SELECT_SET, &at, NULL, &cnt, NULL) >= 0);
+    ASSERT((H5Dwrite)(d, H5T_NATIVE_INT64, ms, sp, H5P_DEFAULT, v) >= 0);
+    free(v);
+    H5Sclose(ms);
+    H5Pclose(dcpl);
+    H5Dclose(d);
+    H5Sclose(sp);
+    H5Fclose(f);
+}
+
+/*
+ * Chunked, deflated columns (shuffled or not, every size and byte order) read chunk by
+ * chunk give what HDF5 gives, spans across chunks and within one, the chunk kept from one
+ * call to the next included; a Fletcher-32 checksum makes a column HDF5's; a chunk never
+ * written, or one whose bytes do not inflate, is left to HDF5 (SX_ERR_UNSUPPORTED).
+ */
+static void test_zip_columns(const char *dir) {
+    const struct {
+        hid_t type;
+        bool shuffle;
+    } cases[] = {{H5T_STD_I64LE, true}, {H5T_STD_I64LE, false}, {H5T_STD_I64BE, true},
+                 {H5T_STD_I32LE, true}, {H5T_STD_I16BE, true},  {H5T_STD_I8LE, true}};
+    enum { N = 5000, CH = 512 };
+    char path[4096];
+    struct opened o;
+    struct sx_error e;
+    sx_error_clear(&e);
+    snprintf(path, sizeof path, "%s/zip.h5", dir);
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        make_zip_file(path, cases[ci].type, N, N, CH, cases[ci].shuffle, false);
+        open_col(path, &o);
+        const struct sx_direct_col *c = &o.c;
+        CHECK(!c->ok && c->zip == (sx_has_isal() != 0));
+        if (c->zip) { /* (a build without ISA-L: HDF5 reads them) */
+            CHECK(c->chunk == CH && c->nelem == N && c->shuffle == cases[ci].shuffle);
+            int64_t want[N], got[N];
+            ASSERT((H5Dread)(o.d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                             want) >= 0);
+            memset(got, 0x5a, sizeof got);
+            struct sx_direct_span sp[4] = {{0, 10, got},
+                                           {12, 1000, got + 12},
+                                           {1012, 3, got + 1012},
+                                           {4000, N - 4000, got + 4000}};
+            CHECK(sx_direct_read_zspans(o.dr, c, sp, 3, "t", &e) == SX_OK);
+            CHECK(sx_direct_read_zspans(o.dr, c, sp + 3, 1, "t", &e) == SX_OK);
+            CHECK(memcmp(got, want, 10 * 8) == 0);
+            CHECK(memcmp(got + 12, want + 12, 1003 * 8) == 0);
+            CHECK(memcmp(got + 4000, want + 4000, (N - 4000) * 8) == 0);
+            struct sx_direct_span past = {N - 1, 2, got};
+            CHECK(sx_direct_read_zspans(o.dr, c, &past, 1, "t", &e) == SX_ERR_FORMAT);
+        }
+        close_col(&o);
+    }
+    if (!sx_has_isal()) {
+        unlink(path);
+        return;
+    }
+    /* a checksum filter: HDF5's */
+    make_zip_file(path, H5T_STD_I64LE, N, N, CH, true, true);
+    open_col(path, &o);
+    CHECK(!o.c.ok && !o.c.zip);
+    close_col(&o);
+    /* chunks past the written values were never allocated */
+    int64_t got[2 * N];
+    make_zip_file(path, H5T_STD_I64LE, N, 2 * N, CH, true, false);
+    open_col(path, &o);
+    CHECK(o.c.zip && o.c.nelem == 2 * N);
+    struct sx_direct_span low = {0, N, got}, high = {N + 600, 100, got};
+    CHECK(sx_direct_read_zspans(o.dr, &o.c, &low, 1, "t", &e) == SX_OK);
+    CHECK(got[N - 1] == (int64_t)(N - 1) * 3 - 7);
+    CHECK(sx_direct_read_zspans(o.dr, &o.c, &high, 1, "t", &e) == SX_ERR_UNSUPPORTED);
+    /* a chunk's bytes damaged: left to HDF5, which says what is wrong */
+    hsize_t coord = CH, bytes = 0;
+    unsigned mask = 0;
+    haddr_t addr = HADDR_UNDEF;
+    ASSERT(H5Dget_chunk_info_by_coord(o.d, &coord, &mask, &addr, &bytes) >= 0 &&
+           bytes > 8);
+    close_col(&o);
+    int fd = open(path, O_RDWR);
+    ASSERT(fd >= 0);
+    unsigned char junk[8] = {0xde, 0xad, 0xbe, 0xef, 0xde, 0xad, 0xbe, 0xef};
+    ASSERT(pwrite(fd, junk, sizeof junk, (off_t)(addr + bytes / 2)) ==
+           (ssize_t)sizeof junk);
+    close(fd);
+    open_col(path, &o);
+    struct sx_direct_span first = {0, 10, got}, second = {CH, 10, got};
+    CHECK(sx_direct_read_zspans(o.dr, &o.c, &first, 1, "t", &e) == SX_OK);
+    CHECK(sx_direct_read_zspans(o.dr, &o.c, &second, 1, "t", &e) == SX_ERR_UNSUPPORTED);
+    close_col(&o);
     unlink(path);
 }
 
@@ -294,6 +432,7 @@ int main(void) {
     ASSERT(mkdtemp(dir) != NULL);
     test_decode();
     test_columns(dir);
+    test_zip_columns(dir);
     test_identity(dir);
     test_switch(dir);
     test_switch_reader();
