@@ -398,17 +398,22 @@ static enum sx_status nest_lane(const struct sx_trace *t, struct call *c, size_t
 struct row_run {
     const int64_t *start, *end;
     uint64_t i, n;
-    uint32_t region;
 };
 
-/* call_before for the runs' next calls (runs are of distinct regions). */
-static inline bool run_before(const struct row_run *x, const struct row_run *y) {
-    const int64_t a = x->start[x->i], b = y->start[y->i];
-    if (a != b)
-        return a < b;
-    const int64_t ea = x->end[x->i], eb = y->end[y->i];
-    if (ea != eb)
-        return ea > eb;
+/* A heap node: a run's next call's key, held in the node so that a comparison reads no
+ * run (the merge's cost is its comparisons). */
+struct run_head {
+    int64_t start, end;
+    uint32_t region; /* runs are of distinct regions: the key is unique */
+    uint32_t run;
+};
+
+/* call_before for the runs' next calls. */
+static inline bool head_before(const struct run_head *x, const struct run_head *y) {
+    if (x->start != y->start)
+        return x->start < y->start;
+    if (x->end != y->end)
+        return x->end > y->end;
     return x->region < y->region;
 }
 
@@ -432,7 +437,7 @@ static int merge_rows(const struct sx_trace *t, int64_t rank, struct call *c) {
         nrun++;
     }
     struct row_run *run = sx_malloc((nrun + 1) * sizeof *run);
-    size_t *heap = sx_malloc((nrun + 1) * sizeof *heap);
+    struct run_head *heap = sx_malloc((nrun + 1) * sizeof *heap);
     if (run == NULL || heap == NULL) {
         free(run);
         free(heap);
@@ -443,46 +448,50 @@ static int merge_rows(const struct sx_trace *t, int64_t rank, struct call *c) {
         const struct sx_row *row = sx_trace_row(t, g, rank);
         if (row == NULL || row->is_aggregate || row->count == 0)
             continue;
-        run[nh] = (struct row_run){row->col[SX_COL_START], row->col[SX_COL_END], 0,
-                                   row->count, (uint32_t)g};
+        run[nh] =
+            (struct row_run){row->col[SX_COL_START], row->col[SX_COL_END], 0, row->count};
+        const struct run_head h = {run[nh].start[0], run[nh].end[0], (uint32_t)g,
+                                   (uint32_t)nh};
         size_t i = nh++; /* a min-heap of runs by their next calls */
-        const size_t r = i;
-        while (i > 0 && run_before(&run[r], &run[heap[(i - 1) / 2]])) {
+        while (i > 0 && head_before(&h, &heap[(i - 1) / 2])) {
             heap[i] = heap[(i - 1) / 2];
             i = (i - 1) / 2;
         }
-        heap[i] = r;
+        heap[i] = h;
     }
     size_t at = 0;
     while (nh > 0) {
-        struct row_run *top = &run[heap[0]];
-        c[at++] = (struct call){.start = top->start[top->i],
-                                .end = top->end[top->i],
+        struct run_head h = heap[0];
+        struct row_run *top = &run[h.run];
+        c[at++] = (struct call){.start = h.start,
+                                .end = h.end,
                                 .lane = -1,
                                 .index = top->i,
-                                .region = top->region};
-        size_t r = heap[0];
-        if (++top->i == top->n) { /* the run is done: the last leaf sifts down */
-            r = heap[--nh];
+                                .region = h.region};
+        if (++top->i < top->n) { /* the run's next call takes the top's place */
+            h.start = top->start[top->i];
+            h.end = top->end[top->i];
+        } else { /* the run is done: the last leaf sifts down from the top */
+            h = heap[--nh];
             if (nh == 0)
                 break;
         }
         size_t i = 0;
         for (;;) {
             size_t l = 2 * i + 1, m = i;
-            const struct row_run *best = &run[r];
-            if (l < nh && run_before(&run[heap[l]], best)) {
+            const struct run_head *best = &h;
+            if (l < nh && head_before(&heap[l], best)) {
                 m = l;
-                best = &run[heap[l]];
+                best = &heap[l];
             }
-            if (l + 1 < nh && run_before(&run[heap[l + 1]], best))
+            if (l + 1 < nh && head_before(&heap[l + 1], best))
                 m = l + 1;
             if (m == i)
                 break;
             heap[i] = heap[m];
             i = m;
         }
-        heap[i] = r;
+        heap[i] = h;
     }
     free(run);
     free(heap);
