@@ -324,12 +324,14 @@ static bool fast_digits(double v, uint64_t *m_out, int *e_out) {
     if ((ar & mask) == 0 && !even)
         hi--;
     /* The largest power of ten with a multiple in [lo, hi]: the interval is 2 to 22 units
-     * wide, so most often none of 10 (j = 0); else a binary search (a short decimal, as a
-     * duration in whole nanoseconds, has j near 9). */
+     * wide, so most often none of 10 (j = 0) or of 100 (j = 1), each asked by a division
+     * by a constant; else a binary search (a short decimal, as a duration in whole
+     * nanoseconds, has j near 9). */
     int j = 0;
-    if (hi / 10 * 10 >= lo) {
+    if (hi / 10 * 10 >= lo)
+        j = hi / 100 * 100 >= lo ? 2 : 1;
+    if (j == 2) {
         int top = 16;
-        j = 1;
         while (j < top) {
             const int mid = (j + top + 1) / 2;
             if (hi / pow10[mid] * pow10[mid] >= lo)
