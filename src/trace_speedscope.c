@@ -36,6 +36,11 @@ struct ss_rank {
     size_t n;
     struct profile *profiles;
     size_t nprofiles;
+    /* 'calls', 'parent' and 'scratch' have room for 'cap' calls: kept from one rank to
+     * the next, so that each rank's calls do not land in fresh pages (their first touch
+     * was a sixth of a one-process export) */
+    int64_t *scratch;
+    size_t cap;
 };
 
 static int cmp_call(const void *a, const void *b) {
@@ -509,16 +514,17 @@ static inline int64_t lane_of(const int64_t *th, const int64_t *tk, uint64_t i) 
     return -1;
 }
 
-/* Build selected rank 'k''s profiles (start, end, thread, task loaded). New in '*out'. */
-static enum sx_status ss_build(const struct sx_trace *t, size_t k, struct ss_rank **out,
+/* Build selected rank 'k''s profiles (start, end, thread, task loaded) in 'r', whose
+ * arrays are reused where they have room. */
+static enum sx_status ss_build(const struct sx_trace *t, size_t k, struct ss_rank *r,
                                struct sx_error *err) {
     enum sx_status st = SX_OK;
     const int64_t rank = t->ranks[k];
-    struct ss_rank *r = sx_calloc(1, sizeof *r);
-    int64_t *scratch = NULL;
-    *out = NULL;
-    SX_CHECK(r != NULL, SX_ERR_NOMEM, err, t->run->path, "out of memory");
     r->rank = rank;
+    r->n = 0;
+    r->nprofiles = 0;
+    free(r->profiles);
+    r->profiles = NULL;
     size_t n = 0;
     bool lanes = false;
     for (size_t g = 0; g < t->nregions; g++) {
@@ -529,12 +535,19 @@ static enum sx_status ss_build(const struct sx_trace *t, size_t k, struct ss_ran
         if (row->cols & SX_COLBIT(SX_COL_THREAD))
             lanes = true;
     }
-    r->calls = sx_malloc((n + 1) * sizeof *r->calls);
-    scratch = sx_malloc((n + 1) * sizeof *scratch);
-    r->parent = sx_malloc((n + 1) * sizeof *r->parent);
-    SX_CHECK(r->calls != NULL && scratch != NULL && r->parent != NULL, SX_ERR_NOMEM, err,
-             t->run->path, "%s: out of memory sorting the %zu calls of rank %" PRId64,
-             t->run->path, n, rank);
+    if (n + 1 > r->cap) {
+        free(r->calls);
+        free(r->scratch);
+        free(r->parent);
+        r->calls = sx_malloc((n + 1) * sizeof *r->calls);
+        r->scratch = sx_malloc((n + 1) * sizeof *r->scratch);
+        r->parent = sx_malloc((n + 1) * sizeof *r->parent);
+        r->cap = r->calls != NULL && r->scratch != NULL && r->parent != NULL ? n + 1 : 0;
+    }
+    int64_t *const scratch = r->scratch;
+    SX_CHECK(r->cap >= n + 1, SX_ERR_NOMEM, err, t->run->path,
+             "%s: out of memory sorting the %zu calls of rank %" PRId64, t->run->path, n,
+             rank);
     for (size_t g = 0; g < t->nregions; g++) {
         const struct sx_row *row = sx_trace_row(t, g, rank);
         if (row == NULL || row->is_aggregate)
@@ -605,12 +618,10 @@ static enum sx_status ss_build(const struct sx_trace *t, size_t k, struct ss_ran
         i = j;
     }
 out:
-    free(scratch);
     if (st != SX_OK) {
-        ss_free(r);
-        r = NULL;
+        r->n = 0;
+        r->nprofiles = 0;
     }
-    *out = r;
     return st;
 }
 
@@ -619,6 +630,7 @@ static void ss_free(struct ss_rank *r) {
         return;
     free(r->calls);
     free(r->parent);
+    free(r->scratch);
     free(r->profiles);
     free(r);
 }
@@ -847,13 +859,17 @@ static enum sx_status ss_load(struct ss_doc *d, size_t k, struct sx_error *err) 
     enum sx_status st = SX_OK;
     if (d->built != NULL && d->built_k == k)
         return SX_OK;
-    ss_free(d->built);
-    d->built = NULL;
+    if (d->built == NULL)
+        d->built = sx_calloc(1, sizeof *d->built);
+    SX_CHECK(d->built != NULL, SX_ERR_NOMEM, err, d->t->run->path, "out of memory");
+    d->built_k = SIZE_MAX; /* until it is built */
     st = sx_trace_load_rank(d->t, d->t->ranks[k], SS_COLS, err);
     if (st == SX_OK)
-        st = ss_build(d->t, k, &d->built, err);
+        st = ss_build(d->t, k, d->built, err);
     sx_trace_unload_rank(d->t, d->t->ranks[k]);
-    d->built_k = k;
+    if (st == SX_OK)
+        d->built_k = k;
+out:
     return st;
 }
 
