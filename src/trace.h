@@ -41,6 +41,12 @@ struct sx_trace {
     int64_t *row_min;          /* per row: min start_ns (rows with calls) */
     struct sx_perf_rank *perf; /* borrowed: perf counter totals, or NULL */
     size_t nperf;
+    /* columns of an unloaded rank kept for the next load (sx_trace_load_rank) */
+    struct sx_col_spare {
+        int64_t *p;
+        size_t cap; /* values */
+    } * spare;
+    size_t nspare;
 };
 
 /*
