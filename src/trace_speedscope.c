@@ -363,8 +363,9 @@ enum sx_status sx_ss_nest_error(const struct sx_trace *t, const struct sx_ss_cal
  * -end: as _depths, _parents and the escape check of build_call_arrays.
  * 'scratch' and 'parent' have room for n values.
  */
-static enum sx_status nest_lane(const struct sx_trace *t, struct call *c, size_t n,
-                                int64_t *scratch, int64_t *parent, struct sx_error *err) {
+static enum sx_status nest_lane_exact(const struct sx_trace *t, struct call *c, size_t n,
+                                      int64_t *scratch, int64_t *parent,
+                                      struct sx_error *err) {
     /* closed(i) = ends (doubled, zero-length + 1) at or before 2 * start(i) */
     for (size_t i = 0; i < n; i++)
         scratch[i] = 2 * c[i].end + (c[i].end == c[i].start ? 1 : 0);
@@ -396,6 +397,33 @@ static enum sx_status nest_lane(const struct sx_trace *t, struct call *c, size_t
     for (size_t i = 0; i < n; i++)
         if (parent[i] >= 0 && c[parent[i]].end < c[i].end)
             return overlap_error(t, &c[i], &c[parent[i]], err);
+    return SX_OK;
+}
+
+/*
+ * nest_lane_exact's depths and parents in one pass, when the calls nest: the
+ * calls still open at a call's start are a stack (each inside the one below, so
+ * a closed call has no open call above it), its depth is their number and its
+ * parent the top. The first call that ends after its parent: the exact method
+ * again, whose depths past it can differ and which names the reference's call.
+ */
+static enum sx_status nest_lane(const struct sx_trace *t, struct call *c, size_t n,
+                                int64_t *scratch, int64_t *parent, struct sx_error *err) {
+    size_t depth = 0; /* scratch[0 .. depth): the open calls, outermost first */
+    for (size_t i = 0; i < n; i++) {
+        const int64_t s2 = 2 * c[i].start;
+        while (depth > 0) {
+            const struct call *o = &c[scratch[depth - 1]];
+            if (2 * o->end + (o->end == o->start ? 1 : 0) > s2)
+                break;
+            depth--;
+        }
+        if (depth > 0 && c[scratch[depth - 1]].end < c[i].end)
+            return nest_lane_exact(t, c, n, scratch, parent, err);
+        c[i].depth = (uint32_t)depth;
+        parent[i] = depth == 0 ? -1 : scratch[depth - 1];
+        scratch[depth++] = (int64_t)i;
+    }
     return SX_OK;
 }
 
@@ -535,14 +563,15 @@ static enum sx_status ss_build(const struct sx_trace *t, size_t k, struct ss_ran
         if (row->cols & SX_COLBIT(SX_COL_THREAD))
             lanes = true;
     }
-    if (n + 1 > r->cap) {
+    if (n + 1 > r->cap) { /* an eighth more: the next rank, a little larger, fits */
+        const size_t cap = n + n / 8 + 1;
         free(r->calls);
         free(r->scratch);
         free(r->parent);
-        r->calls = sx_malloc((n + 1) * sizeof *r->calls);
-        r->scratch = sx_malloc((n + 1) * sizeof *r->scratch);
-        r->parent = sx_malloc((n + 1) * sizeof *r->parent);
-        r->cap = r->calls != NULL && r->scratch != NULL && r->parent != NULL ? n + 1 : 0;
+        r->calls = sx_malloc(cap * sizeof *r->calls);
+        r->scratch = sx_malloc(cap * sizeof *r->scratch);
+        r->parent = sx_malloc(cap * sizeof *r->parent);
+        r->cap = r->calls != NULL && r->scratch != NULL && r->parent != NULL ? cap : 0;
     }
     int64_t *const scratch = r->scratch;
     SX_CHECK(r->cap >= n + 1, SX_ERR_NOMEM, err, t->run->path,

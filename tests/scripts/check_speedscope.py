@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """check_speedscope.py PROFILE.json SPEEDSCOPE.json
-                     [--shuffle OUT.json | --lanes OUT.json | --ties OUT.json]
+                     [--shuffle OUT.json | --lanes OUT.json | --ties OUT.json |
+                      --overlap OUT.json]
+       check_speedscope.py PROFILE.json --nest-error
 
 Check a speedscope document against the JSON profile it was made from, worked out
 here the slow and obvious way: per rank, per lane (task, else thread, else none;
@@ -11,7 +13,13 @@ closed at their end; "at" in seconds from the earliest call of the document.
 --shuffle OUT / --lanes OUT / --ties OUT write a variant of PROFILE instead (its rows'
 calls in a shuffled order / every call on a task lane of its own / every row of a rank
 with the times of its first row, so that calls tie on start and end across regions and
-nest by region order), for the sorts' other paths.
+nest by region order), for the sorts' other paths. --overlap OUT: a few calls of each
+rank lengthened at random, so that calls overlap without nesting, here and there.
+
+--nest-error prints the nesting error the reference gives for PROFILE (its first rank
+whose calls do not nest), worked out as the reference does: per lane, a call's depth is
+the number of calls before it not yet closed at its start (ends sorted), its parent the
+latest call one level up, and the first call that ends after its parent is named.
 """
 import json
 import random
@@ -53,8 +61,53 @@ def expected(profile):
     return out
 
 
+def nest_error(profile):
+    order = []  # region names in first-seen order: the rows' order
+    for row in profile["regions"]:
+        if row["name"] not in order:
+            order.append(row["name"])
+    calls = {}  # (rank, lane) -> [(start, -end, region, index)]
+    has_lanes = any("thread_ids" in r for r in profile["regions"])
+    for row in profile["regions"]:
+        g = order.index(row["name"])
+        for i, (s, e) in enumerate(zip(row["start_times_ns"], row["end_times_ns"])):
+            lane = lanes_of(row, i) if has_lanes else -1
+            calls.setdefault((row["rank"], lane), []).append((s, -e, g, i))
+    for key in sorted(calls):
+        c = sorted(calls[key])
+        ends = sorted(2 * -ne + (1 if -ne == s else 0) for s, ne, _, _ in c)
+        closed, depth = 0, []
+        for s, _, _, _ in c:
+            while closed < len(ends) and ends[closed] <= 2 * s:
+                closed += 1
+            depth.append(len(depth) - closed)
+        last, parent = {}, []
+        for i, d in enumerate(depth):
+            parent.append(-1 if d == 0 else last[d - 1])
+            last[d] = i
+        for i, p in enumerate(parent):
+            if p >= 0 and -c[p][1] < -c[i][1]:
+                def label(x):
+                    return f"{order[x[2]]!r} call {x[3]} [{x[0]}, {-x[1]}] ns"
+                return (f"recorded calls are not properly nested: {label(c[i])} starts "
+                        f"inside {label(c[p])} but ends after it.")
+    return None
+
+
 def main():
     profile = json.load(open(sys.argv[1]))
+    if sys.argv[2] == "--nest-error":
+        print(nest_error(profile))
+        return 0
+    if len(sys.argv) == 4 and sys.argv[2] == "--overlap":
+        rng = random.Random(11)
+        for row in profile["regions"]:
+            e = row["end_times_ns"]
+            for _ in range(2):
+                i = rng.randrange(len(e))
+                e[i] += rng.randrange(1, 10**7)
+        json.dump(profile, open(sys.argv[3], "w"))
+        return 0
     if len(sys.argv) == 4:  # a variant
         rng = random.Random(7)
         first = {}

@@ -4,7 +4,8 @@
 # runs per lane merged (rows in start order, threads and tasks), rows merged from their
 # columns (no lanes), calls that tie across regions, rows out of order, more lanes than the
 # merge takes; checked against check_speedscope.py's plain model of the document, at 1 and
-# 3 ranks; and the nesting error of the first failing rank (speedscope and OTF2)
+# 3 ranks; and the nesting error of the first failing rank (speedscope and OTF2), and of
+# calls that overlap at random, against the reference's method
 . "$(dirname "$0")/lib.sh"
 SYNTH="$BIN/scope-export-synth"
 CHECK="$(dirname "$0")/check_speedscope.py"
@@ -66,6 +67,22 @@ for np in 1 2 3; do
     grep -qF "$(sed 's/^scope-export: error: //; s/ \[rank 0\]$//' "$TMP/bad1.err")" \
         "$TMP/badall.err" && ok ||
         bad "-n $np: not rank 1's nesting error (OTF2): $(head -c 300 "$TMP/badall.err")"
+done
+
+# Calls that overlap here and there (a few of each row lengthened): the error names the
+# call the reference names, worked out by the reference's method (the depths from the
+# sorted ends), whichever way the export finds it; with lanes and without, at 1 to 3
+# processes.
+for base in plain lanes; do
+    python3 "$CHECK" "$TMP/$base.json" --overlap "$TMP/ov.$base.json" &&
+        want=$(python3 "$CHECK" "$TMP/ov.$base.json" --nest-error) &&
+        [ "$want" != None ] || { bad "overlap variant of $base"; continue; }
+    for np in 1 2 3; do
+        run_np "$np" "$X" export "$TMP/ov.$base.json" -o "$TMP/ov.json" -q \
+            --format speedscope --ranks 0-2 2>"$TMP/ov.err" && bad "$base -n $np: no error"
+        grep -qF "$want" "$TMP/ov.err" && [ ! -e "$TMP/ov.json" ] && ok ||
+            bad "$base -n $np: not the reference's call: $(head -c 400 "$TMP/ov.err"), want $want"
+    done
 done
 
 # The checker can fail: a document of another run's calls is not this one's.
