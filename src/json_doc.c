@@ -67,9 +67,14 @@ static enum sx_status json_plan(const struct sx_pipe *p, struct sx_doc_state *d,
     sx_doc_ahead_init(&j->ahead);
     j->src = sx_h5_event_source(p->h5);
     st = sx_doc_plan(&j->doc, p->run, p->filter, p->o->indent, p->o->block_bytes, err);
-    d->prod =
-        (struct sx_producer){j,         j->doc.nblocks, j->doc.total_units, json_head,
-                             json_tail, json_block,     json_units,         json_prepare};
+    d->prod = (struct sx_producer){.ctx = j,
+                                   .nblocks = j->doc.nblocks,
+                                   .total_bytes = j->doc.total_units,
+                                   .head = json_head,
+                                   .tail = json_tail,
+                                   .block = json_block,
+                                   .block_units = json_units,
+                                   .prepare = json_prepare};
 out:
     return st;
 }

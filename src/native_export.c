@@ -444,8 +444,13 @@ enum sx_status sx_native_json_plan(const struct sx_pipe *p, struct sx_doc_state 
         st = exchange(p->comm, &j->nd, j->xf, nxf, err);
         st = sx_all_ok(p->comm, st, err);
     }
-    d->prod = (struct sx_producer){&j->nd,  j->doc.nblocks, j->doc.total_units, nd_head,
-                                   nd_tail, nd_block,       nd_units,           NULL};
+    d->prod = (struct sx_producer){.ctx = &j->nd,
+                                   .nblocks = j->doc.nblocks,
+                                   .total_bytes = j->doc.total_units,
+                                   .head = nd_head,
+                                   .tail = nd_tail,
+                                   .block = nd_block,
+                                   .block_units = nd_units};
     return st;
 }
 

@@ -323,8 +323,9 @@ enum sx_status sx_pipeline_run(MPI_Comm comm, const struct sx_pipe_input *in,
 
     /* Stage: the block stream (its own protocol and agreement). */
     const struct sx_stream_opts so = {
-        output,         sx_out_is_gz(output), opts->gzip_level, opts->deflate,
-        opts->progress, opts->progress_user,  dt->compact,      dt->root_writes_only};
+        output,        sx_out_is_gz(output), opts->gzip_level,
+        opts->deflate, opts->progress,       opts->progress_user,
+        dt->compact,   dt->root_writes_only, dt->turns};
     st = sx_stream(c, &d.prod, &so, f, err);
     st = sx_all_ok(c, st, err);
     if (st != SX_OK)

@@ -93,6 +93,9 @@ struct sx_doc_type {
     /* Each block repeats a setup of its part of the document (the stream's
      * 'root_writes_only'): rank 0 formats no block of plain text. */
     bool root_writes_only;
+    /* Each block repeats a setup of its part of the document, which the producer
+     * names ('part'): the blocks go out by parts, in turns (the stream's 'turns'). */
+    bool turns;
 };
 
 /* The documents (pipeline.c's table holds them). */

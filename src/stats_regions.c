@@ -417,8 +417,13 @@ static enum sx_status stats_plan(const struct sx_pipe *p, struct sx_doc_state *d
     uint64_t units = 0;
     for (size_t b = 0; b < s->t.nregions; b++)
         units += doc_units(&s->sd, b);
-    ds->prod = (struct sx_producer){&s->sd,   s->t.nregions, units,     doc_head,
-                                    doc_tail, region_block,  doc_units, NULL};
+    ds->prod = (struct sx_producer){.ctx = &s->sd,
+                                    .nblocks = s->t.nregions,
+                                    .total_bytes = units,
+                                    .head = doc_head,
+                                    .tail = doc_tail,
+                                    .block = region_block,
+                                    .block_units = doc_units};
     return SX_OK;
 }
 

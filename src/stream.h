@@ -35,7 +35,26 @@ struct sx_producer {
      */
     enum sx_status (*prepare)(void *ctx, const size_t *next, size_t n, size_t *ready,
                               struct sx_error *err);
+    /* Optional, on every rank: the part of the document block 'b' belongs to (a trace's
+     * rank), ascending with 'b'; a stream in 'turns' hands out the blocks by part. */
+    size_t (*part)(void *ctx, size_t b);
+    /*
+     * Optional, both or neither: a block made in two steps, so that rank 0 can take the
+     * second. 'pre', on the block's owner, appends what 'finish', on rank 0, turns
+     * into the block's text (appended to the empty 'out'): 'block''s text, exactly.
+     * A stream in 'root_writes_only' at two processes has rank 0 finish most of the
+     * worker's blocks (SX_STREAM_FINISH), when the first step is the costly part that
+     * a block repeats (speedscope's sort of a rank) and the second is most of the
+     * rest (its text).
+     */
+    enum sx_status (*pre)(void *ctx, size_t b, struct sx_buf *out, struct sx_error *err);
+    enum sx_status (*finish)(void *ctx, size_t b, const struct sx_buf *in,
+                             struct sx_buf *out, struct sx_error *err);
 };
+
+/* Of each SX_STREAM_FINISH blocks of the one worker, rank 0 finishes all but the last
+ * (sx_producer.pre). */
+enum { SX_STREAM_FINISH = 4 };
 
 /* Blocks one 'prepare' call is told of, at most. */
 enum { SX_STREAM_AHEAD = 64 };
@@ -55,7 +74,17 @@ struct sx_stream_opts {
      * part repeats (speedscope sorts a rank's calls): for plain text, rank 0 formats
      * none of the blocks when other ranks can, and only writes. */
     bool root_writes_only;
+    /* Making a block takes a setup per part of the document (p->part) that a process
+     * pays once for the part's blocks it makes (a trace reads a rank's lanes, a native
+     * run opens the rank's file): the blocks go out in turns, each up to
+     * SX_STREAM_TURN consecutive blocks of one part, rank 0 included. A worker makes
+     * up to a turn ahead of rank 0, so that while rank 0 makes its turn, the next
+     * one is being made. */
+    bool turns;
 };
+
+/* Blocks of one turn, at most; the parts of up to this many blocks go out whole. */
+enum { SX_STREAM_TURN = 4 };
 
 /* Which rank formats block 'b' of a stream over 'size' ranks. Producers need not ask
  * ('prepare' tells them); only a plan that moves events between ranks before the stream

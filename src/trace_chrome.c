@@ -466,6 +466,7 @@ const struct sx_doc_type sx_doc_chrome = {
     .events_for = "Chrome trace document needs",
     .needs = SX_NEED_LANES | SX_NEED_PERF | SX_NEED_GPU | SX_NEED_JSON_INPUT,
     .plan = chrome_plan,
-    /* ~220 bytes a call: writing the plain text is most of rank 0's time */
-    .root_writes_only = true,
+    /* a rank's lanes are read by the process that makes its blocks (a native run's
+     * file is opened there): whole ranks go out in turns */
+    .turns = true,
 };

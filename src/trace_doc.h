@@ -36,6 +36,12 @@ struct sx_trace_format {
     /* Selected rank 'k''s calls [from, to) in the format's order, appended to 'out'. */
     enum sx_status (*block)(void *fmt, size_t k, uint64_t from, uint64_t to,
                             struct sx_buf *out, struct sx_error *err);
+    /* Optional, both or neither (the stream's sx_producer.pre): the block's first
+     * step, on its maker, and its text from that, on rank 0. */
+    enum sx_status (*pre)(void *fmt, size_t k, uint64_t from, uint64_t to,
+                          struct sx_buf *out, struct sx_error *err);
+    enum sx_status (*finish)(void *fmt, const struct sx_buf *in, struct sx_buf *out,
+                             struct sx_error *err);
     void (*free)(void *fmt);
 };
 

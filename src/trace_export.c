@@ -50,6 +50,25 @@ static enum sx_status doc_block(void *ctx, size_t b, struct sx_buf *out,
     return s->f->block(s->fmt, tb->k, tb->from, tb->to, out, err);
 }
 
+static enum sx_status doc_pre(void *ctx, size_t b, struct sx_buf *out,
+                              struct sx_error *err) {
+    struct trace_state *s = ctx;
+    const struct tblock *tb = &s->blocks[b];
+    return s->f->pre(s->fmt, tb->k, tb->from, tb->to, out, err);
+}
+
+static enum sx_status doc_finish(void *ctx, size_t b, const struct sx_buf *in,
+                                 struct sx_buf *out, struct sx_error *err) {
+    struct trace_state *s = ctx;
+    (void)b;
+    return s->f->finish(s->fmt, in, out, err);
+}
+
+/* A block's part: its selected rank. */
+static size_t doc_part(void *ctx, size_t b) {
+    return ((const struct trace_state *)ctx)->blocks[b].k;
+}
+
 /* Progress counts calls, and one for each block (a rank without calls has one). */
 static uint64_t doc_units(void *ctx, size_t b) {
     const struct tblock *tb = &((const struct trace_state *)ctx)->blocks[b];
@@ -134,7 +153,16 @@ enum sx_status sx_trace_doc_plan(const struct sx_pipe *p, struct sx_doc_state *d
     uint64_t units = 0;
     for (size_t b = 0; b < s->nblocks; b++)
         units += doc_units(s, b);
-    ds->prod = (struct sx_producer){s,        s->nblocks, units,     doc_head,
-                                    doc_tail, doc_block,  doc_units, NULL};
+    const bool two_step = f->pre != NULL && f->finish != NULL;
+    ds->prod = (struct sx_producer){.ctx = s,
+                                    .nblocks = s->nblocks,
+                                    .total_bytes = units,
+                                    .head = doc_head,
+                                    .tail = doc_tail,
+                                    .block = doc_block,
+                                    .block_units = doc_units,
+                                    .part = doc_part,
+                                    .pre = two_step ? doc_pre : NULL,
+                                    .finish = two_step ? doc_finish : NULL};
     return SX_OK;
 }

@@ -780,27 +780,73 @@ static void profile_head(const struct sx_trace *t, const struct ss_rank *r,
     sx_buf_puts(out, ", \"events\": [");
 }
 
+/*
+ * A block in two steps (sx_trace_format.pre): its maker sorts and nests the rank's
+ * calls and writes, in place of each event's text, a record of the event (its
+ * time in ns, not yet in seconds: a double's text is most of the cost), and its
+ * other text as text records; rank 0 then writes the text (ss_finish). The
+ * records are 16 bytes, in the maker's byte order (both ends are one program).
+ */
+enum { EV_OPEN = 1u, EV_FIRST = 2u, EV_TEXT = 4u };
+
+struct ev_rec {
+    int64_t ns;     /* the event's time; a text record: its length */
+    uint32_t frame; /* the frame's position */
+    uint32_t flags; /* EV_* */
+};
+
+/* One event: its text, or its record when 'pre'. */
+static inline bool put_ev(struct sx_buf *out, bool pre, bool open, uint32_t frame,
+                          int64_t ns, double origin, bool first) {
+    if (!sx_buf_reserve(out, 96))
+        return false;
+    if (pre) {
+        const struct ev_rec e = {ns, frame,
+                                 (open ? EV_OPEN : 0u) | (first ? EV_FIRST : 0u)};
+        memcpy(out->data + out->len, &e, sizeof e);
+        out->len += sizeof e;
+        return true;
+    }
+    char *p =
+        put_event(out->data + out->len, open, frame, (double)ns / 1e9 - origin, first);
+    out->len = (size_t)(p - out->data);
+    return true;
+}
+
+/* Text 'txt' into 'out': as it is, or as a text record when 'pre' (padded to 8). */
+static void put_txt(struct sx_buf *out, bool pre, const struct sx_buf *txt) {
+    if (pre) {
+        const struct ev_rec e = {(int64_t)txt->len, 0, EV_TEXT};
+        static const char zero[8] = {0};
+        sx_buf_append(out, (const char *)&e, sizeof e);
+        sx_buf_append(out, txt->data != NULL ? txt->data : "", txt->len);
+        sx_buf_append(out, zero, (8 - txt->len % 8) % 8);
+    } else {
+        sx_buf_append(out, txt->data != NULL ? txt->data : "", txt->len);
+    }
+    out->failed |= txt->failed;
+}
+
 /* Close the open calls of 'stack' down to 'depth' entries. */
-static bool close_to(const struct ss_rank *r, const uint32_t *frame_of, double origin,
-                     size_t *stack, size_t *depth, size_t keep, struct sx_buf *out) {
+static inline bool close_to(const struct ss_rank *r, const uint32_t *frame_of,
+                            double origin, size_t *stack, size_t *depth, size_t keep,
+                            bool pre, struct sx_buf *out) {
     while (*depth > keep) {
         const struct call *o = &r->calls[stack[--*depth]];
-        if (!sx_buf_reserve(out, 96))
+        if (!put_ev(out, pre, false, frame_of[o->region], o->end, origin, false))
             return false;
-        char *p = out->data + out->len;
-        p = put_event(p, false, frame_of[o->region], (double)o->end / 1e9 - origin,
-                      false);
-        out->len = (size_t)(p - out->data);
     }
     return true;
 }
 
-static enum sx_status ss_block(const struct sx_trace *t, const struct ss_rank *r,
-                               const uint32_t *frame_of, double origin, bool doc_first,
-                               size_t i0, size_t i1, struct sx_buf *out,
-                               struct sx_error *err) {
+/* Calls [i0, i1) of the rank 'r' built: their events' text, or when 'pre' their
+ * records. Inlined twice, so that 'pre' costs the text nothing. */
+static inline __attribute__((always_inline)) enum sx_status
+ss_block_as(const struct sx_trace *t, const struct ss_rank *r, const uint32_t *frame_of,
+            double origin, bool doc_first, size_t i0, size_t i1, bool pre,
+            struct sx_buf *out, struct sx_error *err) {
     enum sx_status st = SX_OK;
-    struct sx_buf tmp = {0};
+    struct sx_buf tmp = {0}, txt = {0};
     size_t *stack = NULL, depth = 0, cap = 0;
     size_t q = 0; /* the profile of call i */
     while (q + 1 < r->nprofiles && r->profiles[q].first + r->profiles[q].n <= i0)
@@ -810,7 +856,10 @@ static enum sx_status ss_block(const struct sx_trace *t, const struct ss_rank *r
         const struct call *c = &r->calls[i];
         bool ev_first = false;
         if (i == pf->first) {
-            profile_head(t, r, pf, origin, doc_first && q == 0, out, &tmp);
+            sx_buf_reset(&txt);
+            profile_head(t, r, pf, origin, doc_first && q == 0, pre ? &txt : out, &tmp);
+            if (pre)
+                put_txt(out, true, &txt);
             depth = 0;
             ev_first = true;
         } else if (i == i0) {
@@ -828,7 +877,7 @@ static enum sx_status ss_block(const struct sx_trace *t, const struct ss_rank *r
             for (int64_t j = (int64_t)i - 1; j >= 0; j = r->parent[j])
                 stack[--d] = (size_t)j;
         }
-        if (!close_to(r, frame_of, origin, stack, &depth, c->depth, out))
+        if (!close_to(r, frame_of, origin, stack, &depth, c->depth, pre, out))
             break;
         if (depth + 1 > cap) {
             size_t nc = cap ? cap * 2 : 64;
@@ -837,31 +886,77 @@ static enum sx_status ss_block(const struct sx_trace *t, const struct ss_rank *r
             stack = ns;
             cap = nc;
         }
-        if (!sx_buf_reserve(out, 96))
+        if (!put_ev(out, pre, true, frame_of[c->region], c->start, origin, ev_first))
             break;
-        char *p = out->data + out->len;
-        p = put_event(p, true, frame_of[c->region], (double)c->start / 1e9 - origin,
-                      ev_first);
-        out->len = (size_t)(p - out->data);
         stack[depth++] = i;
         if (i + 1 == pf->first + pf->n) { /* the profile's end */
-            if (!close_to(r, frame_of, origin, stack, &depth, 0, out))
+            if (!close_to(r, frame_of, origin, stack, &depth, 0, pre, out))
                 break;
-            sx_buf_puts(out, "]}");
+            static const struct sx_buf end = {.data = (char *)"]}", .len = 2};
+            put_txt(out, pre, &end);
             if (q + 1 < r->nprofiles)
                 q++;
         }
     }
-    if (out->data != NULL)
+    if (out->data != NULL && !pre)
         out->data[out->len] = '\0';
 out:
     free(stack);
     sx_buf_free(&tmp);
+    sx_buf_free(&txt);
     if (st == SX_OK && out->failed)
         st = sx_error_set(err, SX_ERR_NOMEM, t->run->path,
                           "%s: out of memory formatting the profiles of rank %" PRId64,
                           t->run->path, r->rank);
     return st;
+}
+
+static enum sx_status ss_block(const struct sx_trace *t, const struct ss_rank *r,
+                               const uint32_t *frame_of, double origin, bool doc_first,
+                               size_t i0, size_t i1, struct sx_buf *out,
+                               struct sx_error *err) {
+    return ss_block_as(t, r, frame_of, origin, doc_first, i0, i1, false, out, err);
+}
+
+static enum sx_status ss_block_pre(const struct sx_trace *t, const struct ss_rank *r,
+                                   const uint32_t *frame_of, double origin,
+                                   bool doc_first, size_t i0, size_t i1,
+                                   struct sx_buf *out, struct sx_error *err) {
+    return ss_block_as(t, r, frame_of, origin, doc_first, i0, i1, true, out, err);
+}
+
+/* The text of a block's records (ss_block_pre), on rank 0. */
+static enum sx_status ss_finish_text(const char *path, double origin,
+                                     const struct sx_buf *in, struct sx_buf *out,
+                                     struct sx_error *err) {
+    size_t at = 0;
+    while (at + sizeof(struct ev_rec) <= in->len) {
+        struct ev_rec e;
+        memcpy(&e, in->data + at, sizeof e);
+        at += sizeof e;
+        if (e.flags & EV_TEXT) {
+            const size_t n = (size_t)e.ns;
+            if (e.ns < 0 || n > in->len - at)
+                break;
+            sx_buf_append(out, in->data + at, n);
+            at += n + (8 - n % 8) % 8;
+            continue;
+        }
+        if (!sx_buf_reserve(out, 96))
+            break;
+        char *p = put_event(out->data + out->len, e.flags & EV_OPEN, e.frame,
+                            (double)e.ns / 1e9 - origin, e.flags & EV_FIRST);
+        out->len = (size_t)(p - out->data);
+    }
+    if (out->failed)
+        return sx_error_set(err, SX_ERR_NOMEM, path,
+                            "%s: out of memory formatting the profiles", path);
+    if (at != in->len)
+        return sx_error_set(err, SX_ERR_INTERNAL, path,
+                            "%s: a speedscope block's records end inside a record", path);
+    if (out->data != NULL)
+        out->data[out->len] = '\0';
+    return SX_OK;
 }
 
 /* MPI counts are int: the survey's records stay under this many. */
@@ -1123,6 +1218,22 @@ static enum sx_status ss_doc_block(void *fmt, size_t k, uint64_t from, uint64_t 
     return st;
 }
 
+static enum sx_status ss_doc_pre(void *fmt, size_t k, uint64_t from, uint64_t to,
+                                 struct sx_buf *out, struct sx_error *err) {
+    struct ss_doc *d = fmt;
+    enum sx_status st = ss_load(d, k, err);
+    if (st == SX_OK)
+        st = ss_block_pre(d->t, d->built, d->frame_of, d->origin, k == d->first_k,
+                          (size_t)from, (size_t)to, out, err);
+    return st;
+}
+
+static enum sx_status ss_doc_finish(void *fmt, const struct sx_buf *in,
+                                    struct sx_buf *out, struct sx_error *err) {
+    const struct ss_doc *d = fmt;
+    return ss_finish_text(d->t->run->path, d->origin, in, out, err);
+}
+
 /* An open and a close event a call (about 110 bytes); a rank without calls has no
  * profile. */
 static const struct sx_trace_format ss_format = {
@@ -1134,6 +1245,8 @@ static const struct sx_trace_format ss_format = {
     .head = ss_doc_head,
     .tail = ss_doc_tail,
     .block = ss_doc_block,
+    .pre = ss_doc_pre,
+    .finish = ss_doc_finish,
     .free = ss_doc_free,
 };
 
