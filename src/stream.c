@@ -109,22 +109,26 @@ static int *turn_owners(const struct sx_producer *p, int size) {
  */
 #define WAIT_MAX_NS 200000L
 
-static void nap(long *ns) {
-    struct timespec ts = {0, *ns};
-    nanosleep(&ts, NULL);
-    if (*ns < WAIT_MAX_NS)
-        *ns *= 2;
-}
+/*
+ * The header of a block rank 0 is to write next is waited for with shorter
+ * sleeps (at most ROOT_WAIT_MAX_NS, a hundredth of a block's making): rank 0
+ * waits for a worker that formats on the core that MPI's own wait would spin
+ * on, beside rank 0's writer thread (speedscope of 10M calls at two processes
+ * on two cores: 1.58 s against 1.76 s, medians of 5).
+ */
+#define ROOT_WAIT_MAX_NS 50000L
 
-/* MPI_Waitall, sleeping between tests. */
-static int wait_all(int n, MPI_Request *reqs) {
+/* MPI_Waitall, sleeping between tests, each sleep twice the last up to max_ns. */
+static int wait_all(int n, MPI_Request *reqs, long max_ns) {
     long ns = 1000;
     for (;;) {
         int done = 0;
         int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS || done)
             return rc;
-        nap(&ns);
+        struct timespec ts = {0, ns};
+        nanosleep(&ts, NULL);
+        ns = ns * 2 < max_ns ? ns * 2 : max_ns;
     }
 }
 
@@ -132,33 +136,14 @@ static int wait_all(int n, MPI_Request *reqs) {
 static int recv_ctrl(int *ctrl, MPI_Comm comm) {
     MPI_Request req;
     int rc = MPI_Irecv(ctrl, 1, MPI_INT, 0, TAG_CTRL, comm, &req);
-    return rc == MPI_SUCCESS ? wait_all(1, &req) : rc;
+    return rc == MPI_SUCCESS ? wait_all(1, &req, WAIT_MAX_NS) : rc;
 }
 
-/*
- * MPI_Recv of a block's header, sleeping between tests (at most ROOT_WAIT_MAX_NS,
- * a hundredth of a block's making) until it is there: rank 0 waits for a worker
- * that formats on the core that MPI's own wait would spin on, beside rank 0's
- * writer thread (speedscope of 10M calls at two processes on two cores: 1.58 s
- * against 1.76 s, medians of 5).
- */
-#define ROOT_WAIT_MAX_NS 50000L
-
+/* MPI_Recv of a block's header, on rank 0, sleeping until it is there. */
 static int recv_hdr(struct block_hdr *h, int from, MPI_Comm comm) {
     MPI_Request req;
     int rc = MPI_Irecv(h, sizeof *h, MPI_BYTE, from, TAG_HDR, comm, &req);
-    long ns = 1000;
-    while (rc == MPI_SUCCESS) {
-        int done = 0;
-        rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS || done)
-            break;
-        struct timespec ts = {0, ns};
-        nanosleep(&ts, NULL);
-        if (ns < ROOT_WAIT_MAX_NS)
-            ns *= 2;
-    }
-    return rc;
+    return rc == MPI_SUCCESS ? wait_all(1, &req, ROOT_WAIT_MAX_NS) : rc;
 }
 
 static enum sx_status mpi_failed(const char *what, struct sx_error *err) {
@@ -524,7 +509,7 @@ static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
             break;
         }
         struct sendset *s = &set[k % (size_t)nsets];
-        if (wait_all(s->nreq, s->reqs) != MPI_SUCCESS) {
+        if (wait_all(s->nreq, s->reqs, WAIT_MAX_NS) != MPI_SUCCESS) {
             st = mpi_failed("MPI_Waitall", err);
             break;
         }
@@ -543,7 +528,7 @@ static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
     if (st == SX_OK && !got_ctrl)
         st = sx_fault_rest(err);
     for (int j = 0; set != NULL && j < nsets; j++)
-        if (wait_all(set[j].nreq, set[j].reqs) != MPI_SUCCESS && st == SX_OK)
+        if (wait_all(set[j].nreq, set[j].reqs, WAIT_MAX_NS) != MPI_SUCCESS && st == SX_OK)
             st = mpi_failed("MPI_Waitall", err);
     struct block_hdr end;
     memset(&end, 0, sizeof end);

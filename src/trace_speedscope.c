@@ -942,11 +942,9 @@ static enum sx_status ss_finish_text(const char *path, double origin,
             at += n + (8 - n % 8) % 8;
             continue;
         }
-        if (!sx_buf_reserve(out, 96))
+        if (!put_ev(out, false, e.flags & EV_OPEN, e.frame, e.ns, origin,
+                    e.flags & EV_FIRST))
             break;
-        char *p = put_event(out->data + out->len, e.flags & EV_OPEN, e.frame,
-                            (double)e.ns / 1e9 - origin, e.flags & EV_FIRST);
-        out->len = (size_t)(p - out->data);
     }
     if (out->failed)
         return sx_error_set(err, SX_ERR_NOMEM, path,
@@ -1208,24 +1206,28 @@ static void ss_doc_tail(void *fmt, struct sx_buf *out) {
     ss_tail(out);
 }
 
-static enum sx_status ss_doc_block(void *fmt, size_t k, uint64_t from, uint64_t to,
-                                   struct sx_buf *out, struct sx_error *err) {
+/* Block k's [from, to): its text, or its records when 'pre' (finished on rank 0). */
+static enum sx_status ss_doc_make(void *fmt, size_t k, uint64_t from, uint64_t to,
+                                  bool pre, struct sx_buf *out, struct sx_error *err) {
     struct ss_doc *d = fmt;
     enum sx_status st = ss_load(d, k, err);
-    if (st == SX_OK)
-        st = ss_block(d->t, d->built, d->frame_of, d->origin, k == d->first_k,
-                      (size_t)from, (size_t)to, out, err);
-    return st;
+    if (st != SX_OK)
+        return st;
+    const bool first = k == d->first_k;
+    return pre ? ss_block_pre(d->t, d->built, d->frame_of, d->origin, first, (size_t)from,
+                              (size_t)to, out, err)
+               : ss_block(d->t, d->built, d->frame_of, d->origin, first, (size_t)from,
+                          (size_t)to, out, err);
+}
+
+static enum sx_status ss_doc_block(void *fmt, size_t k, uint64_t from, uint64_t to,
+                                   struct sx_buf *out, struct sx_error *err) {
+    return ss_doc_make(fmt, k, from, to, false, out, err);
 }
 
 static enum sx_status ss_doc_pre(void *fmt, size_t k, uint64_t from, uint64_t to,
                                  struct sx_buf *out, struct sx_error *err) {
-    struct ss_doc *d = fmt;
-    enum sx_status st = ss_load(d, k, err);
-    if (st == SX_OK)
-        st = ss_block_pre(d->t, d->built, d->frame_of, d->origin, k == d->first_k,
-                          (size_t)from, (size_t)to, out, err);
-    return st;
+    return ss_doc_make(fmt, k, from, to, true, out, err);
 }
 
 static enum sx_status ss_doc_finish(void *fmt, const struct sx_buf *in,
