@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_shapes.sh - synthetic runs of many shapes export to the same text at 1, 2, 3, 4 ranks
-# (one huge row split over blocks and ranks, many tiny rows, more or fewer file ranks than
-# exporter ranks, empty ranks, every optional column, fixed-length strings, aggregate layout).
+# (one huge row split over blocks and ranks, blocks larger than rank 0 receives at once,
+# many tiny rows, more or fewer file ranks than exporter ranks, empty ranks, every optional
+# column, fixed-length strings, aggregate layout).
 # The reference goes through the page cache (SCOPE_EXPORT_DIRECT_WRITES=0), the others around
 # it where they are larger than a stage (8 MiB: the first two shapes, 21 MB of text).
 . "$(dirname "$0")/lib.sh"
@@ -29,6 +30,8 @@ shape() { # name block-size synth-options...
 }
 
 shape one-huge-row 65536 --ranks 1 --regions 1 --events 400000 --columns call,parent
+# blocks larger than rank 0 takes from a worker at once (16 MiB): it writes them in runs
+shape huge-blocks 40000000 --ranks 2 --regions 3 --events 2000000
 shape skewed 32768 --ranks 4 --regions 6 --events 300000 --skew 0.9 --columns all
 shape tiny-rows 4096 --ranks 64 --regions 40 --events 6000
 shape more-file-ranks 16384 --ranks 16 --regions 5 --events 50000 --lanes --likwid --lineprof
