@@ -292,6 +292,21 @@ static enum sx_status interrupted(const struct writer *w, struct sx_error *err) 
                         w->so->path);
 }
 
+/*
+ * Count a block written: for .gz its text's CRC and length go into the
+ * trailer's, and its units into the progress reported.
+ */
+static void account(struct writer *w, uint64_t raw_len, uint32_t crc, uint64_t units) {
+    if (w->so->gz) {
+        w->crc = sx_crc32_combine(w->crc, crc, raw_len);
+        w->isize += raw_len;
+    }
+    w->done += units;
+    if (w->so->progress != NULL)
+        w->so->progress(w->done, w->total > w->done ? w->total : w->done,
+                        w->so->progress_user);
+}
+
 /* Write 'raw' (or its deflated 'z'); the buffer written comes back empty
  * (sx_out_write_buf).
  */
@@ -299,6 +314,7 @@ static enum sx_status write_text(struct writer *w, struct sx_buf *raw, struct sx
                                  uint32_t crc, bool final, uint64_t units,
                                  struct sx_error *err) {
     enum sx_status st = SX_OK;
+    const uint64_t raw_len = raw->len;
     if (sx_stop_requested())
         return interrupted(w, err);
     if (!w->so->gz) {
@@ -311,22 +327,32 @@ static enum sx_status write_text(struct writer *w, struct sx_buf *raw, struct sx
                                     &w->z, err);
             z = &w->z;
         }
-        w->crc = sx_crc32_combine(w->crc, crc, raw->len);
-        w->isize += raw->len;
         if (st == SX_OK)
             st = sx_out_write_buf(w->f, z, err);
     }
-    w->done += units;
-    if (st == SX_OK && w->so->progress != NULL)
-        w->so->progress(w->done, w->total > w->done ? w->total : w->done,
-                        w->so->progress_user);
+    if (st == SX_OK)
+        account(w, raw_len, crc, units);
     return st;
 }
 
 /*
- * Receive 'n' bytes from 'from' as pieces into 'b'. When 'b' cannot hold
- * them, the pieces still are received (into 'scratch') so that the sender's
- * sends complete, and the result is SX_ERR_NOMEM.
+ * Receive 'n' bytes from 'from' as pieces into 'dst', or, when 'dst' is NULL,
+ * into 'scratch' and drop them: the sender's sends complete either way.
+ */
+static int recv_pieces(char *dst, uint64_t n, int from, MPI_Comm comm, char *scratch) {
+    for (uint64_t at = 0; at < n; at += PIECE) {
+        int k = (int)(n - at < PIECE ? n - at : PIECE);
+        int rc = MPI_Recv(dst != NULL ? dst + at : scratch, k, MPI_BYTE, from, TAG_DATA,
+                          comm, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+/*
+ * Receive 'n' bytes from 'from' into 'b'. When 'b' cannot hold them, they
+ * still are received (and dropped), and the result is SX_ERR_NOMEM.
  */
 static enum sx_status recv_text(struct sx_buf *b, uint64_t n, int from, MPI_Comm comm,
                                 char *scratch, const char *path, struct sx_error *err) {
@@ -336,13 +362,8 @@ static enum sx_status recv_text(struct sx_buf *b, uint64_t n, int from, MPI_Comm
     if (!keep)
         st = sx_error_set(err, SX_ERR_NOMEM, path, "%s: out of memory receiving a block",
                           path);
-    for (uint64_t at = 0; at < n; at += PIECE) {
-        int k = (int)(n - at < PIECE ? n - at : PIECE);
-        char *dst = keep ? b->data + at : scratch;
-        if (MPI_Recv(dst, k, MPI_BYTE, from, TAG_DATA, comm, MPI_STATUS_IGNORE) !=
-            MPI_SUCCESS)
-            return mpi_failed("MPI_Recv", err);
-    }
+    if (recv_pieces(keep ? b->data : NULL, n, from, comm, scratch) != MPI_SUCCESS)
+        return mpi_failed("MPI_Recv", err);
     if (keep)
         b->len = n;
     return st;
@@ -378,29 +399,17 @@ static enum sx_status write_received(struct writer *w, const struct block_hdr *h
         if (st == SX_OK && !keep)
             st = sx_error_set(err, SX_ERR_NOMEM, w->so->path,
                               "%s: out of memory receiving a block", w->so->path);
-        for (uint64_t j = 0; j < m; j += PIECE) {
-            int k = (int)(m - j < PIECE ? m - j : PIECE);
-            if (MPI_Recv(keep ? run->data + j : scratch, k, MPI_BYTE, from, TAG_DATA,
-                         comm, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-                return mpi_failed("MPI_Recv", err);
-        }
+        if (recv_pieces(keep ? run->data : NULL, m, from, comm, scratch) != MPI_SUCCESS)
+            return mpi_failed("MPI_Recv", err);
         at += m;
         if (keep) {
             run->len = (size_t)m;
             st = sx_out_write_buf(w->f, run, err);
         }
     }
-    if (st != SX_OK)
-        return st;
-    if (w->so->gz) {
-        w->crc = sx_crc32_combine(w->crc, h->crc, h->raw_len);
-        w->isize += h->raw_len;
-    }
-    w->done += units;
-    if (w->so->progress != NULL)
-        w->so->progress(w->done, w->total > w->done ? w->total : w->done,
-                        w->so->progress_user);
-    return SX_OK;
+    if (st == SX_OK)
+        account(w, h->raw_len, h->crc, units);
+    return st;
 }
 
 /*
@@ -614,15 +623,10 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
                 break;
             struct sx_error ignored;
             sx_error_clear(&ignored);
-            const uint64_t n = sent_len(&h, so->gz);
-            for (uint64_t at = 0; at < n;) {
-                int k = (int)(n - at < PIECE ? n - at : PIECE);
-                if (MPI_Recv(scratch, k, MPI_BYTE, r, TAG_DATA, comm,
-                             MPI_STATUS_IGNORE) != MPI_SUCCESS) {
-                    st = st != SX_OK ? st : mpi_failed("MPI_Recv", &ignored);
-                    break;
-                }
-                at += (uint64_t)k;
+            if (recv_pieces(NULL, sent_len(&h, so->gz), r, comm, scratch) !=
+                MPI_SUCCESS) {
+                st = st != SX_OK ? st : mpi_failed("MPI_Recv", &ignored);
+                break;
             }
         }
     }
