@@ -1153,6 +1153,11 @@ rows_targets() {
         r=$(ratio_of "$a" "$b")
         verdict "$(le 1.6 "$r")" "$Z: .json 1 -> 2 ranks net $a s -> $b s = ${r}x faster; target >= 1.6x [whole command ${WALL[gz6m:json.1]} s -> ${WALL[gz6m:json.2]} s]"
     else verdict SKIP "$Z: .json 1 -> 2 ranks: missing measurement"; fi
+    if have "gz6m:json.2" && have "gz6m:cat" && have "gz6m:start.2"; then
+        a=$(net gz6m json.2)
+        r=$(ratio_of "$a" "${WALL[gz6m:cat]}")
+        verdict "$(le "$r" 3)" "$Z: .json 2 ranks net $a s = ${r}x cat (${WALL[gz6m:cat]} s); target <= 3x [whole command ${WALL[gz6m:json.2]} s]"
+    else verdict SKIP "$Z: .json 2 ranks vs cat: missing measurement"; fi
     if have "rows4k:json.2"; then
         a=${ALLRSS[rows4k:json.2]}
         verdict "$(le "$a" $((128 * 1024 - 1)))" "$B: .json -n 2 every rank's peak RSS ${RANKRSS[rows4k:json.2]} MiB; target < 128 MiB"

@@ -83,7 +83,7 @@ grep -Eq '^(PASS|FAIL)  64x16 -> 256x16: peak RSS at -n 2 grows' "$out" && ok ||
 # The other paths: speedscope, native runs both ways and their traces, text rates.
 for what in "speedscope .* MB: -n 2" "speedscope: 1 -> 2 ranks net" "speedscope formatter" \
     "native 256 files .* MB: bare .json" "native 256 files, Chrome trace of every rank" \
-    "100k-gzip4: .json one process, bare"; do
+    "100k-gzip4: .json one process, bare" "100k-gzip4: .json 2 ranks net .*x cat"; do
     grep -Eq "^(PASS|FAIL)  $what" "$out" && ok || bad "no target line '$what'"
 done
 # the Perfetto trace's targets: its size against the Chrome trace's, 1 -> 2 ranks, rank 0
