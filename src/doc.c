@@ -414,18 +414,27 @@ static enum sx_status write_meta(const struct sx_doc *doc, const struct sx_row *
 /* ------------------------------------------------------------------ */
 /* Blocks                                                             */
 
+void sx_doc_room_free(struct sx_doc_room *room) {
+    free(room->arena);
+    free(room->slices);
+    memset(room, 0, sizeof *room);
+}
+
 enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_source *src,
-                            const struct sx_doc_ahead *ah, size_t bi, struct sx_buf *out,
-                            struct sx_error *err) {
+                            const struct sx_doc_ahead *ah, struct sx_doc_room *room,
+                            size_t bi, struct sx_buf *out, struct sx_error *err) {
     enum sx_status st = SX_OK;
     const struct sx_run *run = doc->run;
     const struct sx_block *blk = &doc->blocks[bi];
     struct sx_piece *pieces = NULL;
     size_t np = 0, capp = 0;
-    struct sx_slice *slices = NULL;
-    size_t slices_cap = 0;
-    int64_t *arena = NULL;
-    uint64_t arena_cap = 0;
+    struct sx_doc_room own = {0};
+    if (room == NULL)
+        room = &own;
+    struct sx_slice *slices = room->slices;
+    size_t slices_cap = room->slices_cap;
+    int64_t *arena = room->arena;
+    uint64_t arena_cap = room->arena_cap;
     struct sx_buf mb = {0};
     const struct sx_row **mrows = NULL;
     size_t *moff = NULL, nmeta = 0, mi = 0;
@@ -521,13 +530,15 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
             free(slices);
             slices_cap = q - p + 1;
             slices = sx_malloc(slices_cap * sizeof *slices);
+            slices_cap = slices != NULL ? slices_cap : 0;
         }
-        if (slices != NULL)
+        if (kb < 0 && slices != NULL)
             memset(slices, 0, (q - p + 1) * sizeof *slices);
         if (kb < 0 && evs + 1 > arena_cap) {
             free(arena);
             arena_cap = evs + 1 > SX_PIECE_EVENTS + 1 ? evs + 1 : SX_PIECE_EVENTS + 1;
             arena = sx_malloc(arena_cap * sizeof *arena);
+            arena_cap = arena != NULL ? arena_cap : 0;
         }
         SX_CHECK(kb >= 0 || (slices != NULL && arena != NULL), SX_ERR_NOMEM, err,
                  run->path, "out of memory");
@@ -632,8 +643,11 @@ out:
     free(moff);
     free(mrows);
     sx_buf_free(&mb);
-    free(arena);
-    free(slices);
+    room->arena = arena;
+    room->arena_cap = arena_cap;
+    room->slices = slices;
+    room->slices_cap = slices_cap;
+    sx_doc_room_free(&own);
     free(pieces);
     return st;
 }

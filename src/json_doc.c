@@ -14,6 +14,7 @@ struct json_doc {
     struct sx_doc doc;
     struct sx_event_source src;
     struct sx_doc_ahead ahead;
+    struct sx_doc_room room;
 };
 
 static enum sx_status json_head(void *ctx, struct sx_buf *out, struct sx_error *err) {
@@ -40,7 +41,7 @@ static enum sx_status json_prepare(void *ctx, const size_t *next, size_t n, size
 static enum sx_status json_block(void *ctx, size_t b, struct sx_buf *out,
                                  struct sx_error *err) {
     struct json_doc *j = ctx;
-    return sx_doc_block(&j->doc, &j->src, &j->ahead, b, out, err);
+    return sx_doc_block(&j->doc, &j->src, &j->ahead, &j->room, b, out, err);
 }
 
 static uint64_t json_units(void *ctx, size_t b) {
@@ -53,6 +54,7 @@ static void json_free(void *ctx) {
     if (j == NULL)
         return;
     sx_doc_ahead_free(&j->ahead);
+    sx_doc_room_free(&j->room);
     sx_doc_free(&j->doc);
     free(j);
 }

@@ -210,7 +210,8 @@ static enum sx_status nd_block(void *ctx, size_t b, struct sx_buf *out,
     for (size_t k = 0; k < njobs && st == SX_OK; k++)
         st = read_row(nd, bl, jobs[k].i, err);
     if (st == SX_OK)
-        st = sx_doc_block(doc, &(struct sx_event_source){NULL, NULL}, NULL, b, out, err);
+        st = sx_doc_block(doc, &(struct sx_event_source){NULL, NULL}, NULL, NULL, b, out,
+                          err);
 out:
     for (uint64_t i = bl->from.row; doc->nrows > 0 && i <= last; i++) {
         struct sx_row *row = &run->rows[doc->order[i]];

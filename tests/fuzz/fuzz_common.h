@@ -89,7 +89,7 @@ static void fz_write_and_reload(const struct sx_run *run, uint64_t h) {
     if (st == SX_OK)
         st = sx_doc_header(&doc, &out, &err);
     for (size_t b = 0; st == SX_OK && b < doc.nblocks; b++)
-        st = sx_doc_block(&doc, &src, NULL, b, &out, &err);
+        st = sx_doc_block(&doc, &src, NULL, NULL, b, &out, &err);
     if (st == SX_OK)
         st = sx_doc_trailer(&doc, &out, &err);
     if (st == SX_OK && out.failed)

@@ -28,7 +28,7 @@ static void write_doc(const struct sx_run *run, struct sx_h5 *h5, const char *pa
     struct sx_event_source src = sx_h5_event_source(h5);
     ASSERT(sx_doc_header(&doc, &b, &e) == SX_OK);
     for (size_t i = 0; i < doc.nblocks; i++)
-        ASSERT(sx_doc_block(&doc, &src, NULL, i, &b, &e) == SX_OK);
+        ASSERT(sx_doc_block(&doc, &src, NULL, NULL, i, &b, &e) == SX_OK);
     ASSERT(sx_doc_trailer(&doc, &b, &e) == SX_OK);
     FILE *out = fopen(path, "wb");
     ASSERT(out != NULL);
