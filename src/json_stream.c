@@ -56,6 +56,12 @@ struct rd {
     size_t ncopied_cols;
     struct sx_buf *vals, *offs; /* the columns the markers stand for, one after another;
                                    where each ends (int64) */
+    /* when the check keeps no row, the columns are read straight in here, in the order
+     * of the text ('vals' takes it at the end): no copy of them, and no scratch as large
+     * as the largest row; 'span_upto': where each span's values end in it */
+    bool direct;
+    struct i64v all;
+    size_t span_upto[SX_NCOLS + 1];
     struct sx_buf *metas; /* each event_metadata list the fast path read, sparse: its
                              length, then the place and text of each non-empty object */
     size_t nmetas, meta_n;
@@ -473,14 +479,13 @@ static bool i64v_grow(struct i64v *v) {
     return true;
 }
 
-/* A list of integers at '*off' into 'v': the bulk of a profile, and its hot loop. */
+/* A list of integers at '*off' appended to 'v': the bulk of a profile, and its hot loop. */
 static enum fast fast_ints(struct rd *r, uint64_t *poff, struct i64v *v) {
     uint64_t off = *poff;
     int c;
     /* a check that keeps no column counts the values (the copy takes them) */
     const bool keep = !r->ops->no_columns || r->copy != NULL;
     int64_t sink;
-    v->n = 0;
     if (peek(r, off) != '[')
         return F_NO;
     off = skip_ws(r, off + 1);
@@ -869,6 +874,7 @@ static enum fast fast_row(struct rd *r, uint64_t *poff, struct sx_row *row) {
     unsigned seen = 0;
     enum fast f = F_OK;
     struct i64v *const col = r->vec;
+    const size_t all_n = r->all.n; /* what the row read straight is dropped on failure */
     struct sx_buf meta = {0};
     bool meta_any = false;
     size_t nmeta = 0;
@@ -932,7 +938,14 @@ static enum fast fast_row(struct rd *r, uint64_t *poff, struct sx_row *row) {
             break;
         default:
             r->span[r->nspans][0] = off;
-            f = fast_ints(r, &off, &col[k - K_COL]);
+            if (r->direct) {
+                const size_t from = r->all.n;
+                f = fast_ints(r, &off, &r->all);
+                col[k - K_COL].n = r->all.n - from;
+                r->span_upto[r->nspans] = r->all.n;
+            } else {
+                f = fast_ints(r, &off, &col[k - K_COL]);
+            }
             r->span[r->nspans][1] = off;
             r->span_col[r->nspans++] = k - K_COL;
             break;
@@ -988,8 +1001,10 @@ static enum fast fast_row(struct rd *r, uint64_t *poff, struct sx_row *row) {
     f = F_OK;
 out:
     sx_buf_free(&meta);
-    if (f != F_OK)
+    if (f != F_OK) {
         sx_row_clear(row);
+        r->all.n = all_n;
+    }
     return f;
 }
 
@@ -1035,9 +1050,10 @@ static uint64_t read_element(struct rd *r, uint64_t off) {
                 sx_buf_putc(r->metas, ']');
                 continue;
             }
-            if (row.count > 0)
+            if (!r->direct && row.count > 0)
                 sx_buf_append(r->vals, r->vec[c].v, row.count * sizeof *r->vec[c].v);
-            const int64_t upto = (int64_t)(r->vals->len / sizeof(int64_t));
+            const int64_t upto = r->direct ? (int64_t)r->span_upto[k]
+                                           : (int64_t)(r->vals->len / sizeof(int64_t));
             sx_buf_append(r->offs, &upto, sizeof upto);
             copy_to(r, r->span[k][0]);
             slot(r, i, c);
@@ -1258,6 +1274,7 @@ static void rd_close(struct rd *r) {
     sx_buf_free(&r->keys);
     for (int c = 0; c < SX_NCOLS; c++)
         free(r->vec[c].v);
+    free(r->all.v);
     free(r->items);
     if (r->c_locale != (locale_t)0)
         freelocale(r->c_locale);
@@ -1318,8 +1335,22 @@ enum sx_status sx_jstream_copy(const char *path, const struct sx_jstream_ops *op
         r.offs = ends;
         r.metas = metas;
         r.slots = slots;
+        r.direct = ops->no_columns && values->len == 0;
         sx_buf_putc(metas, '[');
         read_doc(&r, UINT64_MAX, &next);
+        if (r.direct && r.st == SX_OK) {
+            /* the values read straight become 'values' (its NUL after them) */
+            if (r.all.n == r.all.cap && !i64v_grow(&r.all))
+                fail(&r, SX_ERR_NOMEM, "out of memory reading");
+            if (r.st == SX_OK && r.all.v != NULL) {
+                sx_buf_free(values);
+                values->data = (char *)r.all.v;
+                values->len = r.all.n * sizeof *r.all.v;
+                values->cap = r.all.cap * sizeof *r.all.v;
+                values->data[values->len] = '\0';
+                r.all = (struct i64v){0};
+            }
+        }
     }
     if (r.st == SX_OK && r.nlists != 1)
         sx_buf_reset(slots); /* json.loads keeps the last list: the slots do not hold */

@@ -202,7 +202,8 @@ for doc in sorted(glob.glob(sys.argv[1] + "/*/run.json*")):
     n += 1
 assert n >= 10 and cols > 0, (n, cols)
 # shapes the golden documents lack: a row with every column and event metadata, one the
-# fast reader leaves as text (nested metadata) among rows it takes, and "regions" twice
+# fast reader leaves as text (nested metadata, after columns it had read) among rows it
+# takes, and "regions" twice
 # (json.load keeps the last list; the library's places of its columns do not hold then)
 base = json.load(open(sys.argv[1] + "/basic_nested/run.json"))
 rows = [r for r in base["regions"] if r.get("start_times_ns")]
@@ -215,7 +216,7 @@ every["event_metadata"] = [{"i": j} if j % 2 else {} for j in range(k)]
 nested = dict(rows[1])
 nested["event_metadata"] = [{"a": {"b": [j]}} for j in range(len(nested["start_times_ns"]))]
 shapes = dict(base)
-shapes["regions"] = [every] + base["regions"] + [nested]
+shapes["regions"] = [every, nested] + base["regions"] + [nested]
 cases = [json.dumps(shapes)]
 text = json.dumps(base)
 cases.append(text[:-1] + ', "regions": ' + json.dumps(base["regions"][1:]) + "}")

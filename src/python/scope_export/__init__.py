@@ -291,6 +291,31 @@ def _int64s(address, n):
     return memoryview(bytearray((ctypes.c_char * (8 * n)).from_address(address))).cast("q")
 
 
+def _utf8_decoder():
+    """CPython's PyUnicode_DecodeUTF8, or None where there is no pythonapi."""
+    try:
+        f = ctypes.pythonapi.PyUnicode_DecodeUTF8
+    except (AttributeError, OSError):
+        return None
+    f.restype = ctypes.py_object
+    f.argtypes = (ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_char_p)
+    return f
+
+
+_decode_utf8 = _utf8_decoder()
+
+
+def _text_at(address, n):
+    """The library's text at 'address' as json.loads reads bytes: decoded straight
+    from the library's buffer where it can be (one copy of the text, not two)."""
+    if _decode_utf8 is not None and n:
+        head = ctypes.string_at(address, min(n, 4))
+        # what json.loads would not decode as plain UTF-8 (a BOM, UTF-16 or UTF-32)
+        if not head.startswith(b"\xef\xbb\xbf") and b"\x00" not in head:
+            return _decode_utf8(address, n, b"surrogatepass")
+    return ctypes.string_at(address, n)
+
+
 class _Loaded:
     """What sx_load() gave, freed with the last column that views its values."""
 
@@ -333,8 +358,8 @@ def _load(path):
         _raise(st, e)
     owner = _Loaded(handle.value)  # frees the library's buffers when nothing views them
     n = ctypes.c_size_t()
-    text = ctypes.string_at(_lib.sx_loaded_text(handle, ctypes.byref(n)), n.value)
-    metas = ctypes.string_at(_lib.sx_loaded_metadata(handle, ctypes.byref(n)), n.value)
+    text = _text_at(_lib.sx_loaded_text(handle, ctypes.byref(n)), n.value)
+    metas = _text_at(_lib.sx_loaded_metadata(handle, ctypes.byref(n)), n.value)
     address = _lib.sx_loaded_values(handle, ctypes.byref(n))
     values, buf = _int64s(0, 0), None
     if n.value:
