@@ -479,7 +479,7 @@ static bool i64v_grow(struct i64v *v) {
     return true;
 }
 
-/* A list of integers at '*off' appended to 'v': the bulk of a profile, and its hot loop. */
+/* A list of integers at '*off' appended to 'v': a profile's bulk, and its hot loop. */
 static enum fast fast_ints(struct rd *r, uint64_t *poff, struct i64v *v) {
     uint64_t off = *poff;
     int c;
