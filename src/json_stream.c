@@ -34,6 +34,7 @@ struct rd {
     uint64_t base;
     uint64_t keep; /* text from here on stays in the window (NO_KEEP: none) */
     bool eof;
+    bool plain; /* not gzip: the text can be read again from any place */
     /* a read that failed: the end of the text, and the error once that text is needed
      * (not where the fast path only looks ahead, so both paths fail alike) */
     struct sx_error read_err;
@@ -136,6 +137,22 @@ static void rd_fill(struct rd *r, uint64_t from) {
         r->eof = true;
     r->end += n;
     r->buf[r->end] = '\0';
+}
+
+/*
+ * Back to 'off', which has left the window: the text is read again from there. The
+ * fast path keeps no element's start in the window of a plain file (a huge row would
+ * grow the window to its size, and every read with it), and comes here when it gives
+ * an element up; a gzip's is kept (it is read in order).
+ */
+static void rd_rewind(struct rd *r, uint64_t off) {
+    if (r->st != SX_OK || off >= r->base)
+        return;
+    r->st = sx_gz_in_seek(r->in, off, r->err);
+    r->base = off;
+    r->end = 0;
+    r->eof = false;
+    r->buf[0] = '\0';
 }
 
 /* At least 'k' bytes from 'off' in the window, or all the text there is. */
@@ -1024,10 +1041,15 @@ static uint64_t read_element(struct rd *r, uint64_t off) {
     const size_t i = r->index++;
     uint64_t end = off;
 
-    r->keep = off;
+    /* the copy takes the text as the window leaves it: it keeps the element's */
+    r->keep = r->plain && r->copy == NULL ? NO_KEEP : off;
     const enum fast f = r->fast ? fast_row(r, &end, &row) : F_NO;
     if (f == F_ERR)
         goto out;
+    if (f == F_NO) {
+        rd_rewind(r, off);
+        r->keep = off;
+    }
     if (f == F_OK && r->copy != NULL) {
         /* the columns' text replaced by markers: "\u0000sx<N>", N their number */
         for (int k = 0; k < r->nspans; k++) {
@@ -1256,6 +1278,7 @@ static enum sx_status rd_open(struct rd *r, const char *path,
     st = sx_gz_in_open(path, &r->in, err);
     if (st != SX_OK)
         goto out;
+    r->plain = !sx_gz_in_is_gz(r->in);
     r->cap = WIN_MIN;
     r->buf = sx_malloc(r->cap + 1);
     SX_CHECK(r->buf != NULL, SX_ERR_NOMEM, err, path, "out of memory reading %s", path);

@@ -220,6 +220,26 @@ out:
     return c;
 }
 
+/*
+ * validate (a check that keeps no row) of 'path', with the fast path on and off: the
+ * same status and message, and 'wo' the status.
+ */
+static void check_validate(const char *label, const char *path, int wo) {
+    struct sx_error ea, eb;
+    sx_error_clear(&ea);
+    sx_error_clear(&eb);
+    unsetenv(FAST_ENV);
+    const enum sx_status sa = sx_validate(path, &ea);
+    ASSERT(setenv(FAST_ENV, "0", 1) == 0);
+    const enum sx_status sb = sx_validate(path, &eb);
+    unsetenv(FAST_ENV);
+    if (sa != sb || strcmp(ea.text, eb.text) != 0 || (sa == SX_OK) != (wo == LOADS)) {
+        fprintf(stderr, "  %s: validate: fast path %d [%s], jansson %d [%s]\n", label, sa,
+                ea.text, sb, eb.text);
+        CHECK(!"validate: the fast path and jansson disagree");
+    }
+}
+
 /* 'text' plain, and gzipped in 7-byte members (the window's end all through it). */
 static void check_text(const char *label, const char *text, size_t n, int wf, int wo) {
     char l[300];
@@ -1359,6 +1379,7 @@ static void test_long_rows(void) {
     CHECK(d.len > 4 * WINDOW);
     put_file(tmp_json, d.data, d.len);
     check_path("long rows", tmp_json, ALL_FAST, LOADS);
+    check_validate("long rows", tmp_json, LOADS);
 
     /* the same with the long row read by jansson (an unknown key at its end) */
     char *p = strstr(d.data, "\"tags\": [\"t\"]}");
@@ -1368,6 +1389,13 @@ static void test_long_rows(void) {
     const struct counts c =
         check_path("long rows, the first by jansson", tmp_json, ANY_PATH, LOADS);
     CHECK(c.elements == 2 && c.fast == 1);
+    check_validate("long rows, the first by jansson", tmp_json, LOADS);
+
+    /* and broken at its end, long after the fast path began it: the same error */
+    memcpy(p, "\"tagz\": [\"t\"]]", 14);
+    put_file(tmp_json, d.data, d.len);
+    check_path("long rows, the first broken at its end", tmp_json, ANY_PATH, FAILS);
+    check_validate("long rows, the first broken at its end", tmp_json, FAILS);
     sx_buf_free(&d);
 }
 
