@@ -307,29 +307,37 @@ static void account(struct writer *w, uint64_t raw_len, uint32_t crc, uint64_t u
                         w->so->progress_user);
 }
 
-/* Write 'raw' (or its deflated 'z'); the buffer written comes back empty
- * (sx_out_write_buf).
- */
-static enum sx_status write_text(struct writer *w, struct sx_buf *raw, struct sx_buf *z,
-                                 uint32_t crc, bool final, uint64_t units,
-                                 struct sx_error *err) {
+/* Write 'raw', deflated here for .gz ('final': the last block); the buffer written
+ * comes back empty (sx_out_write_buf). */
+static enum sx_status write_text(struct writer *w, struct sx_buf *raw, bool final,
+                                 uint64_t units, struct sx_error *err) {
     enum sx_status st = SX_OK;
     const uint64_t raw_len = raw->len;
+    uint32_t crc = 0;
     if (sx_stop_requested())
         return interrupted(w, err);
     if (!w->so->gz) {
         st = sx_out_write_buf(w->f, raw, err);
-    } else {
-        if (z == NULL) { /* head and tail: compressed here */
-            sx_buf_reset(&w->z);
-            crc = sx_crc32(0, raw->data, raw->len);
-            st = sx_deflate_segment(raw->data, raw->len, w->so->level, w->so->eng, final,
-                                    &w->z, err);
-            z = &w->z;
-        }
+    } else { /* compressed here */
+        sx_buf_reset(&w->z);
+        crc = sx_crc32(0, raw->data, raw->len);
+        st = sx_deflate_segment(raw->data, raw->len, w->so->level, w->so->eng, final,
+                                &w->z, err);
         if (st == SX_OK)
-            st = sx_out_write_buf(w->f, z, err);
+            st = sx_out_write_buf(w->f, &w->z, err);
     }
+    if (st == SX_OK)
+        account(w, raw_len, crc, units);
+    return st;
+}
+
+/* Write a .gz block compressed already: its deflate data 'z', its text's length and CRC.
+ */
+static enum sx_status write_z(struct writer *w, struct sx_buf *z, uint64_t raw_len,
+                              uint32_t crc, uint64_t units, struct sx_error *err) {
+    if (sx_stop_requested())
+        return interrupted(w, err);
+    const enum sx_status st = sx_out_write_buf(w->f, z, err);
     if (st == SX_OK)
         account(w, raw_len, crc, units);
     return st;
@@ -440,8 +448,9 @@ enum { AHEAD_OWN = 4 };
 #define SHED_BYTES ((size_t)8 << 20)
 
 struct made {
-    struct block_out bo;
+    struct block_out bo; /* of a .gz, its deflate data alone (the text is in 'text') */
     size_t b;
+    uint64_t raw_len, units; /* its text's length; its units of progress */
     enum sx_status st;
     struct sx_error err;
 };
@@ -456,6 +465,11 @@ struct own_queue {
     size_t head, n;
     size_t next;  /* no block of rank 0's before 'next' is still to make */
     bool stopped; /* a block made ahead failed: none more ahead */
+    /* a .gz block's text is needed until it is compressed: rank 0 makes each of its
+     * blocks' text here, and the slots hold only their deflate data (a Chrome trace's
+     * .gz of 10M events, skewed, at two processes: rank 0 made four blocks ahead, each
+     * with the room of its text, 8 MiB, beside it) */
+    struct sx_buf text;
 };
 
 /* Make rank 0's next block, none before 'b_min', into the queue. false: none to make
@@ -471,7 +485,19 @@ static bool own_make_next(struct own_queue *oq, size_t b_min) {
     struct made *m = &oq->q[(oq->head + oq->n) % AHEAD_OWN];
     m->b = b;
     sx_error_clear(&m->err);
-    m->st = make_block(p, oq->so, oq->ah, b, false, &m->bo, &m->err);
+    if (oq->so->gz) {
+        struct sx_buf none = m->bo.raw; /* empty: its text is made in 'text' */
+        m->bo.raw = oq->text;
+        m->st = make_block(p, oq->so, oq->ah, b, false, &m->bo, &m->err);
+        oq->text = m->bo.raw;
+        m->bo.raw = none;
+        m->raw_len = oq->text.len;
+        m->units = progress_of(p, (long)b, &oq->text);
+    } else {
+        m->st = make_block(p, oq->so, oq->ah, b, false, &m->bo, &m->err);
+        m->raw_len = m->bo.raw.len;
+        m->units = progress_of(p, (long)b, &m->bo.raw);
+    }
     oq->n++;
     oq->next = b + 1;
     if (m->st != SX_OK)
@@ -510,6 +536,7 @@ static struct made *own_take(struct own_queue *oq, size_t b) {
 }
 
 static void own_free(struct own_queue *oq) {
+    sx_buf_free(&oq->text);
     for (int i = 0; i < AHEAD_OWN; i++) {
         sx_buf_free(&oq->q[i].bo.raw);
         sx_buf_free(&oq->q[i].bo.z);
@@ -570,7 +597,7 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
         st =
             sx_error_set(err, SX_ERR_NOMEM, so->path, "out of memory formatting a block");
     if (st == SX_OK)
-        st = write_text(w, &text, NULL, 0, false, progress_of(p, -1, &text), err);
+        st = write_text(w, &text, false, progress_of(p, -1, &text), err);
     if (st == SX_OK)
         st = sx_fault_at(SX_FAIL_WRITE, err);
     for (size_t b = 0; st == SX_OK && b < p->nblocks; b++) {
@@ -588,8 +615,8 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
             if (st != SX_OK && err != NULL)
                 *err = m->err;
             if (st == SX_OK)
-                st = write_text(w, &m->bo.raw, &m->bo.z, m->bo.crc, false,
-                                progress_of(p, (long)b, &m->bo.raw), err);
+                st = so->gz ? write_z(w, &m->bo.z, m->raw_len, m->bo.crc, m->units, err)
+                            : write_text(w, &m->bo.raw, false, m->units, err);
             if (m != &oq.q[0]) {
                 shed(&m->bo.raw);
                 shed(&m->bo.z);
@@ -616,8 +643,8 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
             if (st == SX_OK)
                 st = sx_fault_at(SX_FAIL_FORMAT, err);
             if (st == SX_OK)
-                st = write_text(w, &mine.raw, NULL, 0, false,
-                                progress_of(p, (long)b, &mine.raw), err);
+                st = write_text(w, &mine.raw, false, progress_of(p, (long)b, &mine.raw),
+                                err);
             continue;
         }
         st = write_received(
@@ -665,7 +692,7 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
             st = sx_error_set(err, SX_ERR_NOMEM, so->path,
                               "out of memory formatting a block");
         if (st == SX_OK)
-            st = write_text(w, &text, NULL, 0, true, progress_of(p, -1, &text), err);
+            st = write_text(w, &text, true, progress_of(p, -1, &text), err);
         if (st == SX_OK && so->gz) {
             unsigned char gt[8];
             sx_gzip_trailer(gt, w->crc, w->isize);
