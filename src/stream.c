@@ -307,32 +307,8 @@ static void account(struct writer *w, uint64_t raw_len, uint32_t crc, uint64_t u
                         w->so->progress_user);
 }
 
-/* Write 'raw', deflated here for .gz ('final': the last block); the buffer written
- * comes back empty (sx_out_write_buf). */
-static enum sx_status write_text(struct writer *w, struct sx_buf *raw, bool final,
-                                 uint64_t units, struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    const uint64_t raw_len = raw->len;
-    uint32_t crc = 0;
-    if (sx_stop_requested())
-        return interrupted(w, err);
-    if (!w->so->gz) {
-        st = sx_out_write_buf(w->f, raw, err);
-    } else { /* compressed here */
-        sx_buf_reset(&w->z);
-        crc = sx_crc32(0, raw->data, raw->len);
-        st = sx_deflate_segment(raw->data, raw->len, w->so->level, w->so->eng, final,
-                                &w->z, err);
-        if (st == SX_OK)
-            st = sx_out_write_buf(w->f, &w->z, err);
-    }
-    if (st == SX_OK)
-        account(w, raw_len, crc, units);
-    return st;
-}
-
-/* Write a .gz block compressed already: its deflate data 'z', its text's length and CRC.
- */
+/* Write 'z': a block's text, or of a .gz its deflate data, with the text's length and
+ * CRC; the buffer written comes back empty (sx_out_write_buf). */
 static enum sx_status write_z(struct writer *w, struct sx_buf *z, uint64_t raw_len,
                               uint32_t crc, uint64_t units, struct sx_error *err) {
     if (sx_stop_requested())
@@ -341,6 +317,18 @@ static enum sx_status write_z(struct writer *w, struct sx_buf *z, uint64_t raw_l
     if (st == SX_OK)
         account(w, raw_len, crc, units);
     return st;
+}
+
+/* Write 'raw', deflated here for .gz ('final': the last block). */
+static enum sx_status write_text(struct writer *w, struct sx_buf *raw, bool final,
+                                 uint64_t units, struct sx_error *err) {
+    if (!w->so->gz)
+        return write_z(w, raw, raw->len, 0, units, err);
+    sx_buf_reset(&w->z);
+    const uint32_t crc = sx_crc32(0, raw->data, raw->len);
+    const enum sx_status st = sx_deflate_segment(raw->data, raw->len, w->so->level,
+                                                 w->so->eng, final, &w->z, err);
+    return st == SX_OK ? write_z(w, &w->z, raw->len, crc, units, err) : st;
 }
 
 /*
@@ -450,7 +438,7 @@ enum { AHEAD_OWN = 4 };
 struct made {
     struct block_out bo; /* of a .gz, its deflate data alone (the text is in 'text') */
     size_t b;
-    uint64_t raw_len, units; /* its text's length; its units of progress */
+    uint64_t raw_len, units; /* of a .gz, its text's length; its units of progress */
     enum sx_status st;
     struct sx_error err;
 };
@@ -495,7 +483,6 @@ static bool own_make_next(struct own_queue *oq, size_t b_min) {
         m->units = progress_of(p, (long)b, &oq->text);
     } else {
         m->st = make_block(p, oq->so, oq->ah, b, false, &m->bo, &m->err);
-        m->raw_len = m->bo.raw.len;
         m->units = progress_of(p, (long)b, &m->bo.raw);
     }
     oq->n++;
