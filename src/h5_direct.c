@@ -4,7 +4,7 @@
 
 #include "fault.h"
 #include "h5_direct_heap.h"
-#include "h5_direct_map.h"
+#include "h5_direct_win.h"
 #include "h5_util.h"
 
 #include <errno.h>
@@ -18,14 +18,6 @@
 #include <isa-l/igzip_lib.h>
 #endif
 
-/*
- * What the file's two mappings hold at most (h5_direct_map.c): the index and its
- * strings, read again and again in no order, and the event columns, whose
- * frames a read-ahead takes in file order, once each, so that holding more of
- * them buys little.
- */
-#define MAP_INDEX ((size_t)16 << 20)
-#define MAP_EVENTS ((size_t)4 << 20)
 /* The index's integer columns are read through NWIN kept windows of WIN bytes. */
 enum { WIN = 1 << 16, NWIN = 32 };
 /* Deflated columns keep the last chunk read of ZKEEP of them (the start and end columns
@@ -35,12 +27,11 @@ enum { ZKEEP = 4 };
 struct sx_direct {
     int fd;
     uint64_t size;
-    /* Two views of the file: the index and its strings, read over and over in no
-     * order, and the event columns, which a read-ahead sweeps in file order once: a
-     * drop of the second costs the first nothing. */
-    struct sx_file_map *map, *evmap; /* or NULL: pread */
-    struct sx_file_win *iwin;        /* made at the first point read */
-    unsigned char *buf;              /* reused read buffer of span reads */
+    /* The file is read with pread, never mapped: a mapping's page faults and drops
+     * cost more than the system calls they save, and a file cut short under a
+     * mapping faults (SIGBUS), which only a process-wide signal handler could catch. */
+    struct sx_file_win *iwin; /* made at the first point read */
+    unsigned char *buf;       /* reused read buffer of span reads */
     size_t buf_cap;
     /* chunk reads (zip columns): a chunk's stored bytes and inflated bytes; the
      * values of the last chunk read of each of ZKEEP columns (a span's first chunk is
@@ -100,8 +91,6 @@ void sx_direct_open(hid_t file, const char *path, struct sx_direct **out) {
         return;
     }
     dr->size = (uint64_t)sb.st_size;
-    dr->map = sx_file_map_open(dr->fd, dr->size, MAP_INDEX);
-    dr->evmap = sx_file_map_open(dr->fd, dr->size, MAP_EVENTS);
     *out = dr;
 }
 
@@ -109,8 +98,6 @@ void sx_direct_close(struct sx_direct *dr) {
     if (dr == NULL)
         return;
     sx_file_win_free(dr->iwin);
-    sx_file_map_close(dr->map);
-    sx_file_map_close(dr->evmap);
     if (dr->fd >= 0)
         close(dr->fd);
     free(dr->buf);
@@ -256,22 +243,6 @@ enum sx_status sx_direct_read_spans(struct sx_direct *dr, const struct sx_direct
     st = spans_in_range(c, sp, n, src, err);
     if (st != SX_OK)
         goto out;
-    if (dr->evmap != NULL) {
-        for (size_t k = 0; k < n && st == SX_OK; k++) {
-            uint64_t at = c->addr + sp[k].start * c->size;
-            size_t bytes = (size_t)sp[k].n * c->size;
-            if (in_place) {
-                st = sx_file_map_read(dr->evmap, at, bytes, sp[k].dst, src, err);
-                continue;
-            }
-            SX_CHECK(buf_reserve(dr, bytes), SX_ERR_NOMEM, err, src, "out of memory");
-            st = sx_file_map_read(dr->evmap, at, bytes, dr->buf, src, err);
-            if (st == SX_OK)
-                sx_direct_decode(dr->buf, c->size, c->is_signed, c->big_endian,
-                                 dr->host_be, sp[k].n, sp[k].dst);
-        }
-        return st;
-    }
     /* one pread per run of spans less than a page apart */
     size_t i = 0;
     while (i < n) {
@@ -283,13 +254,17 @@ enum sx_status sx_direct_read_spans(struct sx_direct *dr, const struct sx_direct
             j++;
         }
         size_t bytes = (size_t)(hi - lo) * c->size;
-        SX_CHECK(buf_reserve(dr, bytes), SX_ERR_NOMEM, err, src, "out of memory");
+        /* a span alone, already int64 of this host, is read straight into place */
+        const bool direct = in_place && j == i + 1;
+        SX_CHECK(direct || buf_reserve(dr, bytes), SX_ERR_NOMEM, err, src,
+                 "out of memory");
+        unsigned char *to = direct ? (unsigned char *)sp[i].dst : dr->buf;
         SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, src,
                  "%s cannot be read; the file is truncated or damaged", src);
         uint64_t at = c->addr + lo * c->size;
         size_t got = 0;
         while (got < bytes) {
-            ssize_t r = pread(dr->fd, dr->buf + got, bytes - got, (off_t)(at + got));
+            ssize_t r = pread(dr->fd, to + got, bytes - got, (off_t)(at + got));
             if (r < 0 && errno == EINTR)
                 continue;
             SX_CHECK(r > 0, SX_ERR_IO, err, src,
@@ -298,7 +273,7 @@ enum sx_status sx_direct_read_spans(struct sx_direct *dr, const struct sx_direct
                      src, lo, hi);
             got += (size_t)r;
         }
-        for (size_t k = i; k < j; k++)
+        for (size_t k = i; k < j && !direct; k++)
             sx_direct_decode(dr->buf + (sp[k].start - lo) * c->size, c->size,
                              c->is_signed, c->big_endian, dr->host_be, sp[k].n,
                              sp[k].dst);
@@ -368,23 +343,16 @@ static enum sx_status read_chunk(struct sx_direct *dr, const struct sx_direct_co
              SX_ERR_NOMEM, err, src, "out of memory");
     SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, src,
              "%s cannot be read; the file is truncated or damaged", src);
-    if (dr->evmap != NULL) {
-        st =
-            sx_file_map_read(dr->evmap, (uint64_t)addr, (size_t)bytes, dr->zin, src, err);
-        if (st != SX_OK)
-            goto out;
-    } else {
-        for (size_t got = 0; got < bytes;) {
-            ssize_t r =
-                pread(dr->fd, dr->zin + got, (size_t)bytes - got, (off_t)(addr + got));
-            if (r < 0 && errno == EINTR)
-                continue;
-            SX_CHECK(r > 0, SX_ERR_IO, err, src,
-                     "%s cannot be read (a chunk at byte %" PRIu64
-                     "); the file is truncated or damaged",
-                     src, (uint64_t)addr);
-            got += (size_t)r;
-        }
+    for (size_t got = 0; got < bytes;) {
+        ssize_t r =
+            pread(dr->fd, dr->zin + got, (size_t)bytes - got, (off_t)(addr + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        SX_CHECK(r > 0, SX_ERR_IO, err, src,
+                 "%s cannot be read (a chunk at byte %" PRIu64
+                 "); the file is truncated or damaged",
+                 src, (uint64_t)addr);
+        got += (size_t)r;
     }
     if (!inflate_all(dr, dr->zin, (size_t)bytes, dr->zraw, raw))
         return SX_ERR_UNSUPPORTED;
@@ -534,7 +502,7 @@ enum sx_status sx_direct_read_points(struct sx_direct *dr, const struct sx_direc
     enum sx_status st = SX_OK;
     dr->reads++;
     if (dr->iwin == NULL)
-        dr->iwin = sx_file_win_new(dr->fd, dr->map, WIN, NWIN);
+        dr->iwin = sx_file_win_new(dr->fd, WIN, NWIN);
     SX_CHECK(dr->iwin != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     for (size_t k = 0; k < n; k++) {
         uint64_t r = pts[k];
@@ -564,7 +532,7 @@ enum sx_status sx_direct_strings_open(struct sx_direct *dr, hid_t d, const char 
     *out = NULL;
     if (dr == NULL)
         return SX_OK;
-    return sx_vlen_open(d, dr->fd, dr->map, src, out, err);
+    return sx_vlen_open(d, dr->fd, src, out, err);
 }
 
 enum sx_status sx_direct_read_strings(struct sx_direct *dr, struct sx_vlen **v, hid_t d,

@@ -59,8 +59,8 @@ struct sx_direct_span {
 
 /*
  * The raw views of 'file' (borrowed: an open HDF5 file, read by HDF5's POSIX
- * driver) opened by 'path': a descriptor and two mappings, one for the index
- * and its strings, one for the event columns. '*out' is NULL, and every read
+ * driver) opened by 'path': a descriptor of its own, read with pread. '*out' is
+ * NULL, and every read
  * goes through HDF5, when SCOPE_EXPORT_DIRECT_READS is "0", when 'path' now
  * names another file than the one HDF5 opened (device and inode differ), or
  * when any of it cannot be had. Never fails: a read through HDF5 is the

@@ -3,7 +3,7 @@
 #include "h5_direct_heap.h"
 
 #include "fault.h"
-#include "h5_direct_map.h"
+#include "h5_direct_win.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -43,14 +43,13 @@ struct gcol {
     uint32_t nobj;
 };
 
-/* Bytes of a window over the heap when the file is not mapped. */
+/* Bytes of a window over the heap. */
 #define HEAP_WIN ((size_t)64 << 10)
 
 struct sx_vlen {
     int fd;
-    struct sx_file_map *map; /* or NULL: pread */
-    uint64_t base;           /* the user block: heap addresses are relative to it */
-    uint64_t table;          /* file offset of the dataset's elements */
+    uint64_t base;  /* the user block: heap addresses are relative to it */
+    uint64_t table; /* file offset of the dataset's elements */
     uint64_t nelem;
     uint64_t file_size;
     unsigned sa, sl;  /* size of offsets, size of lengths */
@@ -61,7 +60,7 @@ struct sx_vlen {
     uint32_t *obj;
     size_t nobj, obj_cap;
     struct sx_file_win *win;  /* over the element table */
-    struct sx_file_win *hwin; /* over the heap, without 'map' (NULL: pread each) */
+    struct sx_file_win *hwin; /* over the heap (NULL: pread each) */
 };
 
 /* One requested row on its way through a read. */
@@ -112,8 +111,6 @@ static enum sx_status read_at(const struct sx_vlen *v, void *buf, size_t n, uint
                               const char *src, struct sx_error *err) {
     enum sx_status st = SX_OK;
     size_t got = 0;
-    if (v->map != NULL)
-        return sx_file_map_read(v->map, at, n, buf, src, err);
     /* the heap's objects lie side by side: one read per window, not per object (a
      * read past the end goes on to the message below) */
     if (v->hwin != NULL && at <= v->file_size && n <= v->file_size - at)
@@ -472,7 +469,7 @@ enum sx_status sx_vlen_check_heap(int fd, uint64_t file_size, uint64_t base, uns
     v.col = sx_calloc(v.col_cap, sizeof *v.col);
     SX_CHECK(v.col != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     /* HEAP_WIN bytes a window; without the memory, a pread per object */
-    v.hwin = sx_file_win_new(fd, NULL, HEAP_WIN, 2);
+    v.hwin = sx_file_win_new(fd, HEAP_WIN, 2);
     for (size_t k = 0; k < n; k++) {
         const unsigned char *e = elems + k * v.esize;
         struct req r = {.row = rows != NULL ? rows[k] : k,
@@ -520,8 +517,8 @@ out:
     return st;
 }
 
-enum sx_status sx_vlen_open(hid_t dset, int fd, struct sx_file_map *map, const char *src,
-                            struct sx_vlen **out, struct sx_error *err) {
+enum sx_status sx_vlen_open(hid_t dset, int fd, const char *src, struct sx_vlen **out,
+                            struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t t = -1, dcpl = -1, sp = -1, file = -1, fcpl = -1;
     struct sx_vlen *v = NULL;
@@ -557,7 +554,6 @@ enum sx_status sx_vlen_open(hid_t dset, int fd, struct sx_file_map *map, const c
     v = sx_calloc(1, sizeof *v);
     SX_CHECK(v != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     v->fd = fd;
-    v->map = map;
     v->base = ub;
     v->table = addr;
     v->nelem = dim;
@@ -568,7 +564,7 @@ enum sx_status sx_vlen_open(hid_t dset, int fd, struct sx_file_map *map, const c
     v->objhdr = (8 + sl + 7) & ~(size_t)7; /* headers are padded to 8 bytes */
     v->col_cap = 64;
     v->col = sx_calloc(v->col_cap, sizeof *v->col);
-    v->win = sx_file_win_new(fd, map, WIN, NWIN);
+    v->win = sx_file_win_new(fd, WIN, NWIN);
     SX_CHECK(v->col != NULL && v->win != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     *out = v;
     v = NULL;

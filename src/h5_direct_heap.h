@@ -8,8 +8,6 @@
 
 #include <hdf5.h>
 
-struct sx_file_map; /* h5_direct.h */
-
 /*
  * A reader of one contiguous, unfiltered, one-dimensional dataset of
  * variable-length strings that reads the file with pread instead of
@@ -25,14 +23,13 @@ struct sx_vlen;
 /*
  * Open a reader of dataset 'dset' (borrowed, kept open by the caller while
  * the reader lives) on 'fd', a read-only descriptor of the same file
- * (borrowed), mapped as 'map' (borrowed; NULL: read with pread). '*out' is the new
- * reader, or NULL (and SX_OK) when the dataset is not a contiguous, unfiltered, allocated
- * 1-D dataset of variable-length strings in a file of this kind: the caller reads it with
- * HDF5 then. 'src' names the dataset in errors (allocation failures only:
- * nothing is read here).
+ * (borrowed), read with pread. '*out' is the new reader, or NULL (and SX_OK) when the
+ * dataset is not a contiguous, unfiltered, allocated 1-D dataset of variable-length
+ * strings in a file of this kind: the caller reads it with HDF5 then. 'src' names the
+ * dataset in errors (allocation failures only: nothing is read here).
  */
-enum sx_status sx_vlen_open(hid_t dset, int fd, struct sx_file_map *map, const char *src,
-                            struct sx_vlen **out, struct sx_error *err);
+enum sx_status sx_vlen_open(hid_t dset, int fd, const char *src, struct sx_vlen **out,
+                            struct sx_error *err);
 
 /*
  * The strings of file rows 'rows[0..n)' (any order, repeats allowed), as

@@ -1,6 +1,6 @@
 /* h5_direct_win.c - (h5_direct) kept windows of a file, for rows picked thinly over it
  */
-#include "h5_direct_map.h"
+#include "h5_direct_win.h"
 
 #include "fault.h"
 
@@ -19,7 +19,6 @@ struct slot {
 
 struct sx_file_win {
     int fd;
-    struct sx_file_map *map;
     size_t win, nwin;
     uint64_t clock;
     size_t last; /* the slot of the last read, tried first */
@@ -27,15 +26,11 @@ struct sx_file_win {
     unsigned char *mem;
 };
 
-struct sx_file_win *sx_file_win_new(int fd, struct sx_file_map *map, size_t win,
-                                    size_t nwin) {
+struct sx_file_win *sx_file_win_new(int fd, size_t win, size_t nwin) {
     struct sx_file_win *w = sx_calloc(1, sizeof *w);
     if (w == NULL)
         return NULL;
     w->fd = fd;
-    w->map = map;
-    if (map != NULL)
-        return w;
     w->win = win;
     w->nwin = nwin;
     w->slot = sx_calloc(nwin, sizeof *w->slot);
@@ -105,8 +100,6 @@ enum sx_status sx_file_win_read(struct sx_file_win *w, uint64_t at, size_t n, vo
                                 const char *src, struct sx_error *err) {
     enum sx_status st = SX_OK;
     unsigned char *d = dst;
-    if (w->map != NULL)
-        return sx_file_map_read(w->map, at, n, dst, src, err);
     while (n > 0) {
         uint64_t base = at & ~(uint64_t)(w->win - 1);
         struct slot *s = NULL;

@@ -1,7 +1,7 @@
 /* test_h5_vlen.c - sx_vlen_read against H5Dread on variable-length string datasets */
 #include "h5_direct.h"
 #include "h5_direct_heap.h"
-#include "h5_direct_map.h"
+#include "h5_direct_win.h"
 #include "h5_util.h"
 #undef H5Dread /* this test reads with HDF5 itself, not through the fault hook */
 #undef H5Aread
@@ -14,7 +14,6 @@
 
 #include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,12 +221,7 @@ struct ds {
     size_t n;
     char **all;
     struct sx_vlen *v;
-    struct sx_file_map *map;
 };
-
-/* Whether ds_open reads through a mapping of the file, as the export does (budget: 2
- * frames, so that it drops what it holds again and again). */
-static bool ds_mapped;
 
 static void ds_open(struct ds *x, const char *path, const char *name) {
     memset(x, 0, sizeof *x);
@@ -247,20 +241,13 @@ static void ds_open(struct ds *x, const char *path, const char *name) {
     H5Sclose(sp);
     x->fd = open(path, O_RDONLY);
     ASSERT(x->fd >= 0);
-    struct stat sb;
-    ASSERT(fstat(x->fd, &sb) == 0);
-    if (ds_mapped) {
-        x->map = sx_file_map_open(x->fd, (uint64_t)sb.st_size, (size_t)2 << 16);
-        ASSERT(x->map != NULL);
-    }
     struct sx_error e;
     sx_error_clear(&e);
-    ASSERT(sx_vlen_open(x->d, x->fd, x->map, "t.h5:/ds", &x->v, &e) == SX_OK);
+    ASSERT(sx_vlen_open(x->d, x->fd, "t.h5:/ds", &x->v, &e) == SX_OK);
 }
 
 static void ds_close(struct ds *x) {
     sx_vlen_close(x->v);
-    sx_file_map_close(x->map);
     if (x->n > 0) {
         hsize_t dim = x->n;
         hid_t sp = H5Screate_simple(1, &dim, NULL), t = vlen_str();
@@ -395,7 +382,7 @@ static void check_unsupported(const char *path) {
         struct sx_vlen *v = (struct sx_vlen *)&v;
         struct sx_error e;
         sx_error_clear(&e);
-        CHECK(sx_vlen_open(d, fd, NULL, "t.h5:/ds", &v, &e) == SX_OK);
+        CHECK(sx_vlen_open(d, fd, "t.h5:/ds", &v, &e) == SX_OK);
         if (v != NULL)
             fprintf(stderr, "%s: read from the heap, not left to HDF5\n", names[k]);
         CHECK(v == NULL);
@@ -404,7 +391,7 @@ static void check_unsupported(const char *path) {
     /* no descriptor: HDF5 */
     hid_t d = H5Dopen2(f, "mixed", H5P_DEFAULT);
     struct sx_vlen *v = (struct sx_vlen *)&v;
-    CHECK(sx_vlen_open(d, -1, NULL, "t.h5:/ds", &v, NULL) == SX_OK && v == NULL);
+    CHECK(sx_vlen_open(d, -1, "t.h5:/ds", &v, NULL) == SX_OK && v == NULL);
     H5Dclose(d);
     close(fd);
     H5Fclose(f);
@@ -420,7 +407,7 @@ static void check_damaged(const char *path, const char *name, const char *what) 
     struct sx_vlen *v = NULL;
     struct sx_error e;
     sx_error_clear(&e);
-    ASSERT(sx_vlen_open(d, fd, NULL, "t.h5:/ds", &v, &e) == SX_OK && v != NULL);
+    ASSERT(sx_vlen_open(d, fd, "t.h5:/ds", &v, &e) == SX_OK && v != NULL);
     hsize_t dim = 0;
     hid_t sp = H5Dget_space(d);
     H5Sget_simple_extent_dims(sp, &dim, NULL);
@@ -475,7 +462,7 @@ static void check_unknown_version(const char *path, const char *name) {
     struct sx_vlen *v = NULL;
     struct sx_error e, e2;
     sx_error_clear(&e);
-    ASSERT(sx_vlen_open(d, fd, NULL, "t.h5:/ds", &v, &e) == SX_OK && v != NULL);
+    ASSERT(sx_vlen_open(d, fd, "t.h5:/ds", &v, &e) == SX_OK && v != NULL);
     CHECK(sx_vlen_read(v, rows, dim, &text, off, "t.h5:/ds", &e) == SX_ERR_UNSUPPORTED);
     CHECK(e.code == SX_OK && e.text[0] == '\0');
     sx_vlen_close(v);
@@ -616,7 +603,7 @@ static void test_overrun(const char *good) {
     hid_t bd = H5Dopen2(bf, "mixed", H5P_DEFAULT);
     ASSERT(bfd >= 0 && bd >= 0);
     struct sx_error e;
-    ASSERT(sx_vlen_open(bd, bfd, NULL, "t.h5:/ds", &x.v, &e) == SX_OK && x.v != NULL);
+    ASSERT(sx_vlen_open(bd, bfd, "t.h5:/ds", &x.v, &e) == SX_OK && x.v != NULL);
     size_t before = 0, lost = 0;
     for (size_t row = 0; row < x.n; row++) {
         unsigned char el[16];
@@ -683,7 +670,7 @@ static void test_faults(const char *path) {
         rows[k] = rnd() % x.n;
     sx_vlen_close(x.v);
     struct sx_error e;
-    ASSERT(sx_vlen_open(x.d, x.fd, x.map, "t.h5:/ds", &x.v, &e) == SX_OK);
+    ASSERT(sx_vlen_open(x.d, x.fd, "t.h5:/ds", &x.v, &e) == SX_OK);
     sx_fault_arm(SX_FAULT_READ, 0);
     CHECK(same_rows(&x, rows, 300));
     long reads = sx_fault_count(SX_FAULT_READ);
@@ -696,7 +683,7 @@ static void test_faults(const char *path) {
             x.v = NULL;
             sx_fault_arm((enum sx_fault_kind)kind, nth);
             sx_error_clear(&e);
-            enum sx_status st = sx_vlen_open(x.d, x.fd, x.map, "t.h5:/ds", &x.v, &e);
+            enum sx_status st = sx_vlen_open(x.d, x.fd, "t.h5:/ds", &x.v, &e);
             if (st == SX_OK)
                 st = sx_vlen_read(x.v, rows, 300, &text, off, "t.h5:/ds", &e);
             bool fired = sx_fault_fired();
@@ -735,7 +722,7 @@ static void test_file_win(void) {
     ASSERT(f != NULL && fwrite(want, 1, SIZE, f) == SIZE && fclose(f) == 0);
     int fd = open(path, O_RDONLY);
     ASSERT(fd >= 0);
-    struct sx_file_win *w = sx_file_win_new(fd, NULL, 4096, 2);
+    struct sx_file_win *w = sx_file_win_new(fd, 4096, 2);
     ASSERT(w != NULL);
     struct sx_error e;
     for (int k = 0; k < 2000; k++) {
@@ -754,7 +741,7 @@ static void test_file_win(void) {
     }
     /* the 2nd window read fails: an I/O error, and the next read is right */
     sx_file_win_free(w);
-    w = sx_file_win_new(fd, NULL, 4096, 2);
+    w = sx_file_win_new(fd, 4096, 2);
     ASSERT(w != NULL);
     sx_fault_arm(SX_FAULT_READ, 2);
     CHECK(sx_file_win_read(w, 4000, 200, got, "t.bin", &e) == SX_ERR_IO);
@@ -768,86 +755,40 @@ static void test_file_win(void) {
 }
 
 /*
- * The file through a mapping: any range reads what the file holds, also with
- * a budget of two frames that it keeps dropping; a range past the end is an
- * I/O error naming the source; a frame's first read may fail on purpose; a
- * file cut short under the mapping is an I/O error, not a crash (SIGBUS); the
- * SIGBUS handler there was before is back once the last mapping is closed;
- * windows over a mapping read from it.
+ * A file cut short while its windows are open: what is left reads, what is gone is an
+ * I/O error naming the source (the reads never fault: the file is not mapped).
  */
-static void bus_handler(int sig) { (void)sig; }
-
-static void test_file_map(void) {
+static void test_file_win_cut(void) {
     char path[300];
-    path_of(path, sizeof path, "map.bin");
-    enum { FRAME = 1 << 16, SIZE = 5 * FRAME + 1000 };
-    unsigned char *want = malloc(SIZE), *got = malloc(2 * FRAME);
-    ASSERT(want != NULL && got != NULL);
+    path_of(path, sizeof path, "cut.bin");
+    enum { WIN = 4096, SIZE = 5 * WIN + 1000 };
+    unsigned char *want = malloc(SIZE), got[2 * WIN];
+    ASSERT(want != NULL);
     for (size_t i = 0; i < SIZE; i++)
         want[i] = (unsigned char)(rnd() >> 24);
     FILE *f = fopen(path, "wb");
     ASSERT(f != NULL && fwrite(want, 1, SIZE, f) == SIZE && fclose(f) == 0);
-    struct sigaction mine, was;
-    memset(&mine, 0, sizeof mine);
-    mine.sa_handler = bus_handler;
-    sigemptyset(&mine.sa_mask);
-    ASSERT(sigaction(SIGBUS, &mine, NULL) == 0);
     int fd = open(path, O_RDWR);
     ASSERT(fd >= 0);
-    CHECK(sx_file_map_open(fd, 0, FRAME) == NULL); /* nothing to map */
-    struct sx_file_map *m = sx_file_map_open(fd, SIZE, 2 * FRAME);
-    ASSERT(m != NULL);
-    struct sx_error e;
-    for (int k = 0; k < 3000; k++) {
-        size_t n = (size_t)(rnd() % (2 * FRAME)), at = (size_t)(rnd() % SIZE);
-        if (k % 7 == 0)
-            at = SIZE - n < at ? SIZE - n : at; /* up to the last byte */
-        bool fits = at + n <= SIZE;
-        sx_error_clear(&e);
-        enum sx_status st = sx_file_map_read(m, at, n, got, "t.bin", &e);
-        if (fits) {
-            CHECK(st == SX_OK && memcmp(got, want + at, n) == 0);
-        } else {
-            CHECK(st == SX_ERR_IO && strcmp(e.source, "t.bin") == 0 &&
-                  strstr(e.text, "truncated") != NULL);
-        }
-    }
-    CHECK(sx_file_map_drops(m) > 100);
-    /* windows over the mapping read from it */
-    struct sx_file_win *w = sx_file_win_new(fd, m, 4096, 2);
+    struct sx_file_win *w = sx_file_win_new(fd, WIN, 2);
     ASSERT(w != NULL);
-    CHECK(sx_file_win_read(w, 3 * FRAME - 10, 100, got, "t.bin", &e) == SX_OK &&
-          memcmp(got, want + 3 * FRAME - 10, 100) == 0);
-    sx_file_win_free(w);
-    /* the first read of a frame fails on purpose; the next read is right */
-    sx_file_map_close(m);
-    m = sx_file_map_open(fd, SIZE, 4 * FRAME);
-    ASSERT(m != NULL);
-    sx_fault_arm(SX_FAULT_READ, 2);
-    CHECK(sx_file_map_read(m, FRAME - 10, 20, got, "t.bin", &e) == SX_ERR_IO);
-    sx_fault_off();
-    CHECK(sx_file_map_read(m, FRAME - 10, 20, got, "t.bin", &e) == SX_OK &&
-          memcmp(got, want + FRAME - 10, 20) == 0);
-    /* cut short under the mapping: what is left reads, what is gone fails */
-    ASSERT(ftruncate(fd, 2 * FRAME) == 0);
-    sx_file_map_close(m);
-    m = sx_file_map_open(fd, SIZE, 8 * FRAME); /* the size it was told */
-    ASSERT(m != NULL);
-    CHECK(sx_file_map_read(m, FRAME, 100, got, "t.bin", &e) == SX_OK &&
-          memcmp(got, want + FRAME, 100) == 0);
+    struct sx_error e;
     sx_error_clear(&e);
-    CHECK(sx_file_map_read(m, 3 * FRAME, 100, got, "t.bin", &e) == SX_ERR_IO &&
-          strcmp(e.source, "t.bin") == 0 && strstr(e.text, "cut short") != NULL);
+    CHECK(sx_file_win_read(w, 4 * WIN - 10, 100, got, "t.bin", &e) == SX_OK &&
+          memcmp(got, want + 4 * WIN - 10, 100) == 0);
+    ASSERT(ftruncate(fd, 2 * WIN) == 0);
+    CHECK(sx_file_win_read(w, WIN, 100, got, "t.bin", &e) == SX_OK &&
+          memcmp(got, want + WIN, 100) == 0);
     sx_error_clear(&e);
-    CHECK(sx_file_map_read(m, 2 * FRAME - 50, 100, got, "t.bin", &e) == SX_ERR_IO);
-    CHECK(sx_file_map_read(m, 0, 100, got, "t.bin", &e) == SX_OK &&
+    CHECK(sx_file_win_read(w, 2 * WIN - 50, 100, got, "t.bin", &e) == SX_ERR_IO &&
+          strcmp(e.source, "t.bin") == 0 && strstr(e.text, "truncated") != NULL);
+    sx_error_clear(&e);
+    CHECK(sx_file_win_read(w, 3 * WIN, 100, got, "t.bin", &e) == SX_ERR_IO &&
+          strcmp(e.source, "t.bin") == 0);
+    CHECK(sx_file_win_read(w, 0, 100, got, "t.bin", &e) == SX_OK &&
           memcmp(got, want, 100) == 0);
-    sx_file_map_close(m);
-    ASSERT(sigaction(SIGBUS, NULL, &was) == 0);
-    CHECK(was.sa_handler == bus_handler);
-    signal(SIGBUS, SIG_DFL);
+    sx_file_win_free(w);
     close(fd);
-    free(got);
     free(want);
     unlink(path);
 }
@@ -876,15 +817,7 @@ int main(void) {
     test_overrun(big);
     test_faults(big);
     test_file_win();
-    test_file_map();
-    /* the same again through a mapping of the file, as the export reads */
-    ds_mapped = true;
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
-        check_dataset(big, names[k], 10);
-        check_dataset(small, names[k], 5);
-    }
-    test_faults(big);
-    ds_mapped = false;
+    test_file_win_cut();
 
     if (getenv("KEEP") == NULL) {
         unlink(big);

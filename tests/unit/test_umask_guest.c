@@ -1,8 +1,11 @@
 /*
- * test_umask_guest.c - an export leaves the host's umask alone: a second thread reading
- * "Umask:" from /proc/self/status while exports and an import run never sees anything
- * but the host's 027, the library never calls umask(2) (linked with --wrap=umask), and
- * the outputs get what open(2) with 0666 would give them under it: 0640.
+ * test_umask_guest.c - an export leaves the host's process state alone: a second thread
+ * reading "Umask:" from /proc/self/status while exports and an import run never sees
+ * anything but the host's 027, the library never calls umask(2) (linked with
+ * --wrap=umask), and the outputs get what open(2) with 0666 would give them under it:
+ * 0640. Nor does it touch the host's signal handlers: no sigaction(2) or signal(2) call
+ * that sets one (--wrap=sigaction,--wrap=signal), and the host's SIGBUS handler is the
+ * one installed after the exports.
  */
 #include "sx_test.h"
 
@@ -10,6 +13,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,6 +26,24 @@ mode_t __wrap_umask(mode_t mask) {
     atomic_fetch_add(&umask_calls, 1);
     return __real_umask(mask);
 }
+
+/* Every sigaction(2) and signal(2) call of the program that sets a handler. */
+int __wrap_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+int __real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+typedef void (*handler_fn)(int);
+handler_fn __wrap_signal(int sig, handler_fn fn);
+handler_fn __real_signal(int sig, handler_fn fn);
+static atomic_int handler_sets;
+int __wrap_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+    if (act != NULL)
+        atomic_fetch_add(&handler_sets, 1);
+    return __real_sigaction(sig, act, old);
+}
+handler_fn __wrap_signal(int sig, handler_fn fn) {
+    atomic_fetch_add(&handler_sets, 1);
+    return __real_signal(sig, fn);
+}
+static void host_bus(int sig) { (void)sig; }
 
 static atomic_int stop, reads, others;
 static atomic_long other_seen;
@@ -69,6 +91,12 @@ int main(void) {
 
     umask(027);
     atomic_store(&umask_calls, 0);
+    struct sigaction host, seen;
+    memset(&host, 0, sizeof host);
+    host.sa_handler = host_bus;
+    sigemptyset(&host.sa_mask);
+    ASSERT(sigaction(SIGBUS, &host, NULL) == 0);
+    atomic_store(&handler_sets, 0);
     pthread_t th;
     ASSERT(pthread_create(&th, NULL, poll_umask, NULL) == 0);
     struct sx_options o;
@@ -96,6 +124,10 @@ int main(void) {
         fprintf(stderr, "the umask was %03lo for a moment\n", atomic_load(&other_seen));
     CHECK(atomic_load(&others) == 0);
     CHECK(atomic_load(&umask_calls) == 0);
+    printf("%d signal handlers set during the exports\n", atomic_load(&handler_sets));
+    CHECK(atomic_load(&handler_sets) == 0);
+    ASSERT(sigaction(SIGBUS, NULL, &seen) == 0);
+    CHECK(!(seen.sa_flags & SA_SIGINFO) && seen.sa_handler == host_bus);
     struct stat sb;
     CHECK(stat(out, &sb) == 0 && (sb.st_mode & 0777) == 0640);
     CHECK(stat(h5, &sb) == 0 && (sb.st_mode & 0777) == 0640);
