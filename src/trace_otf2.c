@@ -20,14 +20,6 @@
 #include <unistd.h>
 
 #include <otf2/otf2.h>
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#endif
-#include <otf2/OTF2_MPI_Collectives.h>
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
 
 /*
  * The archive OUT.otf2 is three names beside each other: the anchor OUT.otf2, the
@@ -67,6 +59,188 @@ static void otf2_state_free(void *ctx) {
     sx_trace_free(&s->t);
     free(s);
 }
+
+/* ------------------------------------------------------------------ */
+/* OTF2's collectives over the export's communicator                   */
+
+/*
+ * Ours rather than OTF2_MPI_Collectives.h's, whose set-up allocates and then calls the
+ * collective MPI_Comm_dup: an allocation failing there on one process left the others in
+ * the dup for ever. These allocate nothing once made (the displacements of the v-calls
+ * are made, on every process, before the ranks agree to go on), and use the export's own
+ * communicator: OTF2 calls them at the same points on every process, in the order of the
+ * export's own collectives.
+ */
+struct OTF2_CollectiveContext {
+    MPI_Comm comm;
+    int size, rank;
+    int *displs; /* 'size' of them, for gatherv and scatterv */
+    /* After a failure every process closes its archive alone, as the one process of
+     * a serial archive (no MPI call), whether or not the others got as far. */
+    bool alone;
+};
+
+/* Bytes of one element of 't' (alone: the collectives copy). */
+static size_t coll_bytes(OTF2_Type t) {
+    switch (t) {
+    case OTF2_TYPE_UINT8:
+    case OTF2_TYPE_INT8:
+        return 1;
+    case OTF2_TYPE_UINT16:
+    case OTF2_TYPE_INT16:
+        return 2;
+    case OTF2_TYPE_UINT32:
+    case OTF2_TYPE_INT32:
+    case OTF2_TYPE_FLOAT:
+        return 4;
+    default:
+        return 8;
+    }
+}
+
+/* What a collective of one process does: its own data moved from 'in' to 'out'. */
+static OTF2_CallbackCode coll_copy(void *out, const void *in, uint32_t n, OTF2_Type t) {
+    if (n > 0 && out != in)
+        memmove(out, in, (size_t)n * coll_bytes(t));
+    return OTF2_CALLBACK_SUCCESS;
+}
+
+static MPI_Datatype coll_type(OTF2_Type t) {
+    switch (t) {
+    case OTF2_TYPE_UINT8:
+        return MPI_UINT8_T;
+    case OTF2_TYPE_INT8:
+        return MPI_INT8_T;
+    case OTF2_TYPE_UINT16:
+        return MPI_UINT16_T;
+    case OTF2_TYPE_INT16:
+        return MPI_INT16_T;
+    case OTF2_TYPE_UINT32:
+        return MPI_UINT32_T;
+    case OTF2_TYPE_INT32:
+        return MPI_INT32_T;
+    case OTF2_TYPE_UINT64:
+        return MPI_UINT64_T;
+    case OTF2_TYPE_INT64:
+        return MPI_INT64_T;
+    case OTF2_TYPE_FLOAT:
+        return MPI_FLOAT;
+    case OTF2_TYPE_DOUBLE:
+        return MPI_DOUBLE;
+    default:
+        return MPI_DATATYPE_NULL;
+    }
+}
+
+static OTF2_CallbackCode coll_rc(int rc) {
+    return rc == MPI_SUCCESS ? OTF2_CALLBACK_SUCCESS : OTF2_CALLBACK_ERROR;
+}
+
+static OTF2_CallbackCode coll_get_size(void *u, OTF2_CollectiveContext *c,
+                                       uint32_t *size) {
+    (void)u;
+    *size = c->alone ? 1 : (uint32_t)c->size;
+    return OTF2_CALLBACK_SUCCESS;
+}
+
+static OTF2_CallbackCode coll_get_rank(void *u, OTF2_CollectiveContext *c,
+                                       uint32_t *rank) {
+    (void)u;
+    *rank = c->alone ? 0 : (uint32_t)c->rank;
+    return OTF2_CALLBACK_SUCCESS;
+}
+
+/* Asked for by the SION substrate only (files shared by processes); the archive is
+ * written with the POSIX one, a file per location. */
+static OTF2_CallbackCode coll_create_local(void *u, OTF2_CollectiveContext **local,
+                                           OTF2_CollectiveContext *global, uint32_t grank,
+                                           uint32_t gsize, uint32_t lrank, uint32_t lsize,
+                                           uint32_t file, uint32_t nfiles) {
+    (void)u, (void)global, (void)grank, (void)gsize, (void)lrank, (void)lsize;
+    (void)file, (void)nfiles;
+    *local = NULL;
+    return OTF2_CALLBACK_ERROR;
+}
+
+static OTF2_CallbackCode coll_free_local(void *u, OTF2_CollectiveContext *local) {
+    (void)u, (void)local;
+    return OTF2_CALLBACK_SUCCESS;
+}
+
+static OTF2_CallbackCode coll_barrier(void *u, OTF2_CollectiveContext *c) {
+    (void)u;
+    return c->alone ? OTF2_CALLBACK_SUCCESS : coll_rc(MPI_Barrier(c->comm));
+}
+
+static OTF2_CallbackCode coll_bcast(void *u, OTF2_CollectiveContext *c, void *data,
+                                    uint32_t n, OTF2_Type t, uint32_t root) {
+    (void)u;
+    if (c->alone)
+        return OTF2_CALLBACK_SUCCESS;
+    return coll_rc(MPI_Bcast(data, (int)n, coll_type(t), (int)root, c->comm));
+}
+
+static OTF2_CallbackCode coll_gather(void *u, OTF2_CollectiveContext *c, const void *in,
+                                     void *out, uint32_t n, OTF2_Type t, uint32_t root) {
+    (void)u;
+    if (c->alone)
+        return coll_copy(out, in, n, t);
+    return coll_rc(MPI_Gather(in, (int)n, coll_type(t), out, (int)n, coll_type(t),
+                              (int)root, c->comm));
+}
+
+/* The displacements of 'counts' (root only). */
+static const int *displs_of(OTF2_CollectiveContext *c, const uint32_t *counts, int root) {
+    if (c->rank != root)
+        return NULL;
+    int at = 0;
+    for (int i = 0; i < c->size; i++) {
+        c->displs[i] = at;
+        at += (int)counts[i];
+    }
+    return c->displs;
+}
+
+static OTF2_CallbackCode coll_gatherv(void *u, OTF2_CollectiveContext *c, const void *in,
+                                      uint32_t nin, void *out, const uint32_t *nout,
+                                      OTF2_Type t, uint32_t root) {
+    (void)u;
+    if (c->alone)
+        return coll_copy(out, in, nin, t);
+    const int *d = displs_of(c, nout, (int)root);
+    return coll_rc(MPI_Gatherv(in, (int)nin, coll_type(t), out, (const int *)nout, d,
+                               coll_type(t), (int)root, c->comm));
+}
+
+static OTF2_CallbackCode coll_scatter(void *u, OTF2_CollectiveContext *c, const void *in,
+                                      void *out, uint32_t n, OTF2_Type t, uint32_t root) {
+    (void)u;
+    if (c->alone)
+        return coll_copy(out, in, n, t);
+    return coll_rc(MPI_Scatter(in, (int)n, coll_type(t), out, (int)n, coll_type(t),
+                               (int)root, c->comm));
+}
+
+static OTF2_CallbackCode coll_scatterv(void *u, OTF2_CollectiveContext *c, const void *in,
+                                       const uint32_t *nin, void *out, uint32_t nout,
+                                       OTF2_Type t, uint32_t root) {
+    (void)u;
+    if (c->alone)
+        return coll_copy(out, in, nout, t);
+    const int *d = displs_of(c, nin, (int)root);
+    return coll_rc(MPI_Scatterv(in, (const int *)nin, d, coll_type(t), out, (int)nout,
+                                coll_type(t), (int)root, c->comm));
+}
+
+static void coll_release(void *u, OTF2_CollectiveContext *global,
+                         OTF2_CollectiveContext *local) {
+    (void)u, (void)global, (void)local; /* the context is the export's, freed by it */
+}
+
+static const OTF2_CollectiveCallbacks coll_callbacks = {
+    coll_release,    coll_get_size, coll_get_rank, coll_create_local,
+    coll_free_local, coll_barrier,  coll_bcast,    coll_gather,
+    coll_gatherv,    coll_scatter,  coll_scatterv};
 
 /* ------------------------------------------------------------------ */
 /* OTF2's errors as ours                                               */
@@ -372,6 +546,10 @@ static enum sx_status names_commit(struct names *n, struct sx_error *err) {
     if (st != SX_OK)
         goto out;
     struct stat sb;
+    /* all three made, before anything is moved */
+    SX_CHECK(lstat(dir, &sb) == 0 && lstat(def, &sb) == 0 && lstat(anchor, &sb) == 0,
+             SX_ERR_IO, err, n->anchor, "%s: the OTF2 archive is incomplete (%s)",
+             n->anchor, strerror(errno));
     if (lstat(n->dir, &sb) == 0) {
         SX_CHECK(rename(n->dir, old) == 0, SX_ERR_IO, err, n->dir,
                  "%s: cannot move the old archive's directory %s/ aside: %s", n->anchor,
@@ -1011,9 +1189,11 @@ static enum sx_status write_rank(const struct otf2_state *s, OTF2_Archive *ar,
             lo.lane = c.lane;
             lo.loc = ((uint64_t)rank << LOC_SHIFT) | lo.j;
             lo.ew = OTF2_Archive_GetEvtWriter(ar, lo.loc);
-            SX_CHECK(lo.ew != NULL, SX_ERR_IO, err, out,
+            SX_CHECK(lo.ew != NULL, oe->nomem ? SX_ERR_NOMEM : SX_ERR_IO, err, out,
                      "%s: writing the OTF2 archive: %s", out,
-                     oe->text[0] ? oe->text : "no event writer");
+                     oe->nomem     ? "out of memory"
+                     : oe->text[0] ? oe->text
+                                   : "no event writer");
             any = true;
         }
         /* leave the calls closed before this one starts (one of no length at its start
@@ -1108,8 +1288,11 @@ static enum sx_status write_defs(const struct otf2_state *s, OTF2_Archive *ar,
     OTF2_MetricMemberRef *members = NULL;
     uint32_t *files = NULL;
     struct defs d = {OTF2_Archive_GetGlobalDefWriter(ar), 0, OTF2_SUCCESS};
-    SX_CHECK(d.w != NULL, SX_ERR_IO, err, out, "%s: writing the OTF2 archive: %s", out,
-             oe->text[0] ? oe->text : "no definitions writer");
+    SX_CHECK(d.w != NULL, oe->nomem ? SX_ERR_NOMEM : SX_ERR_IO, err, out,
+             "%s: writing the OTF2 archive: %s", out,
+             oe->nomem     ? "out of memory"
+             : oe->text[0] ? oe->text
+                           : "no definitions writer");
     if (first > last)
         first = last = 0;
     d.rc = OTF2_GlobalDefWriter_WriteClockProperties(d.w, 1000000000u, (uint64_t)first,
@@ -1355,6 +1538,8 @@ static enum sx_status otf2_write(const struct sx_pipe *p, void *ctx,
     OTF2_Archive *ar = NULL;
     bool evt_open = false, def_open = false;
     struct written w = {NULL, 0, 0, INT64_MAX, INT64_MIN};
+    struct OTF2_CollectiveContext coll = {MPI_COMM_NULL, 0, 0, NULL, false};
+    bool coll_set = false; /* OTF2's collectives set up on this process's archive */
     int64_t *all = NULL;
     size_t nall = 0;
     char tmp[SX_TMP_NAME] = "";
@@ -1399,23 +1584,30 @@ static enum sx_status otf2_write(const struct sx_pipe *p, void *ctx,
                         "OTF2_Archive_SetDescription", out, &oe, err);
     if (st == SX_OK)
         st = set_properties(s, ar, &oe, out, err);
+    if (st == SX_OK && comm != MPI_COMM_NULL) {
+        coll.comm = comm;
+        MPI_Comm_size(comm, &coll.size);
+        MPI_Comm_rank(comm, &coll.rank);
+        coll.displs = sx_calloc((size_t)coll.size, sizeof *coll.displs);
+        if (coll.displs == NULL)
+            st = sx_error_set(err, SX_ERR_NOMEM, out, "out of memory");
+    }
     st = sx_all_ok(comm, st, err);
     if (st != SX_OK)
         goto out;
     /* Stage: NOTE: collective: OTF2's collectives over the export's communicator, rank
      * 0 the archive's master (it writes the anchor and the definitions). */
     if (comm != MPI_COMM_NULL)
-        st = otf2_check(OTF2_MPI_Archive_SetCollectiveCallbacks(ar, comm, MPI_COMM_NULL),
-                        "OTF2_MPI_Archive_SetCollectiveCallbacks", out, &oe, err);
+        st = otf2_check(
+            OTF2_Archive_SetCollectiveCallbacks(ar, &coll_callbacks, NULL, &coll, NULL),
+            "OTF2_Archive_SetCollectiveCallbacks", out, &oe, err);
     else
         st = otf2_check(OTF2_Archive_SetSerialCollectiveCallbacks(ar),
                         "OTF2_Archive_SetSerialCollectiveCallbacks", out, &oe, err);
+    coll_set = st == SX_OK;
     st = sx_all_ok(comm, st, err);
-    if (st != SX_OK) {
-        OTF2_Archive_Close(ar); /* (no collective: none are set on every process) */
-        ar = NULL;
+    if (st != SX_OK)
         goto out;
-    }
     st = otf2_check(OTF2_Archive_OpenEvtFiles(ar), "OTF2_Archive_OpenEvtFiles", out, &oe,
                     err);
     evt_open = true;
@@ -1470,6 +1662,11 @@ close:
         enum sx_status c =
             otf2_check(OTF2_Archive_Close(ar), "OTF2_Archive_Close", out, &oe, err);
         ar = NULL;
+        /* OTF2 may let a buffer it could not have go (the anchor's, on close): any of
+         * our allocations for it that failed fails the archive */
+        if (c == SX_OK && oe.nomem)
+            c = sx_error_set(err, SX_ERR_NOMEM, out,
+                             "%s: out of memory writing the OTF2 archive", out);
         if (st == SX_OK)
             st = c;
     }
@@ -1481,12 +1678,25 @@ close:
         st = names_commit(&n, err);
     st = sx_all_ok(comm, st, err);
 out:
-    if (ar != NULL) /* opened here, and no collective set up on it: closed alone */
+    if (ar != NULL) {
+        /* a failure before the archive's collectives were set up on every process (or
+         * they were never used): each process closes its own alone */
+        coll.alone = true;
+        if (!coll_set)
+            (void)OTF2_Archive_SetCollectiveCallbacks(ar, &coll_callbacks, NULL, &coll,
+                                                      NULL);
         OTF2_Archive_Close(ar);
+        ar = NULL;
+    }
+    /* NOTE: collective (every process is here after the same agreed failure): what the
+     * others closed alone is in the directory before rank 0 removes it */
+    if (st != SX_OK && comm != MPI_COMM_NULL)
+        (void)MPI_Barrier(comm);
     if (p->rank == 0 && n.made)
         remove_tree(n.tmpdir, 2); /* what is left: all of it after a failure */
     free(w.rec);
     free(all);
+    free(coll.displs);
     names_free(&n);
     return st;
 }
