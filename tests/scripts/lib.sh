@@ -68,7 +68,7 @@ sx_api_names() {
 ok() { passes=$((passes + 1)); }
 bad() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 # mpirun with a timeout: a hang is a failure
-run_np() { local np=$1; shift; timeout 120 "$MPIEXEC" --oversubscribe -n "$np" "$@"; }
+run_np() { local np=$1; shift; sx_leak_next; timeout 120 "$MPIEXEC" --oversubscribe -n "$np" "$@"; }
 finish() {
     echo "$passes passed, $fails failed"
     [ "$fails" -eq 0 ]
@@ -114,19 +114,37 @@ sx_sample() {
 sx_np_wanted() { [ -z "${SX_TEST_NPS:-}" ] || [[ " $SX_TEST_NPS " == *" $1 "* ]]; }
 
 # Leaks, under the sanitizers: LeakSanitizer records a whole stack for each of Open MPI's
-# start-up allocations (tests/lsan.supp needs them whole), which makes each mpiexec run of
-# the command ~4 s instead of ~1. So the script tests check memory errors and undefined
-# behaviour, and leaks only where they call sx_leak_check: the tests of the command's error
-# paths and formats that the library's own tests do not reach. Leaks of the library are
-# checked by the unit, MPI and library sweep tests (every error path), and valgrind checks
-# the command in the normal build.
-if [ "$SX_SAN" = 1 ]; then
-    export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-fi
+# start-up allocations (tests/lsan.supp needs them whole, so the slow unwinder), which
+# makes each mpiexec run of the command ~4 s instead of ~1. So the script tests check
+# memory errors and undefined behaviour with leaks off and the fast unwinder (nothing to
+# match against the suppressions), and leaks only where they call sx_leak_check: the tests
+# of the command's error paths and formats that the library's own tests do not reach.
+# Leaks of the library are checked by the unit, MPI and library sweep tests (every error
+# path), and valgrind checks the command in the normal build.
+SX_ASAN_BASE=${ASAN_OPTIONS:-}
+SX_LSAN_BASE=${LSAN_OPTIONS:-}
+sx_leak_every=0
+sx_leak_runs=0
+sx_leaks() { # sx_leaks 0|1: leaks checked (and whole stacks) or not, from here on
+    [ "$SX_SAN" = 1 ] || return 0
+    export ASAN_OPTIONS="${SX_ASAN_BASE:+$SX_ASAN_BASE:}detect_leaks=$1"
+    export LSAN_OPTIONS="${SX_LSAN_BASE:+$SX_LSAN_BASE:}fast_unwind_on_malloc=$((1 - $1))"
+}
+sx_leaks 0
+# sx_leak_check [N]: check leaks in one run of the command in N (default: every run), in
+# turn: mpi_lib.sh's mpi calls sx_leak_next before each run. The runs between go ~4x
+# faster; a leak on an error path shows in the runs that are checked, and the error paths
+# of a long grid repeat their sites.
 sx_leak_check() {
-    if [ "$SX_SAN" = 1 ]; then
-        export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1"
-    fi
+    sx_leak_every=${1:-1}
+    sx_leak_runs=0
+    [ "$SX_SAN" = 1 ] && sx_leaks 1
+    return 0
+}
+sx_leak_next() {
+    [ "$sx_leak_every" -gt 1 ] || return 0
+    if [ $((sx_leak_runs % sx_leak_every)) -eq 0 ]; then sx_leaks 1; else sx_leaks 0; fi
+    sx_leak_runs=$((sx_leak_runs + 1))
 }
 
 # sx_normal_build_only WHY: skip (status 77) under the sanitizers a test of what they add

@@ -22,6 +22,7 @@ RANKS_AGREE=""
 mpi() {
     local np=$1 r rc first=""
     shift
+    sx_leak_next
     if [ "$np" = 0 ]; then # bare: one process, no launcher, no MPI
         RANKS_AGREE=yes
         env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_RANK -u PMI_SIZE -u PMI_FD \

@@ -3,7 +3,7 @@
 # faults, signals and injected MPI faults each give a non-zero exit, one error line that
 # names the file, and no output (an existing output stays as it was, byte for byte)
 . "$(dirname "$0")/lib.sh"
-sx_leak_check
+sx_leak_check 3
 
 SYNTH="$BIN/scope-export-synth"
 DAMAGE="$BIN/scope-export-damage"

@@ -4,7 +4,7 @@
 # examples/native_finalize.c (each rank passes its own file) gives the CLI's document; damaged
 # trace headers fail cleanly, before memory is taken for them
 . "$(dirname "$0")/lib.sh"
-sx_leak_check
+sx_leak_check 2
 
 S="$BIN/scope-export-native-synth"
 EX="$BIN/example_native_finalize"

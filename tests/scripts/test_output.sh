@@ -5,7 +5,7 @@
 # lives on); SIGKILL leaves no temporary file; messages stay one line; output names and
 # inputs that cannot be meant are refused
 . "$(dirname "$0")/lib.sh"
-sx_leak_check
+sx_leak_check 2
 . "$(dirname "$0")/mpi_lib.sh"
 
 SYNTH="$BIN/scope-export-synth"

@@ -3,7 +3,7 @@
 # only the program's name swapped, writes the reference's file names and contents and its
 # "Outputs saved to:" lines; our own `export IN -o OUT` form is unchanged beside it
 . "$(dirname "$0")/lib.sh"
-sx_leak_check
+sx_leak_check 2
 
 [ -d "$SHARED/golden" ] || { echo "skip: no golden runs at $SHARED/golden"; exit 77; }
 command -v python3 >/dev/null || { echo "skip: no python3 to load the files"; exit 77; }
