@@ -45,10 +45,13 @@ for dir in "$SHARED"/golden/*/; do
                 --format chrome-trace --ranks "$all" &&
                 "$CMP" "$o.chrome.$ext" "$(golden "$dir" run.chrome.json)" && ok ||
                 bad "$case chrome-trace every rank -n $np $ext $bs"
-            run_np "$np" "$X" export "$dir/run.h5" -o "$o.chrome0.$ext" -q "${bsopt[@]}" \
-                --format chrome-trace &&
-                "$CMP" "$o.chrome0.$ext" "$(golden "$dir" run.chrome.rank0.json)" && ok ||
-                bad "$case chrome-trace rank 0 -n $np $ext $bs"
+            # rank 0's trace (a subset of every rank's) at each rank count once
+            if [ "$combo" != 3:json:0 ] && [ "$combo" != 2:json:1024 ]; then
+                run_np "$np" "$X" export "$dir/run.h5" -o "$o.chrome0.$ext" -q \
+                    "${bsopt[@]}" --format chrome-trace &&
+                    "$CMP" "$o.chrome0.$ext" "$(golden "$dir" run.chrome.rank0.json)" &&
+                    ok || bad "$case chrome-trace rank 0 -n $np $ext $bs"
+            fi
             if [ -f "$dir/run.speedscope.error.txt" ]; then
                 msg=$(sed 's/^ValueError: //' "$dir/run.speedscope.error.txt")
                 expect_error "$case speedscope -n $np $ext" "$msg" "$o.ss.$ext" \
