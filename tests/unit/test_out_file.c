@@ -39,6 +39,9 @@ static unsigned flags; /* SX_OUT_THREAD: the writer thread, or the caller writes
  */
 static int refuse;
 static long direct_writes;
+/* 'hold': a direct write waits (up to 5 s) until the caller sets 'released'; 'held_out'
+ * counts the waits that ran out */
+static int hold, released, held_out;
 
 static int real_fcntl(int fd, int cmd, long arg) {
     return (int)syscall(SYS_fcntl, fd, cmd, arg);
@@ -82,6 +85,15 @@ static ssize_t fake_pwrite(int fd, const void *p, size_t n, off_t at) {
     }
     if (direct && refuse == 3 && n > 8192)
         n = n / 2 / 4096 * 4096; /* short (in whole blocks, as O_DIRECT wants) */
+    if (direct && __atomic_load_n(&hold, __ATOMIC_SEQ_CST)) {
+        int ms = 0;
+        while (!__atomic_load_n(&released, __ATOMIC_SEQ_CST) && ms < 5000) {
+            usleep(1000);
+            ms++;
+        }
+        if (ms >= 5000)
+            __atomic_fetch_add(&held_out, 1, __ATOMIC_SEQ_CST);
+    }
     ssize_t w = (ssize_t)syscall(SYS_pwrite64, fd, p, n, at);
     if (direct && w > 0)
         direct_writes++;
@@ -251,6 +263,42 @@ static void test_faults(const char *path) {
     free(before);
 }
 
+/*
+ * While the thread writes a full stage, the caller fills the next: a direct write that
+ * waits for the caller to come back from its next hand-over is released by it. (With
+ * one stage the caller would wait for that write, and the write for the caller, until
+ * the write's wait runs out.) The bytes are all there, in order.
+ */
+static void test_overlap(const char *path) {
+    const size_t stage = (size_t)8 << 20, n1 = stage + (1u << 20), n2 = 1u << 20;
+    char *want = malloc(n1 + n2);
+    ASSERT(want != NULL);
+    struct sx_out_file *f = NULL;
+    struct sx_error e;
+    sx_error_clear(&e);
+    ASSERT(sx_out_open(path, SX_OUT_DIRECT | SX_OUT_THREAD, &f, &e) == SX_OK);
+    __atomic_store_n(&released, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&held_out, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&hold, 1, __ATOMIC_SEQ_CST);
+    struct sx_buf b = {0};
+    for (size_t i = 0; i < n1 + n2; i++)
+        want[i] = (char)('A' + i % 23);
+    sx_buf_append(&b, want, n1); /* a full stage and more: the thread's write begins */
+    CHECK(sx_out_write_buf(f, &b, &e) == SX_OK);
+    sx_buf_append(&b, want + n1, n2);
+    CHECK(sx_out_write_buf(f, &b, &e) == SX_OK); /* back while that write waits */
+    __atomic_store_n(&released, 1, __ATOMIC_SEQ_CST);
+    CHECK(sx_out_commit(f, &e) == SX_OK);
+    __atomic_store_n(&hold, 0, __ATOMIC_SEQ_CST);
+    CHECK(__atomic_load_n(&held_out, __ATOMIC_SEQ_CST) == 0);
+    size_t got_n = 0;
+    char *got = slurp(path, &got_n);
+    CHECK(got != NULL && got_n == n1 + n2 && memcmp(got, want, n1 + n2) == 0);
+    sx_buf_free(&b);
+    free(got);
+    free(want);
+}
+
 /* Whether the test's directory takes a direct write as the library makes one: a
  * descriptor turned O_DIRECT, an aligned block written (not interposed). */
 static bool fs_takes_direct(void) {
@@ -302,6 +350,8 @@ int main(void) {
             test_faults(path);
         }
     refuse = 0;
+    if (fs_takes_direct() && getenv("SCOPE_EXPORT_DIRECT_WRITES") == NULL)
+        test_overlap(path);
     /* The switch: SCOPE_EXPORT_DIRECT_WRITES=0 keeps every write in the page cache. */
     setenv("SCOPE_EXPORT_DIRECT_WRITES", "0", 1);
     flags = SX_OUT_DIRECT | SX_OUT_THREAD;
