@@ -24,10 +24,11 @@
 /*
  * The output is written by a thread of its own while the caller formats the
  * next bytes: sx_out_write_buf hands it a buffer and takes back the one it
- * wrote before. With direct writes and two stages the caller copies its bytes
- * into one stage and hands the thread each full one, filling the other while
- * the thread writes: a direct write of a stage (8 MiB, ~7 ms here) then no
- * longer holds up the next buffer. Only the caller's thread asks the fault
+ * wrote before. With direct writes the stage's room is two stages of half the
+ * size: the caller copies its bytes into one and hands the thread each full
+ * one, filling the other while the thread writes (a direct write of 8 MiB
+ * took ~7-10 ms here, and held up the next buffer when the thread copied into
+ * one stage and wrote it itself). Only the caller's thread asks the fault
  * hook; a write that fails in the thread is the caller's error at its next
  * write or commit.
  */
@@ -41,12 +42,14 @@ struct sx_out_file {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct sx_buf busy; /* the thread's: bytes to write while 'pending' */
-    char *full;         /* or, while 'pending', a full stage to write (DIO_STAGE bytes) */
+    char *full;         /* or, while 'pending', a full stage to write ('stage_len') */
     bool pending, quit;
     int werr; /* errno of the thread's first failed write, or 0 */
     /* direct writes (SX_OUT_DIRECT; see stage_put) */
-    char *stage;   /* DIO_STAGE bytes, page-aligned; NULL: every write is buffered */
-    char *stage2;  /* the other stage, with the thread: the caller fills one at a time */
+    char *stage_mem; /* DIO_STAGE bytes, page-aligned; NULL: every write is buffered */
+    char *stage;     /* the stage being filled: all of it, or one half with the thread */
+    char *stage2;    /* with the thread, the other half: the caller fills one at a time */
+    size_t stage_len;
     size_t staged; /* bytes in 'stage' not yet written */
     off_t at;      /* bytes of text written before them */
     bool dio;      /* the descriptor is O_DIRECT */
@@ -153,12 +156,12 @@ static int stage_flush(struct sx_out_file *f, bool last) {
 /* p[0..n) to the output through the stage: 0, or an errno. */
 static int stage_put(struct sx_out_file *f, const char *p, size_t n) {
     while (n > 0) {
-        const size_t k = n < DIO_STAGE - f->staged ? n : DIO_STAGE - f->staged;
+        const size_t k = n < f->stage_len - f->staged ? n : f->stage_len - f->staged;
         memcpy(f->stage + f->staged, p, k);
         f->staged += k;
         p += k;
         n -= k;
-        if (f->staged == DIO_STAGE) {
+        if (f->staged == f->stage_len) {
             const int e = stage_flush(f, false);
             if (e != 0)
                 return e;
@@ -362,8 +365,9 @@ static void *writer(void *arg) {
             break;
         char *full = f->full;
         pthread_mutex_unlock(&f->mu);
-        int e = full != NULL ? (f->werr == 0 ? flush_buf(f, full, DIO_STAGE, false) : 0)
-                             : out_put(f, f->busy.data, f->busy.len);
+        int e = full != NULL
+                    ? (f->werr == 0 ? flush_buf(f, full, f->stage_len, false) : 0)
+                    : out_put(f, f->busy.data, f->busy.len);
         pthread_mutex_lock(&f->mu);
         if (e != 0 && f->werr == 0)
             f->werr = e;
@@ -614,14 +618,15 @@ enum sx_status sx_out_open(const char *path, unsigned flags, struct sx_out_file 
     if (st == SX_OK && (flags & SX_OUT_DIRECT) && direct_writes_wanted()) {
         void *m = mmap(NULL, DIO_STAGE, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        f->stage = m != MAP_FAILED ? m : NULL; /* none: buffered writes */
+        f->stage_mem = m != MAP_FAILED ? m : NULL; /* none: buffered writes */
+        f->stage = f->stage_mem;
+        f->stage_len = DIO_STAGE;
     }
     if (st == SX_OK && (flags & SX_OUT_THREAD))
         writer_start(f);
-    if (f != NULL && f->stage != NULL && f->threaded) {
-        void *m = mmap(NULL, DIO_STAGE, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        f->stage2 = m != MAP_FAILED ? m : NULL; /* none: the thread copies into one */
+    if (st == SX_OK && f->stage != NULL && f->threaded) {
+        f->stage_len = DIO_STAGE / 2;
+        f->stage2 = f->stage_mem + DIO_STAGE / 2;
     }
 out:
     free(resolved);
@@ -653,12 +658,12 @@ enum sx_status sx_out_write(struct sx_out_file *f, const void *p, size_t n,
  * the caller fills the other: 0, or an errno (the thread's, of an earlier stage). */
 static int stage_put_handing(struct sx_out_file *f, const char *p, size_t n) {
     while (n > 0) {
-        const size_t k = n < DIO_STAGE - f->staged ? n : DIO_STAGE - f->staged;
+        const size_t k = n < f->stage_len - f->staged ? n : f->stage_len - f->staged;
         memcpy(f->stage + f->staged, p, k);
         f->staged += k;
         p += k;
         n -= k;
-        if (f->staged == DIO_STAGE) {
+        if (f->staged == f->stage_len) {
             const int e = writer_idle(f);
             if (e != 0)
                 return e;
@@ -685,6 +690,8 @@ enum sx_status sx_out_write_buf(struct sx_out_file *f, struct sx_buf *b,
             e = EIO;
         if (e == 0)
             e = stage_put_handing(f, b->data, b->len);
+        if (b->cap > IDLE_KEEP) /* as the thread does with one it wrote */
+            sx_buf_free(b);
         sx_buf_reset(b);
         return e != 0 ? write_failed(f, e, err) : SX_OK;
     }
@@ -749,6 +756,10 @@ const char *sx_out_tmp_path(const struct sx_out_file *f) { return f->tmp ? f->tm
 
 int sx_out_fd(const struct sx_out_file *f) { return f->fd; }
 
+size_t sx_out_stage_bytes(const struct sx_out_file *f) {
+    return f->threaded && f->stage2 != NULL ? f->stage_len : 0;
+}
+
 bool sx_out_is_gz(const char *path) {
     size_t n = path != NULL ? strlen(path) : 0;
     return n >= 3 && path[n - 3] == '.' && (path[n - 2] | 0x20) == 'g' &&
@@ -762,10 +773,8 @@ void sx_out_abort(struct sx_out_file *f) {
     unnamed_count(f, false);
     if (f->fd >= 0)
         close(f->fd);
-    if (f->stage != NULL)
-        munmap(f->stage, DIO_STAGE);
-    if (f->stage2 != NULL)
-        munmap(f->stage2, DIO_STAGE);
+    if (f->stage_mem != NULL)
+        munmap(f->stage_mem, DIO_STAGE);
     if (f->tmp != NULL) {
         unlink(f->tmp);
         sx_tmp_forget(f->tmp);

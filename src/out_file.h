@@ -53,6 +53,10 @@ const char *sx_out_tmp_path(const struct sx_out_file *f);
 /* The output's descriptor, for positional writes (an output opened without a thread). */
 int sx_out_fd(const struct sx_out_file *f);
 
+/* The bytes of one stage the thread writes at a time, while the caller fills the next
+ * (direct writes with the thread); 0 when the caller's bytes are not staged so. */
+size_t sx_out_stage_bytes(const struct sx_out_file *f);
+
 /*
  * Where an output named 'path' goes, as a shell's > would write it: the
  * target of a symbolic link ('*final', new: the caller frees it). An existing

@@ -270,13 +270,15 @@ static void test_faults(const char *path) {
  * the write's wait runs out.) The bytes are all there, in order.
  */
 static void test_overlap(const char *path) {
-    const size_t stage = (size_t)8 << 20, n1 = stage + (1u << 20), n2 = 1u << 20;
-    char *want = malloc(n1 + n2);
-    ASSERT(want != NULL);
     struct sx_out_file *f = NULL;
     struct sx_error e;
     sx_error_clear(&e);
     ASSERT(sx_out_open(path, SX_OUT_DIRECT | SX_OUT_THREAD, &f, &e) == SX_OK);
+    /* a stage and a quarter, then a quarter more: the second stage does not fill */
+    const size_t stage = sx_out_stage_bytes(f), n1 = stage + stage / 4, n2 = stage / 4;
+    CHECK(stage >= (1u << 20));
+    char *want = malloc(n1 + n2 + 1);
+    ASSERT(want != NULL);
     __atomic_store_n(&released, 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&held_out, 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&hold, 1, __ATOMIC_SEQ_CST);
