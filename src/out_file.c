@@ -153,7 +153,28 @@ static int stage_flush(struct sx_out_file *f, bool last) {
     return flush_buf(f, f->stage, n, last);
 }
 
-/* p[0..n) to the output through the stage: 0, or an errno. */
+static int writer_idle(struct sx_out_file *f);
+
+/* A full stage handed to the thread, which writes it while the caller fills the
+ * other: 0, or the thread's errno of an earlier stage. */
+static int stage_hand(struct sx_out_file *f) {
+    const int e = writer_idle(f);
+    if (e != 0)
+        return e;
+    pthread_mutex_lock(&f->mu);
+    f->full = f->stage;
+    f->pending = true;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+    f->stage = f->stage2;
+    f->stage2 = f->full;
+    f->staged = 0;
+    return 0;
+}
+
+/* p[0..n) to the output through the stage: 0, or an errno. With two stages (and the
+ * thread) only the caller's thread comes here, and each full stage goes to the thread;
+ * with one, its writer (the caller, or the thread) writes it when it fills. */
 static int stage_put(struct sx_out_file *f, const char *p, size_t n) {
     while (n > 0) {
         const size_t k = n < f->stage_len - f->staged ? n : f->stage_len - f->staged;
@@ -162,7 +183,7 @@ static int stage_put(struct sx_out_file *f, const char *p, size_t n) {
         p += k;
         n -= k;
         if (f->staged == f->stage_len) {
-            const int e = stage_flush(f, false);
+            const int e = f->stage2 != NULL ? stage_hand(f) : stage_flush(f, false);
             if (e != 0)
                 return e;
         }
@@ -644,9 +665,19 @@ static enum sx_status write_failed(const struct sx_out_file *f, int e,
                         strerror(e));
 }
 
+/* The thread's first errno, or 0, without waiting for it: with two stages it only
+ * ever holds a full stage, and the caller's bytes go to the other. */
+static int writer_err(struct sx_out_file *f) {
+    pthread_mutex_lock(&f->mu);
+    const int e = f->werr;
+    pthread_mutex_unlock(&f->mu);
+    return e;
+}
+
 enum sx_status sx_out_write(struct sx_out_file *f, const void *p, size_t n,
                             struct sx_error *err) {
-    int e = writer_idle(f); /* in order: after what the thread holds */
+    /* in order: after what the thread holds, unless that is a stage */
+    int e = f->threaded && f->stage2 != NULL ? writer_err(f) : writer_idle(f);
     if (e == 0 && faulty())
         e = EIO;
     if (e == 0)
@@ -654,42 +685,14 @@ enum sx_status sx_out_write(struct sx_out_file *f, const void *p, size_t n,
     return e != 0 ? write_failed(f, e, err) : SX_OK;
 }
 
-/* p[0..n) into the caller's stage; each full one to the thread, which writes it while
- * the caller fills the other: 0, or an errno (the thread's, of an earlier stage). */
-static int stage_put_handing(struct sx_out_file *f, const char *p, size_t n) {
-    while (n > 0) {
-        const size_t k = n < f->stage_len - f->staged ? n : f->stage_len - f->staged;
-        memcpy(f->stage + f->staged, p, k);
-        f->staged += k;
-        p += k;
-        n -= k;
-        if (f->staged == f->stage_len) {
-            const int e = writer_idle(f);
-            if (e != 0)
-                return e;
-            pthread_mutex_lock(&f->mu);
-            f->full = f->stage;
-            f->pending = true;
-            pthread_cond_broadcast(&f->cv);
-            pthread_mutex_unlock(&f->mu);
-            f->stage = f->stage2;
-            f->stage2 = f->full;
-            f->staged = 0;
-        }
-    }
-    return 0;
-}
-
 enum sx_status sx_out_write_buf(struct sx_out_file *f, struct sx_buf *b,
                                 struct sx_error *err) {
     if (f->threaded && f->stage2 != NULL) {
-        pthread_mutex_lock(&f->mu);
-        int e = f->werr;
-        pthread_mutex_unlock(&f->mu);
+        int e = writer_err(f);
         if (e == 0 && faulty())
             e = EIO;
         if (e == 0)
-            e = stage_put_handing(f, b->data, b->len);
+            e = stage_put(f, b->data, b->len);
         if (b->cap > IDLE_KEEP) /* as the thread does with one it wrote */
             sx_buf_free(b);
         sx_buf_reset(b);
