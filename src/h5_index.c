@@ -203,7 +203,7 @@ static enum sx_status open_lazy_cols(struct sx_h5 *h5, uint64_t nrows,
         if (st == SX_OK)
             st = sx_h5_req_len(h5, p, (uint64_t)n, nrows, err);
         if (st == SX_OK && strings && !h5->open_only)
-            st = sx_h5_read_pool(h5->rd[k], nrows, &h5->pool[k], src, err);
+            st = sx_h5_read_pool(h5->direct, h5->rd[k], nrows, &h5->pool[k], src, err);
         if (st != SX_OK)
             goto out;
         if (!strings)

@@ -1,6 +1,8 @@
 /* h5_pool.c - the string pool of a lazy run's index: each distinct string once, an id
  * per row */
 #include "buf.h"
+#include "h5_direct.h"
+#include "h5_direct_heap.h"
 #include "h5_reader.h"
 #include "h5_util.h"
 #include "json_write.h"
@@ -84,21 +86,33 @@ void sx_h5_pool_free(struct pool *p) {
  * Read a string column of the index in pieces into a pool: a row's string
  * costs 4 bytes and each sx_h5_distinct string is kept once (a run's rows of one
  * region share their source file, text and tags). Strings are decoded as the
- * full read decodes them. Through HDF5: read once at open, they gain nothing from
- * the heap walker (h5_direct.h).
+ * full read decodes them. Through the heap walker when 'dr' reads the file directly
+ * (h5_reader.h).
  */
-enum sx_status sx_h5_read_pool(hid_t d, uint64_t nrows, struct pool *p, const char *src,
-                               struct sx_error *err) {
+enum sx_status sx_h5_read_pool(struct sx_direct *dr, hid_t d, uint64_t nrows,
+                               struct pool *p, const char *src, struct sx_error *err) {
     enum sx_status st = SX_OK;
     enum { PIECE = 1 << 16 };
     struct sx_buf text = {0};
     size_t *off = NULL;
+    hsize_t *pts = NULL;
+    struct sx_vlen *v = NULL;
     p->id = sx_malloc((nrows + 1) * sizeof *p->id);
     off = sx_malloc((PIECE + 1) * sizeof *off);
     SX_CHECK(p->id != NULL && off != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    st = sx_direct_strings_open(dr, d, src, &v, err);
+    if (st != SX_OK)
+        goto out;
+    if (v != NULL) {
+        pts = sx_malloc(PIECE * sizeof *pts);
+        SX_CHECK(pts != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    }
     for (uint64_t at = 0; at < nrows; at += PIECE) {
         size_t n = nrows - at < PIECE ? (size_t)(nrows - at) : PIECE;
-        st = sx_h5_read_point_strings(d, NULL, at, n, &text, off, src, err);
+        for (size_t k = 0; v != NULL && k < n; k++)
+            pts[k] = at + k;
+        st = v != NULL ? sx_direct_read_strings(dr, &v, d, pts, n, &text, off, src, err)
+                       : sx_h5_read_point_strings(d, NULL, at, n, &text, off, src, err);
         if (st != SX_OK)
             goto out;
         bool ok = true;
@@ -113,6 +127,8 @@ enum sx_status sx_h5_read_pool(hid_t d, uint64_t nrows, struct pool *p, const ch
         SX_CHECK(ok, SX_ERR_NOMEM, err, src, "out of memory");
     }
 out:
+    sx_vlen_close(v);
+    free(pts);
     free(off);
     sx_buf_free(&text);
     return st;

@@ -2,6 +2,7 @@
 #include "h5_direct.h"
 #include "h5_direct_heap.h"
 #include "h5_direct_win.h"
+#include "h5_reader.h"
 #include "h5_util.h"
 #undef H5Dread /* this test reads with HDF5 itself, not through the fault hook */
 #undef H5Aread
@@ -793,6 +794,48 @@ static void test_file_win_cut(void) {
     unlink(path);
 }
 
+/*
+ * The index's string pools (sx_h5_read_pool) read through the walker when the
+ * direct reads are open: the same strings, each kept once, as through HDF5, and
+ * the walker did the reading.
+ */
+static void check_pool(const char *path, const char *name) {
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    ASSERT(f >= 0);
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+    ASSERT(d >= 0);
+    hsize_t dim = 0;
+    hid_t sp = H5Dget_space(d);
+    H5Sget_simple_extent_dims(sp, &dim, NULL);
+    H5Sclose(sp);
+    struct sx_direct *dr = NULL;
+    sx_direct_open(f, path, &dr);
+    ASSERT(dr != NULL);
+    struct pool a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    struct sx_error e;
+    sx_error_clear(&e);
+    CHECK(sx_h5_read_pool(dr, d, dim, &a, "t.h5:/ds", &e) == SX_OK);
+    CHECK(sx_direct_reads(dr) > 0); /* the walker read them */
+    CHECK(sx_h5_read_pool(NULL, d, dim, &b, "t.h5:/ds", &e) == SX_OK);
+    CHECK(a.n == b.n && a.n > 0);
+    for (size_t r = 0; r < dim; r++) {
+        const char *x = a.id[r] ? a.s[a.id[r] - 1] : "";
+        const char *y = b.id[r] ? b.s[b.id[r] - 1] : "";
+        if (strcmp(x, y) != 0) {
+            fprintf(stderr, "%s row %zu: pools differ\n", name, r);
+            CHECK(false);
+            break;
+        }
+    }
+    sx_h5_pool_free(&a);
+    sx_h5_pool_free(&b);
+    sx_direct_close(dr);
+    H5Dclose(d);
+    H5Fclose(f);
+}
+
 int main(void) {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/test_h5_vlen.XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -810,6 +853,7 @@ int main(void) {
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         check_dataset(big, names[k], 40);
         check_dataset(small, names[k], 20);
+        check_pool(big, names[k]);
     }
     check_unsupported(big);
     test_damage(big);
