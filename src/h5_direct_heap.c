@@ -370,9 +370,25 @@ enum sx_status sx_vlen_read(struct sx_vlen *v, const hsize_t *rows, size_t n,
     st = read_elements(v, rq, n, src, err);
     if (st != SX_OK)
         goto out;
-    /* string k goes to text->data[off[k] ..) until NULs are dropped at the end */
-    for (size_t i = 0; i < n; i++)
+    /* string k goes to text->data[off[k] ..) until NULs are dropped at the end; the
+     * lengths claimed are held to the file's size, as the vlen guard holds them before
+     * HDF5 reads (h5_util.h), before any room is taken for them */
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        SX_CHECK(rq[i].len <= v->file_size, SX_ERR_FORMAT, err, src,
+                 "%s[%" PRIu64 "] claims a value of %" PRIu32
+                 " bytes, more than the file's %" PRIu64
+                 " bytes; the file is truncated or damaged",
+                 src, rq[i].row, rq[i].len, v->file_size);
+        if (i == 0 || rq[i].row != rq[i - 1].row) /* a row asked again is not more */
+            total += rq[i].len;
+        SX_CHECK(total <= v->file_size + 65536, SX_ERR_FORMAT, err, src,
+                 "%s: its variable-length values up to [%" PRIu64 "] claim %" PRIu64
+                 " bytes, more than the file's %" PRIu64
+                 " bytes; the file is truncated or damaged",
+                 src, rq[i].row, total, v->file_size);
         off[rq[i].k + 1] = rq[i].len;
+    }
     for (size_t k = 0; k < n; k++)
         off[k + 1] += off[k];
     SX_CHECK(sx_buf_reserve(text, off[n]), SX_ERR_NOMEM, err, src, "out of memory");
