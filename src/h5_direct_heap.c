@@ -85,12 +85,11 @@ static int cmp_row(const void *a, const void *b) {
     return x->row < y->row ? -1 : x->row > y->row;
 }
 
-/* By collection only: a collection's strings are taken in any order (and HDF5 numbers
- * the objects of a column written in row order backwards, which a sort by index
- * would turn around every time). */
 static int cmp_addr(const void *a, const void *b) {
     const struct req *x = a, *y = b;
-    return x->addr < y->addr ? -1 : x->addr > y->addr;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
 static int cmp_at(const void *a, const void *b) {
@@ -394,22 +393,16 @@ enum sx_status sx_vlen_read(struct sx_vlen *v, const hsize_t *rows, size_t n,
         off[k + 1] += off[k];
     SX_CHECK(sx_buf_reserve(text, off[n]), SX_ERR_NOMEM, err, src, "out of memory");
 
-    /* collection by collection: a collection read now gives its strings at once. The
-     * empty and NULL strings, which have no object, are left out first: the rest of a
-     * column read in row order is often in the heap's order already, and needs no sort */
-    size_t nr = 0;
-    for (size_t k = 0; k < n; k++)
-        if (rq[k].len != 0)
-            rq[nr++] = rq[k];
-    sort_reqs(rq, nr, cmp_addr);
+    /* collection by collection: a collection read now gives its strings at once */
+    sort_reqs(rq, n, cmp_addr);
     size_t i = 0;
-    while (i < nr) {
+    while (i < n) {
         if (rq[i].len == 0) {
             i++;
             continue;
         }
         size_t j = i + 1;
-        while (j < nr && rq[j].addr == rq[i].addr)
+        while (j < n && rq[j].addr == rq[i].addr)
             j++;
         const struct gcol *c = col_find(v, rq[i].addr);
         bool fresh = c == NULL;
