@@ -155,6 +155,13 @@ static int stage_flush(struct sx_out_file *f, bool last) {
 
 static int writer_idle(struct sx_out_file *f);
 
+/* Whether the output has two stages: the caller fills one while the thread writes the
+ * other. stage2 is set only with the thread, which stops before the last flush; it is
+ * read first, as with one stage the thread itself comes here. */
+static bool two_stages(const struct sx_out_file *f) {
+    return f->stage2 != NULL && f->threaded;
+}
+
 /* A full stage handed to the thread, which writes it while the caller fills the
  * other: 0, or the thread's errno of an earlier stage. */
 static int stage_hand(struct sx_out_file *f) {
@@ -183,7 +190,7 @@ static int stage_put(struct sx_out_file *f, const char *p, size_t n) {
         p += k;
         n -= k;
         if (f->staged == f->stage_len) {
-            const int e = f->stage2 != NULL ? stage_hand(f) : stage_flush(f, false);
+            const int e = two_stages(f) ? stage_hand(f) : stage_flush(f, false);
             if (e != 0)
                 return e;
         }
@@ -683,7 +690,7 @@ static int writer_err(struct sx_out_file *f) {
 enum sx_status sx_out_write(struct sx_out_file *f, const void *p, size_t n,
                             struct sx_error *err) {
     /* in order: after what the thread holds, unless that is a stage */
-    int e = f->threaded && f->stage2 != NULL ? writer_err(f) : writer_idle(f);
+    int e = two_stages(f) ? writer_err(f) : writer_idle(f);
     if (e == 0 && faulty())
         e = EIO;
     if (e == 0)
@@ -693,7 +700,7 @@ enum sx_status sx_out_write(struct sx_out_file *f, const void *p, size_t n,
 
 enum sx_status sx_out_write_buf(struct sx_out_file *f, struct sx_buf *b,
                                 struct sx_error *err) {
-    if (f->threaded && f->stage2 != NULL) {
+    if (two_stages(f)) {
         int e = writer_err(f);
         if (e == 0 && faulty())
             e = EIO;
@@ -766,7 +773,7 @@ const char *sx_out_tmp_path(const struct sx_out_file *f) { return f->tmp ? f->tm
 int sx_out_fd(const struct sx_out_file *f) { return f->fd; }
 
 size_t sx_out_stage_bytes(const struct sx_out_file *f) {
-    return f->threaded && f->stage2 != NULL ? f->stage_len : 0;
+    return two_stages(f) ? f->stage_len : 0;
 }
 
 bool sx_out_is_gz(const char *path) {
