@@ -464,6 +464,31 @@ struct own_queue {
     struct sx_buf z;
 };
 
+/* Rank 0's .gz block m->b made in the queue's rooms (its text in 'text', its deflate in
+ * 'z'), the slot keeping a copy of the deflate data alone. */
+static void made_gz(struct own_queue *oq, struct made *m) {
+    const struct sx_producer *p = oq->p;
+    /* lend the slot the queue's rooms for the make, then take them back */
+    struct sx_buf none = m->bo.raw; /* the slot's text room: empty, never used */
+    struct sx_buf mine = m->bo.z;   /* the slot's own deflate buffer */
+    m->bo.raw = oq->text;
+    m->bo.z = oq->z;
+    m->st = make_block(p, oq->so, oq->ah, m->b, false, &m->bo, &m->err);
+    oq->text = m->bo.raw;
+    oq->z = m->bo.z;
+    m->bo.raw = none;
+    m->bo.z = mine;
+    sx_buf_reset(&m->bo.z);
+    if (m->st == SX_OK && oq->z.len > 0) {
+        sx_buf_append(&m->bo.z, oq->z.data, oq->z.len);
+        if (m->bo.z.failed)
+            m->st = sx_error_set(&m->err, SX_ERR_NOMEM, oq->so->path,
+                                 "out of memory compressing a block");
+    }
+    m->raw_len = oq->text.len;
+    m->units = progress_of(p, (long)m->b, &oq->text);
+}
+
 /* Make rank 0's next block, none before 'b_min', into the queue. false: none to make
  * (or no room). */
 static bool own_make_next(struct own_queue *oq, size_t b_min) {
@@ -478,24 +503,7 @@ static bool own_make_next(struct own_queue *oq, size_t b_min) {
     m->b = b;
     sx_error_clear(&m->err);
     if (oq->so->gz) {
-        struct sx_buf none = m->bo.raw; /* empty: its text is made in 'text' */
-        struct sx_buf mine = m->bo.z;
-        m->bo.raw = oq->text;
-        m->bo.z = oq->z;
-        m->st = make_block(p, oq->so, oq->ah, b, false, &m->bo, &m->err);
-        oq->text = m->bo.raw;
-        oq->z = m->bo.z;
-        m->bo.raw = none;
-        m->bo.z = mine;
-        sx_buf_reset(&m->bo.z);
-        if (m->st == SX_OK && oq->z.len > 0) {
-            sx_buf_append(&m->bo.z, oq->z.data, oq->z.len);
-            if (m->bo.z.failed)
-                m->st = sx_error_set(&m->err, SX_ERR_NOMEM, oq->so->path,
-                                     "out of memory compressing a block");
-        }
-        m->raw_len = oq->text.len;
-        m->units = progress_of(p, (long)b, &oq->text);
+        made_gz(oq, m);
     } else {
         m->st = make_block(p, oq->so, oq->ah, b, false, &m->bo, &m->err);
         m->units = progress_of(p, (long)b, &m->bo.raw);
