@@ -536,17 +536,17 @@ enum sx_status sx_direct_strings_open(struct sx_direct *dr, hid_t d, const char 
 }
 
 enum sx_status sx_direct_read_strings(struct sx_direct *dr, struct sx_vlen **v, hid_t d,
-                                      const hsize_t *pts, size_t n, struct sx_buf *text,
-                                      size_t *off, const char *src,
+                                      const hsize_t *pts, hsize_t first, size_t n,
+                                      struct sx_buf *text, size_t *off, const char *src,
                                       struct sx_error *err) {
     if (dr != NULL && *v != NULL) {
         dr->reads++;
-        enum sx_status st = sx_vlen_read(*v, pts, n, text, off, src, err);
+        enum sx_status st = sx_vlen_read(*v, pts, first, n, text, off, src, err);
         if (st != SX_ERR_UNSUPPORTED)
             return st;
         /* a collection of a version the walker does not know: HDF5 knows more */
         sx_vlen_close(*v);
         *v = NULL;
     }
-    return sx_h5_read_point_strings(d, pts, 0, n, text, off, src, err);
+    return sx_h5_read_point_strings(d, pts, first, n, text, off, src, err);
 }

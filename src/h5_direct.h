@@ -138,14 +138,15 @@ enum sx_status sx_direct_strings_open(struct sx_direct *dr, hid_t d, const char 
                                       struct sx_vlen **out, struct sx_error *err);
 
 /*
- * The strings of dataset 'd' at rows 'pts[0..n)' as sx_h5_read_point_strings
- * gives them, through '*v' when there is one. A heap collection of a
- * version the reader does not know closes '*v' (NULL from then on) and the
- * rows are read with HDF5.
+ * The strings of dataset 'd' at rows 'pts[0..n)' ('pts' NULL: the rows first ..
+ * first + n) as sx_h5_read_point_strings gives them, through '*v' when there is one. A
+ * heap collection of a version the reader does not know closes '*v' (NULL from then on)
+ * and the rows are read with HDF5.
  */
 enum sx_status sx_direct_read_strings(struct sx_direct *dr, struct sx_vlen **v, hid_t d,
-                                      const hsize_t *pts, size_t n, struct sx_buf *text,
-                                      size_t *off, const char *src, struct sx_error *err);
+                                      const hsize_t *pts, hsize_t first, size_t n,
+                                      struct sx_buf *text, size_t *off, const char *src,
+                                      struct sx_error *err);
 
 /*
  * A run's event columns read again after the run is closed, without HDF5: a

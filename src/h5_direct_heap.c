@@ -346,8 +346,28 @@ out:
     return st;
 }
 
-enum sx_status sx_vlen_read(struct sx_vlen *v, const hsize_t *rows, size_t n,
-                            struct sx_buf *text, size_t *off, const char *src,
+enum sx_status sx_vlen_claim(uint64_t need, bool count, uint64_t *total,
+                             uint64_t file_size, const char *src, uint64_t row,
+                             struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    SX_CHECK(need <= file_size, SX_ERR_FORMAT, err, src,
+             "%s[%" PRIu64 "] claims a value of %" PRIu64
+             " bytes, more than the file's %" PRIu64
+             " bytes; the file is truncated or damaged",
+             src, row, need, file_size);
+    if (count)
+        *total += need;
+    SX_CHECK(*total <= file_size + 65536, SX_ERR_FORMAT, err, src,
+             "%s: its variable-length values up to [%" PRIu64 "] claim %" PRIu64
+             " bytes, more than the file's %" PRIu64 " bytes; the file is truncated or "
+             "damaged",
+             src, row, *total, file_size);
+out:
+    return st;
+}
+
+enum sx_status sx_vlen_read(struct sx_vlen *v, const hsize_t *rows, hsize_t first,
+                            size_t n, struct sx_buf *text, size_t *off, const char *src,
                             struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct req *rq = NULL;
@@ -360,10 +380,11 @@ enum sx_status sx_vlen_read(struct sx_vlen *v, const hsize_t *rows, size_t n,
     rq = sx_malloc(n * sizeof *rq);
     SX_CHECK(rq != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     for (size_t k = 0; k < n; k++) {
-        SX_CHECK(rows[k] < v->nelem, SX_ERR_FORMAT, err, src,
-                 "%s: row %" PRIu64 " out of range (%" PRIu64 " rows)", src,
-                 (uint64_t)rows[k], v->nelem);
-        rq[k].row = rows[k];
+        const uint64_t row = rows != NULL ? rows[k] : first + k;
+        SX_CHECK(row < v->nelem, SX_ERR_FORMAT, err, src,
+                 "%s: row %" PRIu64 " out of range (%" PRIu64 " rows)", src, row,
+                 v->nelem);
+        rq[k].row = row;
         rq[k].k = k;
     }
     sort_reqs(rq, n, cmp_row);
@@ -375,18 +396,10 @@ enum sx_status sx_vlen_read(struct sx_vlen *v, const hsize_t *rows, size_t n,
      * HDF5 reads (h5_util.h), before any room is taken for them */
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {
-        SX_CHECK(rq[i].len <= v->file_size, SX_ERR_FORMAT, err, src,
-                 "%s[%" PRIu64 "] claims a value of %" PRIu32
-                 " bytes, more than the file's %" PRIu64
-                 " bytes; the file is truncated or damaged",
-                 src, rq[i].row, rq[i].len, v->file_size);
-        if (i == 0 || rq[i].row != rq[i - 1].row) /* a row asked again is not more */
-            total += rq[i].len;
-        SX_CHECK(total <= v->file_size + 65536, SX_ERR_FORMAT, err, src,
-                 "%s: its variable-length values up to [%" PRIu64 "] claim %" PRIu64
-                 " bytes, more than the file's %" PRIu64
-                 " bytes; the file is truncated or damaged",
-                 src, rq[i].row, total, v->file_size);
+        st = sx_vlen_claim(rq[i].len, i == 0 || rq[i].row != rq[i - 1].row, &total,
+                           v->file_size, src, rq[i].row, err);
+        if (st != SX_OK)
+            goto out;
         off[rq[i].k + 1] = rq[i].len;
     }
     for (size_t k = 0; k < n; k++)

@@ -32,7 +32,8 @@ enum sx_status sx_vlen_open(hid_t dset, int fd, const char *src, struct sx_vlen 
                             struct sx_error *err);
 
 /*
- * The strings of file rows 'rows[0..n)' (any order, repeats allowed), as
+ * The strings of file rows 'rows[0..n)' (any order, repeats allowed; 'rows'
+ * NULL: the rows first .. first + n), as
  * H5Dread into C strings gives them: string k is text->data[off[k] ..
  * off[k + 1]) ('off' has n + 1 entries), a NULL string is empty, and a
  * string ends at its first NUL byte. 'text' is reset first. A row out of
@@ -41,8 +42,8 @@ enum sx_status sx_vlen_open(hid_t dset, int fd, const char *src, struct sx_vlen 
  * other than 1 is SX_ERR_UNSUPPORTED with 'err' left as it was: not damage,
  * only not this reader's to read (HDF5 reads it; h5_direct.h falls back).
  */
-enum sx_status sx_vlen_read(struct sx_vlen *v, const hsize_t *rows, size_t n,
-                            struct sx_buf *text, size_t *off, const char *src,
+enum sx_status sx_vlen_read(struct sx_vlen *v, const hsize_t *rows, hsize_t first,
+                            size_t n, struct sx_buf *text, size_t *off, const char *src,
                             struct sx_error *err);
 
 /*
@@ -59,6 +60,18 @@ enum sx_status sx_vlen_check_heap(int fd, uint64_t file_size, uint64_t base, uns
                                   unsigned sl, const unsigned char *elems, size_t n,
                                   uint64_t unit, const uint64_t *rows, const char *src,
                                   struct sx_error *err);
+
+/*
+ * Hold one variable-length value's claimed size 'need' (bytes) of row 'row' to
+ * the size of its file, 'file_size' bytes, before any room is taken for it: it
+ * must fit the file, and so must '*total', the claims summed so far, to which
+ * 'need' is added when 'count' (a row asked again is not counted twice). Past
+ * either, SX_ERR_FORMAT naming 'src' and the row. The vlen guard and the direct
+ * reads both hold values to it, with the same messages.
+ */
+enum sx_status sx_vlen_claim(uint64_t need, bool count, uint64_t *total,
+                             uint64_t file_size, const char *src, uint64_t row,
+                             struct sx_error *err);
 
 /* Free 'v' (NULL is fine). */
 void sx_vlen_close(struct sx_vlen *v);

@@ -299,8 +299,8 @@ static enum sx_status read_metas(struct sx_h5 *h5, const struct sx_run *run,
     SX_CHECK(pts != NULL && roff != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     for (size_t k = 0; k < n; k++)
         pts[k] = rows[k]->file_row;
-    st = sx_direct_read_strings(h5->direct, &h5->meta_vlen, h5->meta, pts, n, &raw, roff,
-                                src, err);
+    st = sx_direct_read_strings(h5->direct, &h5->meta_vlen, h5->meta, pts, 0, n, &raw,
+                                roff, src, err);
     if (st != SX_OK)
         goto out;
     for (size_t k = 0; k < n; k++) {

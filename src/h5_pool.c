@@ -95,7 +95,6 @@ enum sx_status sx_h5_read_pool(struct sx_direct *dr, hid_t d, uint64_t nrows,
     enum { PIECE = 1 << 16 };
     struct sx_buf text = {0};
     size_t *off = NULL;
-    hsize_t *pts = NULL;
     struct sx_vlen *v = NULL;
     p->id = sx_malloc((nrows + 1) * sizeof *p->id);
     off = sx_malloc((PIECE + 1) * sizeof *off);
@@ -103,23 +102,14 @@ enum sx_status sx_h5_read_pool(struct sx_direct *dr, hid_t d, uint64_t nrows,
     st = sx_direct_strings_open(dr, d, src, &v, err);
     if (st != SX_OK)
         goto out;
-    if (v != NULL) {
-        pts = sx_malloc(PIECE * sizeof *pts);
-        SX_CHECK(pts != NULL, SX_ERR_NOMEM, err, src, "out of memory");
-    }
     for (uint64_t at = 0; at < nrows; at += PIECE) {
         size_t n = nrows - at < PIECE ? (size_t)(nrows - at) : PIECE;
-        for (size_t k = 0; v != NULL && k < n; k++)
-            pts[k] = at + k;
-        st = v != NULL ? sx_direct_read_strings(dr, &v, d, pts, n, &text, off, src, err)
-                       : sx_h5_read_point_strings(d, NULL, at, n, &text, off, src, err);
+        st = sx_direct_read_strings(dr, &v, d, NULL, at, n, &text, off, src, err);
         if (st != SX_OK)
             goto out;
         bool ok = true;
         for (size_t k = 0; k < n && ok; k++) {
-            const char *q = text.data != NULL ? text.data + off[k] : "";
-            size_t len = strnlen(q, off[k + 1] - off[k]);
-            char *s = sx_utf8_sanitize(q, len);
+            char *s = sx_h5_text_string(&text, off, k);
             SX_CHECK(s != NULL, SX_ERR_NOMEM, err, src, "out of memory");
             p->id[at + k] = pool_add(p, s, &ok);
             free(s);
@@ -128,7 +118,6 @@ enum sx_status sx_h5_read_pool(struct sx_direct *dr, hid_t d, uint64_t nrows,
     }
 out:
     sx_vlen_close(v);
-    free(pts);
     free(off);
     sx_buf_free(&text);
     return st;

@@ -171,20 +171,10 @@ enum sx_status sx_h5_vlen_guard(hid_t obj, hid_t ms, hid_t fs, const char *src,
             addr |= (uint64_t)e[4 + b] << (8 * b);
         if (addr == 0)
             continue; /* HDF5's NULL, whatever the length says */
-        uint64_t need = len * base;
-        SX_CHECK(need <= fsize, SX_ERR_FORMAT, err, src,
-                 "%s[%" PRIu64 "] claims a value of %" PRIu64
-                 " bytes, more than the file's %llu bytes; the file is truncated or "
-                 "damaged",
-                 src, rows != NULL ? rows[k] : (uint64_t)k, need,
-                 (unsigned long long)fsize);
-        total += need;
-        SX_CHECK(total <= (uint64_t)fsize + 65536, SX_ERR_FORMAT, err, src,
-                 "%s: its variable-length values up to [%" PRIu64 "] claim %" PRIu64
-                 " bytes, more than the file's %llu bytes; the file is truncated or "
-                 "damaged",
-                 src, rows != NULL ? rows[k] : (uint64_t)k, total,
-                 (unsigned long long)fsize);
+        st = sx_vlen_claim(len * base, true, &total, (uint64_t)fsize, src,
+                           rows != NULL ? rows[k] : (uint64_t)k, err);
+        if (st != SX_OK)
+            goto out;
     }
     /* and each must name a heap object that holds it: HDF5 would copy what
      * lies past a shorter one */
@@ -579,39 +569,37 @@ static enum sx_status walk_strings(struct sx_h5 *h5, hid_t d, uint64_t n, char *
     struct sx_vlen *v = NULL;
     struct sx_buf text = {0};
     size_t *off = NULL;
-    hsize_t *rows = NULL;
     char **sv = NULL;
     st = sx_direct_strings_open(h5->direct, d, src, &v, err);
     if (st != SX_OK)
         goto out;
-    if (v == NULL || n == 0 || n > SIZE_MAX / sizeof *rows - 1) {
+    if (v == NULL || n == 0 || n > SIZE_MAX / sizeof *off - 1) {
         st = SX_ERR_UNSUPPORTED;
         goto out;
     }
-    rows = sx_malloc(n * sizeof *rows);
     off = sx_malloc((n + 1) * sizeof *off);
     sv = sx_calloc(n + 1, sizeof *sv);
-    SX_CHECK(rows != NULL && off != NULL && sv != NULL, SX_ERR_NOMEM, err, src,
-             "out of memory");
-    for (uint64_t i = 0; i < n; i++)
-        rows[i] = i;
-    st = sx_vlen_read(v, rows, (size_t)n, &text, off, src, err);
+    SX_CHECK(off != NULL && sv != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    st = sx_vlen_read(v, NULL, 0, (size_t)n, &text, off, src, err);
     if (st != SX_OK)
         goto out;
     for (uint64_t i = 0; i < n; i++) {
-        const char *q = text.data != NULL ? text.data + off[i] : "";
-        sv[i] = sx_utf8_sanitize(q, strnlen(q, off[i + 1] - off[i]));
+        sv[i] = sx_h5_text_string(&text, off, (size_t)i);
         SX_CHECK(sv[i] != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     }
     *out = sv;
     sv = NULL;
 out:
     sx_h5_free_strv(sv, n);
-    free(rows);
     free(off);
     sx_buf_free(&text);
     sx_vlen_close(v);
     return st;
+}
+
+char *sx_h5_text_string(const struct sx_buf *text, const size_t *off, size_t k) {
+    const char *q = text->data != NULL ? text->data + off[k] : "";
+    return sx_utf8_sanitize(q, strnlen(q, off[k + 1] - off[k]));
 }
 
 enum sx_status sx_h5_read_strings(struct sx_h5 *h5, hid_t loc, const char *name,

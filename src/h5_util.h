@@ -118,6 +118,13 @@ enum sx_status sx_h5_read_point_strings(hid_t d, const hsize_t *pts, hsize_t fir
                                         size_t n, struct sx_buf *text, size_t *off,
                                         const char *src, struct sx_error *err);
 
+/*
+ * String k of 'text' and 'off' as those reads give them, decoded as every string of
+ * the file is: up to its first NUL, made valid UTF-8 (sx_utf8_sanitize). A new
+ * string, or NULL when out of memory.
+ */
+char *sx_h5_text_string(const struct sx_buf *text, const size_t *off, size_t k);
+
 /* Link names of a group in h5py order (by name). */
 enum sx_status sx_h5_list_links(hid_t g, struct h5_name_list *l, const char *src,
                                 struct sx_error *err);

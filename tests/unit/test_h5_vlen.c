@@ -262,29 +262,35 @@ static void ds_close(struct ds *x) {
     H5Fclose(x->f);
 }
 
-/* sx_vlen_read of 'rows[0..n)' gives what H5Dread gave for them. */
-static bool same_rows(struct ds *x, const hsize_t *rows, size_t n) {
+/* sx_vlen_read of 'rows[0..n)' (NULL: the rows first .. first + n) gives what H5Dread
+ * gave for them. */
+static bool same_range(struct ds *x, const hsize_t *rows, hsize_t first, size_t n) {
     struct sx_buf text = {0};
     struct sx_error e;
     sx_error_clear(&e);
     size_t *off = malloc((n + 1) * sizeof *off);
     ASSERT(off != NULL);
-    enum sx_status st = sx_vlen_read(x->v, rows, n, &text, off, "t.h5:/ds", &e);
+    enum sx_status st = sx_vlen_read(x->v, rows, first, n, &text, off, "t.h5:/ds", &e);
     if (st != SX_OK)
         fprintf(stderr, "sx_vlen_read: %s\n", e.text);
     bool ok = st == SX_OK && off[0] == 0 && text.len == off[n];
     for (size_t k = 0; ok && k < n; k++) {
-        const char *want = x->all[rows[k]] != NULL ? x->all[rows[k]] : "";
+        const hsize_t row = rows != NULL ? rows[k] : first + k;
+        const char *want = x->all[row] != NULL ? x->all[row] : "";
         size_t len = off[k + 1] - off[k];
         if (len != strlen(want) || memcmp(text.data + off[k], want, len) != 0) {
-            fprintf(stderr, "row %" PRIu64 ": %zu bytes, want %zu\n", (uint64_t)rows[k],
-                    len, strlen(want));
+            fprintf(stderr, "row %" PRIu64 ": %zu bytes, want %zu\n", (uint64_t)row, len,
+                    strlen(want));
             ok = false;
         }
     }
     free(off);
     sx_buf_free(&text);
     return ok;
+}
+
+static bool same_rows(struct ds *x, const hsize_t *rows, size_t n) {
+    return same_range(x, rows, 0, n);
 }
 
 /* Random subsets of random sizes in random order, some with repeats, then all rows. */
@@ -308,6 +314,12 @@ static void check_dataset(const char *path, const char *name, int rounds) {
         rows[k] = x.n - 1 - k;
     CHECK(same_rows(&x, rows, x.n));
     CHECK(same_rows(&x, rows, 0));
+    /* ranges of rows, asked without a list */
+    CHECK(same_range(&x, NULL, 0, x.n));
+    for (int r = 0; r < 8; r++) {
+        size_t at = rnd() % x.n;
+        CHECK(same_range(&x, NULL, at, 1 + rnd() % (x.n - at)));
+    }
     /* the file's rows were what we meant: NULL, empty and long strings among them */
     size_t nul = 0, empty = 0, longest = 0;
     for (size_t i = 0; i < x.n; i++) {
@@ -325,7 +337,8 @@ static void check_dataset(const char *path, const char *name, int rounds) {
     sx_error_clear(&e);
     size_t off[2];
     rows[0] = x.n;
-    CHECK(sx_vlen_read(x.v, rows, 1, &text, off, "t.h5:/ds", &e) == SX_ERR_FORMAT);
+    CHECK(sx_vlen_read(x.v, rows, 0, 1, &text, off, "t.h5:/ds", &e) == SX_ERR_FORMAT);
+    CHECK(sx_vlen_read(x.v, NULL, x.n, 1, &text, off, "t.h5:/ds", &e) == SX_ERR_FORMAT);
     sx_buf_free(&text);
     free(rows);
     ds_close(&x);
@@ -419,7 +432,7 @@ static void check_damaged(const char *path, const char *name, const char *what) 
     for (size_t k = 0; k < dim; k++)
         rows[k] = k;
     struct sx_buf text = {0};
-    enum sx_status st = sx_vlen_read(v, rows, dim, &text, off, "t.h5:/ds", &e);
+    enum sx_status st = sx_vlen_read(v, rows, 0, dim, &text, off, "t.h5:/ds", &e);
     if (st != SX_ERR_FORMAT || strstr(e.text, what) == NULL)
         fprintf(stderr, "damaged (%s): status %d: %s\n", what, (int)st, e.text);
     CHECK(st == SX_ERR_FORMAT);
@@ -428,7 +441,7 @@ static void check_damaged(const char *path, const char *name, const char *what) 
     CHECK(text.len == 0 && off[dim] == 0);
     /* it stays an error, and a clean one, when asked again */
     sx_error_clear(&e);
-    CHECK(sx_vlen_read(v, rows, dim, &text, off, "t.h5:/ds", &e) == SX_ERR_FORMAT);
+    CHECK(sx_vlen_read(v, rows, 0, dim, &text, off, "t.h5:/ds", &e) == SX_ERR_FORMAT);
     sx_buf_free(&text);
     free(off);
     free(rows);
@@ -464,7 +477,8 @@ static void check_unknown_version(const char *path, const char *name) {
     struct sx_error e, e2;
     sx_error_clear(&e);
     ASSERT(sx_vlen_open(d, fd, "t.h5:/ds", &v, &e) == SX_OK && v != NULL);
-    CHECK(sx_vlen_read(v, rows, dim, &text, off, "t.h5:/ds", &e) == SX_ERR_UNSUPPORTED);
+    CHECK(sx_vlen_read(v, rows, 0, dim, &text, off, "t.h5:/ds", &e) ==
+          SX_ERR_UNSUPPORTED);
     CHECK(e.code == SX_OK && e.text[0] == '\0');
     sx_vlen_close(v);
     v = NULL;
@@ -476,7 +490,7 @@ static void check_unknown_version(const char *path, const char *name) {
     sx_error_clear(&e);
     sx_error_clear(&e2);
     enum sx_status st =
-        sx_direct_read_strings(dr, &v, d, rows, dim, &text, off, "t.h5:/ds", &e);
+        sx_direct_read_strings(dr, &v, d, rows, 0, dim, &text, off, "t.h5:/ds", &e);
     enum sx_status st2 =
         sx_h5_read_point_strings(d, rows, 0, dim, &text2, off, "t.h5:/ds", &e2);
     CHECK(v == NULL); /* the walker is given up for HDF5 */
@@ -626,7 +640,7 @@ static void test_overrun(const char *good) {
         struct sx_buf text = {0};
         size_t off[2];
         sx_error_clear(&e);
-        CHECK(sx_vlen_read(x.v, &r, 1, &text, off, "t.h5:/ds", &e) == SX_ERR_FORMAT);
+        CHECK(sx_vlen_read(x.v, &r, 0, 1, &text, off, "t.h5:/ds", &e) == SX_ERR_FORMAT);
         CHECK(strstr(e.text, "is missing") != NULL);
         sx_buf_free(&text);
     }
@@ -686,7 +700,7 @@ static void test_faults(const char *path) {
             sx_error_clear(&e);
             enum sx_status st = sx_vlen_open(x.d, x.fd, "t.h5:/ds", &x.v, &e);
             if (st == SX_OK)
-                st = sx_vlen_read(x.v, rows, 300, &text, off, "t.h5:/ds", &e);
+                st = sx_vlen_read(x.v, rows, 0, 300, &text, off, "t.h5:/ds", &e);
             bool fired = sx_fault_fired();
             sx_fault_off();
             sx_buf_free(&text);
