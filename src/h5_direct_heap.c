@@ -28,6 +28,9 @@
 
 /* Reads less than GAP bytes apart are merged into one of at most SPAN bytes. */
 enum { GAP = 4096, SPAN = 1 << 20, FIRST_READ = 1 << 16 };
+/* A collection's first read when a few values are checked: HDF5's smallest collection
+ * (H5HG_MINSIZE), so that a string attribute's check reads 4 KiB, not 64 */
+enum { FEW = 64, FIRST_READ_FEW = 4096 };
 /* The element table is read through NWIN kept windows of WIN bytes (1 MiB). */
 enum { WIN = 1 << 16, NWIN = 16 };
 
@@ -61,6 +64,7 @@ struct sx_vlen {
     size_t nobj, obj_cap;
     struct sx_file_win *win;  /* over the element table */
     struct sx_file_win *hwin; /* over the heap (NULL: pread each) */
+    size_t first_read;        /* a collection's first read: its header and what follows */
 };
 
 /* One requested row on its way through a read. */
@@ -194,7 +198,7 @@ static enum sx_status load_col(struct sx_vlen *v, uint64_t addr, const struct re
              where);
     const uint64_t at = v->base + addr;
     size_t got =
-        v->file_size - at < FIRST_READ ? (size_t)(v->file_size - at) : FIRST_READ;
+        v->file_size - at < v->first_read ? (size_t)(v->file_size - at) : v->first_read;
     SX_CHECK(grow_buf(buf, cap, got), SX_ERR_NOMEM, err, src, "out of memory");
     st = read_at(v, *buf, got, at, src, err);
     if (st != SX_OK)
@@ -494,11 +498,13 @@ enum sx_status sx_vlen_check_heap(int fd, uint64_t file_size, uint64_t base, uns
                         .sl = sl,
                         .esize = 4 + sa + 4,
                         .objhdr = (8 + sl + 7) & ~(size_t)7,
-                        .col_cap = 16};
+                        .col_cap = 16,
+                        .first_read = n < FEW ? FIRST_READ_FEW : FIRST_READ};
     v.col = sx_calloc(v.col_cap, sizeof *v.col);
     SX_CHECK(v.col != NULL, SX_ERR_NOMEM, err, src, "out of memory");
-    /* HEAP_WIN bytes a window; without the memory, a pread per object */
-    v.hwin = sx_file_win_new(fd, HEAP_WIN, 2);
+    /* HEAP_WIN bytes a window; without the memory, or for a few values (an attribute's),
+     * a pread per object */
+    v.hwin = n < FEW ? NULL : sx_file_win_new(fd, HEAP_WIN, 2);
     for (size_t k = 0; k < n; k++) {
         const unsigned char *e = elems + k * v.esize;
         struct req r = {.row = rows != NULL ? rows[k] : k,
@@ -591,6 +597,7 @@ enum sx_status sx_vlen_open(hid_t dset, int fd, const char *src, struct sx_vlen 
     v->sl = (unsigned)sl;
     v->esize = (size_t)esize;
     v->objhdr = (8 + sl + 7) & ~(size_t)7; /* headers are padded to 8 bytes */
+    v->first_read = FIRST_READ;
     v->col_cap = 64;
     v->col = sx_calloc(v->col_cap, sizeof *v->col);
     v->win = sx_file_win_new(fd, WIN, NWIN);

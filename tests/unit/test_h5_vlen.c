@@ -850,6 +850,53 @@ static void check_pool(const char *path, const char *name) {
     H5Fclose(f);
 }
 
+/*
+ * The vlen guard's check of stored elements against the heap: the elements of "mixed"
+ * pass, all at once and a few at a time (a few read a collection's first 4 KiB, then
+ * the rest of a larger one), and a length one byte past its object is refused.
+ */
+static void test_check_heap(const char *good) {
+    hid_t f = H5Fopen(good, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = H5Dopen2(f, "mixed", H5P_DEFAULT);
+    const uint64_t table = (uint64_t)H5Dget_offset(d);
+    const size_t n = (size_t)sx_h5_dset_len(d);
+    H5Dclose(d);
+    H5Fclose(f);
+    ASSERT(n > 100);
+    int fd = open(good, O_RDONLY);
+    struct stat sb;
+    ASSERT(fd >= 0 && fstat(fd, &sb) == 0);
+    unsigned char *el = malloc(n * 16);
+    ASSERT(el != NULL && pread(fd, el, n * 16, (off_t)table) == (ssize_t)(n * 16));
+    const uint64_t size = (uint64_t)sb.st_size;
+    struct sx_error e;
+    sx_error_clear(&e);
+    CHECK(sx_vlen_check_heap(fd, size, 0, 8, 8, el, n, 1, NULL, "t.h5:/ds", &e) == SX_OK);
+    size_t longs = 0;
+    for (size_t row = 0; row < n; row++) {
+        uint32_t len = 0;
+        memcpy(&len, el + row * 16, 4);
+        const uint64_t r = row;
+        if (row % 7 != 0 && len <= 8192)
+            continue; /* every long string, and some others */
+        longs += len > 8192;
+        CHECK(sx_vlen_check_heap(fd, size, 0, 8, 8, el + row * 16, 1, 1, &r, "t.h5:/ds",
+                                 &e) == SX_OK);
+        if (len > 8192 && longs == 1) {
+            unsigned char bad[16];
+            memcpy(bad, el + row * 16, 16);
+            len++;
+            memcpy(bad, &len, 4);
+            CHECK(sx_vlen_check_heap(fd, size, 0, 8, 8, bad, 1, 1, &r, "t.h5:/ds", &e) ==
+                  SX_ERR_FORMAT);
+            CHECK(strstr(e.text, "bytes in object") != NULL);
+        }
+    }
+    CHECK(longs > 0);
+    free(el);
+    close(fd);
+}
+
 int main(void) {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/test_h5_vlen.XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -873,6 +920,7 @@ int main(void) {
     test_damage(big);
     test_null_length(big);
     test_overrun(big);
+    test_check_heap(big);
     test_faults(big);
     test_file_win();
     test_file_win_cut();
