@@ -114,7 +114,9 @@ static enum sx_status read_schema1_events(struct sx_h5 *h5, const struct sx_row 
         snprintf(cs, sizeof cs, "%s/%s", src, sx_h5_col_names[c]);
         d = H5Dopen2(g, sx_h5_col_names[c], H5P_DEFAULT);
         SX_CHECK(d >= 0, SX_ERR_FORMAT, err, cs, "%s cannot be opened", cs);
-        st = read_slab(d, first, n, out[c], cs, err);
+        st = sx_h5_local_data(d, cs, err);
+        if (st == SX_OK)
+            st = read_slab(d, first, n, out[c], cs, err);
         sx_h5_close_id(d);
         d = -1;
         if (st != SX_OK)

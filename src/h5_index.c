@@ -226,6 +226,9 @@ static enum sx_status open_meta(struct sx_h5 *h5, struct sx_run *run, uint64_t n
     h5->meta = H5Dopen2(h5->file, "rank_region_index/event_metadata", H5P_DEFAULT);
     sx_h5_src_name(src, sizeof src, h5->path, "/rank_region_index/event_metadata");
     SX_CHECK(h5->meta >= 0, SX_ERR_FORMAT, err, src, "%s cannot be opened", src);
+    st = sx_h5_local_data(h5->meta, src, err);
+    if (st != SX_OK)
+        goto out;
     int64_t nm = sx_h5_dset_len(h5->meta);
     hid_t mt = H5Dget_type(h5->meta);
     bool is_str = mt >= 0 && H5Tget_class(mt) == H5T_STRING;

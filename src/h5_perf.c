@@ -144,6 +144,11 @@ static enum sx_status read_region(hid_t pe, const char *path, int64_t rank,
         goto out;
     d = H5Dopen2(g, "values", H5P_DEFAULT);
     SX_CHECK(d >= 0, SX_ERR_FORMAT, err, src, "%s/values cannot be read", src);
+    char vs[1100];
+    snprintf(vs, sizeof vs, "%.1000s/values", src);
+    st = sx_h5_local_data(d, vs, err);
+    if (st != SX_OK)
+        goto out;
     sp = H5Dget_space(d);
     hssize_t n = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
     SX_CHECK(n >= 0 && (size_t)n == r->nevents, SX_ERR_FORMAT, err, src,

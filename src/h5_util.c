@@ -213,8 +213,8 @@ static herr_t foreign_cb(hid_t g, const char *name, const H5L_info_t *info, void
     struct foreign_walk *w = op;
     enum sx_status st = SX_OK;
     struct sx_error *err = w->err;
-    hid_t d = -1, dcpl = -1;
     char src[1200];
+    (void)g;
     snprintf(src, sizeof src, "%.1000s:/%.190s", w->path, name);
     SX_CHECK(info->type == H5L_TYPE_HARD || info->type == H5L_TYPE_SOFT,
              SX_ERR_UNSUPPORTED, err, src,
@@ -223,16 +223,14 @@ static herr_t foreign_cb(hid_t g, const char *name, const H5L_info_t *info, void
              src,
              info->type == H5L_TYPE_EXTERNAL ? "an external link"
                                              : "a user-defined link");
-    if (info->type != H5L_TYPE_HARD)
-        goto out;
-    H5O_info_t oi;
-    if (H5Oget_info_by_name2(g, name, &oi, H5O_INFO_BASIC, H5P_DEFAULT) < 0 ||
-        oi.type != H5O_TYPE_DATASET)
-        goto out; /* what cannot be looked at here fails where it is read */
-    d = H5Dopen2(g, name, H5P_DEFAULT);
-    dcpl = d >= 0 ? H5Dget_create_plist(d) : -1;
-    if (dcpl < 0)
-        goto out;
+out:
+    w->st = st;
+    return st == SX_OK ? 0 : 1;
+}
+
+/* The data of a dataset whose creation properties are 'dcpl' lies in its file. */
+static enum sx_status local_data(hid_t dcpl, const char *src, struct sx_error *err) {
+    enum sx_status st = SX_OK;
     SX_CHECK(H5Pget_layout(dcpl) != H5D_VIRTUAL, SX_ERR_UNSUPPORTED, err, src,
              "%s is a virtual dataset, its data in other files; it is not read, the run "
              "must be in one file",
@@ -242,10 +240,15 @@ static herr_t foreign_cb(hid_t g, const char *name, const H5L_info_t *info, void
              "must be in one file",
              src);
 out:
+    return st;
+}
+
+enum sx_status sx_h5_local_data(hid_t d, const char *src, struct sx_error *err) {
+    const hid_t dcpl = H5Dget_create_plist(d);
+    /* what cannot be looked at here fails where it is read */
+    const enum sx_status st = dcpl >= 0 ? local_data(dcpl, src, err) : SX_OK;
     sx_h5_close_id(dcpl);
-    sx_h5_close_id(d);
-    w->st = st;
-    return st == SX_OK ? 0 : 1;
+    return st;
 }
 
 enum sx_status sx_h5_refuse_foreign(hid_t file, const char *path, struct sx_error *err) {
@@ -300,9 +303,9 @@ void sx_h5_close_id(hid_t id) {
     }
 }
 
-/* "file.h5:/object" for error sources. */
+/* "file.h5:/object" for error sources (the object's path made absolute). */
 const char *sx_h5_src_name(char *buf, size_t n, const char *path, const char *obj) {
-    snprintf(buf, n, "%s:%s", path, obj);
+    snprintf(buf, n, "%s:%s%s", path, obj[0] == '/' ? "" : "/", obj);
     return buf;
 }
 
@@ -348,10 +351,13 @@ int64_t sx_h5_dset_len(hid_t d) {
 enum sx_status sx_h5_check_claim(const struct sx_h5 *h5, hid_t d, uint64_t n, size_t elem,
                                  const char *src, struct sx_error *err) {
     enum sx_status st = SX_OK;
-    hid_t dcpl = H5Dget_create_plist(d);
-    int nfilters = dcpl >= 0 ? H5Pget_nfilters(dcpl) : 0;
-    if (dcpl >= 0)
-        H5Pclose(dcpl);
+    const hid_t dcpl = H5Dget_create_plist(d);
+    if (dcpl >= 0) {
+        st = local_data(dcpl, src, err);
+        if (st != SX_OK)
+            goto out;
+    }
+    const int nfilters = dcpl >= 0 ? H5Pget_nfilters(dcpl) : 0;
     double need = (double)n * (double)elem;
     double have = (double)h5->file_size;
     if (nfilters > 0)
@@ -361,8 +367,7 @@ enum sx_status sx_h5_check_claim(const struct sx_h5 *h5, hid_t d, uint64_t n, si
              "the file is truncated or damaged",
              src, n, (long long)h5->file_size);
     /* HDF5 filters this library cannot decode are named, not guessed at. */
-    dcpl = H5Dget_create_plist(d);
-    for (int i = 0; dcpl >= 0 && i < nfilters; i++) {
+    for (int i = 0; i < nfilters; i++) {
         unsigned flags = 0, cd[8];
         size_t ncd = 8;
         char fname[64] = "";
@@ -375,7 +380,6 @@ enum sx_status sx_h5_check_claim(const struct sx_h5 *h5, hid_t d, uint64_t n, si
                                 : id == 32001 ? "Blosc"
                                 : id == 32008 ? "bitshuffle"
                                               : (fname[0] ? fname : "unknown");
-            H5Pclose(dcpl);
             st =
                 sx_error_set(err, SX_ERR_UNSUPPORTED, src,
                              "%s is compressed with HDF5 filter %d (%s), which this HDF5 "
@@ -385,9 +389,8 @@ enum sx_status sx_h5_check_claim(const struct sx_h5 *h5, hid_t d, uint64_t n, si
             goto out;
         }
     }
-    if (dcpl >= 0)
-        H5Pclose(dcpl);
 out:
+    sx_h5_close_id(dcpl);
     return st;
 }
 

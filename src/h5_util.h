@@ -53,13 +53,22 @@ enum sx_status sx_h5_vlen_guard(hid_t obj, hid_t ms, hid_t fs, const char *src,
                                 struct sx_error *err);
 
 /*
- * Refuse a file that would make the reader read other files: an external (or
- * user-defined) link, a virtual dataset or a dataset with external storage
- * anywhere in it is SX_ERR_UNSUPPORTED naming the object. 'path' names the file.
+ * Refuse a file whose links would make the reader read other files: an
+ * external (or user-defined) link anywhere in it is SX_ERR_UNSUPPORTED naming
+ * the link. 'path' names the file. A dataset's data in other files is refused
+ * where the dataset is opened to be read (sx_h5_local_data), which costs no
+ * second open of every dataset.
  */
 enum sx_status sx_h5_refuse_foreign(hid_t file, const char *path, struct sx_error *err);
 
-/* "file.h5:/object" for error sources. */
+/*
+ * Refuse dataset 'd' (named 'src') when its data lies in other files: a
+ * virtual dataset, or one with external storage, is SX_ERR_UNSUPPORTED. Every
+ * dataset is held to this before it is read (sx_h5_check_claim does it).
+ */
+enum sx_status sx_h5_local_data(hid_t d, const char *src, struct sx_error *err);
+
+/* "file.h5:/object" for error sources (the object's path made absolute). */
 const char *sx_h5_src_name(char *buf, size_t n, const char *path, const char *obj);
 
 bool sx_h5_link_exists(hid_t loc, const char *name);
@@ -70,7 +79,8 @@ int64_t sx_h5_dset_len(hid_t d);
 /*
  * Refuse sizes the file cannot hold before taking memory for them: an
  * unfiltered dataset's bytes are in the file; a filtered one compresses
- * at most ~1032:1 (deflate's limit).
+ * at most ~1032:1 (deflate's limit). And data in other files
+ * (sx_h5_local_data), and filters this HDF5 cannot decode.
  */
 enum sx_status sx_h5_check_claim(const struct sx_h5 *h5, hid_t d, uint64_t n, size_t elem,
                                  const char *src, struct sx_error *err);
