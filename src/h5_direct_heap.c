@@ -520,7 +520,8 @@ enum sx_status sx_vlen_check_heap(int fd, uint64_t file_size, uint64_t base, uns
                  src, r.row, len);
         r.len = (uint32_t)len;
         const struct gcol *c = col_find(&v, r.addr);
-        if (c == NULL) {
+        const bool fresh = c == NULL; /* its collection whole in 'buf' */
+        if (fresh) {
             st = load_col(&v, r.addr, &r, &buf, &cap, src, err);
             if (st == SX_ERR_UNSUPPORTED) {
                 st = SX_OK; /* a collection HDF5 knows and we do not: HDF5 checks it */
@@ -538,9 +539,14 @@ enum sx_status sx_vlen_check_heap(int fd, uint64_t file_size, uint64_t base, uns
                  " of the global heap collection at address %" PRIu64
                  " is missing; the file is truncated or damaged",
                  src, r.row, r.idx, r.addr);
-        st = read_at(&v, hdr, v.objhdr, v.base + r.addr + o, src, err);
-        if (st == SX_OK)
-            st = check_obj(&v, hdr, &r, src, err);
+        /* the header from the collection just read; else read again */
+        if (fresh) {
+            st = check_obj(&v, buf + o, &r, src, err);
+        } else {
+            st = read_at(&v, hdr, v.objhdr, v.base + r.addr + o, src, err);
+            if (st == SX_OK)
+                st = check_obj(&v, hdr, &r, src, err);
+        }
         if (st != SX_OK)
             goto out;
     }
