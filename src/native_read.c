@@ -678,14 +678,67 @@ enum sx_status sx_native_sort_keys(size_t *idx, size_t n, const double *key) {
     return SX_OK;
 }
 
-/* How many start values are read at once to find a row's minimum. */
+/* How many start values are read at once to find the rows' minimums. */
 #define H5_CHUNK 65536
+
+/*
+ * Each row's first and smallest start ('first', 'min': run->nrows each; a row
+ * without events keeps 0). The rows' pieces are read in batches of up to
+ * H5_CHUNK values, one read of the start column per batch: a row at a time,
+ * a per-process file of a few rows paid HDF5's selection and read for each.
+ */
+static enum sx_status row_starts(struct sx_h5 *h5, const struct sx_run *run, int64_t *buf,
+                                 int64_t *first, int64_t *min, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    enum { BATCH = 256 };
+    struct sx_slice s[BATCH];
+    size_t owner[BATCH], ns = 0;
+    uint64_t used = 0;
+    size_t i = 0;
+    uint64_t at = 0;
+    while (st == SX_OK && (i < run->nrows || ns > 0)) {
+        const uint64_t count = i < run->nrows ? run->rows[i].count : 0;
+        if (i < run->nrows && at >= count) { /* this row is done: the next */
+            i++;
+            at = 0;
+            continue;
+        }
+        if (i < run->nrows && ns < BATCH && used < H5_CHUNK) {
+            uint64_t n = count - at < H5_CHUNK - used ? count - at : H5_CHUNK - used;
+            memset(&s[ns], 0, sizeof s[ns]);
+            s[ns].row = &run->rows[i];
+            s[ns].first = at;
+            s[ns].n = n;
+            s[ns].cols = SX_COLBIT(SX_COL_START);
+            s[ns].col[SX_COL_START] = buf + used;
+            owner[ns++] = i;
+            used += n;
+            at += n;
+            continue;
+        }
+        /* the batch is full, or the rows are done: read it and fold it in */
+        st = sx_h5_read_slices(h5, run, s, ns, err);
+        for (size_t k = 0; k < ns && st == SX_OK; k++) {
+            const int64_t *v = s[k].col[SX_COL_START];
+            const size_t r = owner[k];
+            for (uint64_t j = 0; j < s[k].n; j++) {
+                if (s[k].first + j == 0)
+                    min[r] = first[r] = v[j];
+                else if (v[j] < min[r])
+                    min[r] = v[j];
+            }
+        }
+        ns = 0;
+        used = 0;
+    }
+    return st;
+}
 
 static enum sx_status read_h5_index(struct sx_nfile *f, struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_h5 *h5 = NULL;
     struct sx_run *run = NULL;
-    int64_t *buf = NULL;
+    int64_t *buf = NULL, *firsts = NULL;
     double *key = NULL;
     size_t *order = NULL, *byname = NULL;
     struct sx_nrow row = {0};
@@ -701,35 +754,30 @@ static enum sx_status read_h5_index(struct sx_nfile *f, struct sx_error *err) {
     key = sx_calloc(run->nnames + 1, sizeof *key);
     order = sx_malloc((run->nrows + 1) * sizeof *order);
     byname = sx_malloc((run->nnames + 1) * sizeof *byname);
-    bool ok = buf != NULL && key != NULL && order != NULL && byname != NULL;
+    firsts = sx_calloc(2 * (run->nrows + 1), sizeof *firsts); /* then the minimums */
+    bool ok =
+        buf != NULL && key != NULL && order != NULL && byname != NULL && firsts != NULL;
     SX_CHECK(ok, SX_ERR_NOMEM, err, path, "out of memory");
+    int64_t *mins = firsts + run->nrows + 1;
     struct sx_nrow *rows = sx_calloc(run->nrows + 1, sizeof *rows);
     SX_CHECK(rows != NULL, SX_ERR_NOMEM, err, path, "out of memory");
     f->rows = rows;
     /* each row's first and minimum start; each region's key over the file's ranks */
     bool *has_key = sx_calloc(run->nnames + 1, sizeof *has_key);
     SX_CHECK(has_key != NULL, SX_ERR_NOMEM, err, path, "out of memory");
+    st = row_starts(h5, run, buf, firsts, mins, err);
+    if (st != SX_OK) {
+        free(has_key);
+        goto out;
+    }
     for (size_t i = 0; i < run->nrows; i++) {
         const struct sx_row *sr = &run->rows[i];
-        row = (struct sx_nrow){
-            .rank = sr->rank, .count = sr->count, .loc = i, .offset = sr->offset};
-        for (uint64_t at = 0; at < sr->count && st == SX_OK;) {
-            uint64_t n = sr->count - at < H5_CHUNK ? sr->count - at : H5_CHUNK;
-            int64_t *cols[SX_NCOLS] = {buf};
-            st =
-                sx_h5_read_events(h5, run, sr, at, n, SX_COLBIT(SX_COL_START), cols, err);
-            for (uint64_t j = 0; st == SX_OK && j < n; j++) {
-                if (at + j == 0)
-                    row.min_start = row.first_start = buf[j];
-                else if (buf[j] < row.min_start)
-                    row.min_start = buf[j];
-            }
-            at += n;
-        }
-        if (st != SX_OK) {
-            free(has_key);
-            goto out;
-        }
+        row = (struct sx_nrow){.rank = sr->rank,
+                               .count = sr->count,
+                               .loc = i,
+                               .offset = sr->offset,
+                               .min_start = mins[i],
+                               .first_start = firsts[i]};
         double k = sr->count > 0 ? (double)row.min_start / 1e9 : 0.0;
         if (!has_key[sr->region] || k < key[sr->region])
             key[sr->region] = k;
@@ -805,6 +853,7 @@ static enum sx_status read_h5_index(struct sx_nfile *f, struct sx_error *err) {
 out:
     nrow_clear(&row);
     free(buf);
+    free(firsts);
     free(key);
     free(order);
     free(byname);
