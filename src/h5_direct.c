@@ -166,12 +166,17 @@ static bool zip_layout(hid_t dcpl, bool *shuffle, uint64_t *chunk) {
 
 void sx_direct_int_col(const struct sx_direct *dr, hid_t d, hid_t t,
                        struct sx_direct_col *c) {
+    const hid_t dcpl = dr != NULL ? H5Dget_create_plist(d) : -1;
+    sx_direct_int_col_dcpl(dr, d, t, dcpl, c);
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+}
+
+void sx_direct_int_col_dcpl(const struct sx_direct *dr, hid_t d, hid_t t, hid_t dcpl,
+                            struct sx_direct_col *c) {
     memset(c, 0, sizeof *c);
     c->dset = -1;
-    if (dr == NULL)
-        return;
-    hid_t dcpl = H5Dget_create_plist(d);
-    if (dcpl < 0)
+    if (dr == NULL || dcpl < 0)
         return;
     const bool contig = H5Pget_layout(dcpl) == H5D_CONTIGUOUS &&
                         H5Pget_nfilters(dcpl) == 0 && H5Pget_external_count(dcpl) == 0;
@@ -179,7 +184,6 @@ void sx_direct_int_col(const struct sx_direct *dr, hid_t d, hid_t t,
     uint64_t chunk = 0;
     /* without ISA-L, zlib's inflate here is no faster than HDF5's: HDF5 reads them */
     const bool zip = SX_HAVE_ISAL && !contig && zip_layout(dcpl, &shuffle, &chunk);
-    H5Pclose(dcpl);
     haddr_t addr = H5Dget_offset(d);
     int64_t nelem = sx_h5_dset_len(d);
     size_t size = H5Tget_size(t);
@@ -226,8 +230,8 @@ static enum sx_status spans_in_range(const struct sx_direct_col *c,
     for (size_t k = 0; k < n; k++)
         SX_CHECK(sp[k].start <= c->nelem && sp[k].n <= c->nelem - sp[k].start,
                  SX_ERR_FORMAT, err, src,
-                 "%s: events %" PRIu64 "..%" PRIu64 " are out of range", src, sp[k].start,
-                 sp[k].start + sp[k].n);
+                 "%s: elements %" PRIu64 "..%" PRIu64 " are out of range", src,
+                 sp[k].start, sp[k].start + sp[k].n);
 out:
     return st;
 }
@@ -268,7 +272,7 @@ enum sx_status sx_direct_read_spans(struct sx_direct *dr, const struct sx_direct
             if (r < 0 && errno == EINTR)
                 continue;
             SX_CHECK(r > 0, SX_ERR_IO, err, src,
-                     "%s cannot be read (events %" PRIu64 "..%" PRIu64
+                     "%s cannot be read (elements %" PRIu64 "..%" PRIu64
                      "); the file is truncated or damaged",
                      src, lo, hi);
             got += (size_t)r;

@@ -87,6 +87,9 @@ bool sx_direct_same_file(int a, int b);
  */
 void sx_direct_int_col(const struct sx_direct *dr, hid_t d, hid_t t,
                        struct sx_direct_col *c);
+/* The same, of creation properties 'dcpl' the caller has (borrowed; < 0: never). */
+void sx_direct_int_col_dcpl(const struct sx_direct *dr, hid_t d, hid_t t, hid_t dcpl,
+                            struct sx_direct_col *c);
 
 /*
  * The spans 'sp[0..n)' of column 'c' (sorted by start), spans less than a

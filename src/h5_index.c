@@ -151,10 +151,14 @@ static enum sx_status open_events(struct sx_h5 *h5, struct sx_run *run, uint64_t
                  "%s has the wrong datatype: integers expected", src);
         int64_t n = sx_h5_dset_len(h5->ev[c]);
         SX_CHECK(n >= 0, SX_ERR_FORMAT, err, src, "%s is not one-dimensional", src);
-        st = sx_h5_check_claim(h5, h5->ev[c], (uint64_t)n, H5Tget_size(t), src, err);
+        /* one copy of the creation properties for the check and the raw view */
+        hid_t dcpl = H5Dget_create_plist(h5->ev[c]);
+        st = sx_h5_check_claim_dcpl(h5, dcpl, (uint64_t)n, H5Tget_size(t), src, err);
+        if (st == SX_OK)
+            sx_direct_int_col_dcpl(h5->direct, h5->ev[c], t, dcpl, &h5->raw[c]);
+        sx_h5_close_id(dcpl);
         if (st != SX_OK)
             goto out;
-        sx_direct_int_col(h5->direct, h5->ev[c], t, &h5->raw[c]);
         sx_h5_close_id(t);
         t = -1;
         if (c <= SX_COL_END) {
@@ -197,17 +201,19 @@ static enum sx_status open_lazy_cols(struct sx_h5 *h5, uint64_t nrows,
                  strings ? "strings" : "integers");
         int64_t n = sx_h5_dset_len(h5->rd[k]);
         SX_CHECK(n >= 0, SX_ERR_FORMAT, err, src, "%s is not one-dimensional", src);
-        st = sx_h5_check_claim(h5, h5->rd[k], (uint64_t)n,
-                               strings && H5Tis_variable_str(t) > 0 ? 16 : H5Tget_size(t),
-                               src, err);
+        hid_t dcpl = H5Dget_create_plist(h5->rd[k]);
+        st = sx_h5_check_claim_dcpl(
+            h5, dcpl, (uint64_t)n,
+            strings && H5Tis_variable_str(t) > 0 ? 16 : H5Tget_size(t), src, err);
+        if (st == SX_OK && !strings)
+            sx_direct_int_col_dcpl(h5->direct, h5->rd[k], t, dcpl, &h5->rdraw[k]);
+        sx_h5_close_id(dcpl);
         if (st == SX_OK)
             st = sx_h5_req_len(h5, p, (uint64_t)n, nrows, err);
         if (st == SX_OK && strings && !h5->open_only)
             st = sx_h5_read_pool(h5->direct, h5->rd[k], nrows, &h5->pool[k], src, err);
         if (st != SX_OK)
             goto out;
-        if (!strings)
-            sx_direct_int_col(h5->direct, h5->rd[k], t, &h5->rdraw[k]);
         sx_h5_close_id(t);
         t = -1;
     }

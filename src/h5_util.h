@@ -84,6 +84,10 @@ int64_t sx_h5_dset_len(hid_t d);
  */
 enum sx_status sx_h5_check_claim(const struct sx_h5 *h5, hid_t d, uint64_t n, size_t elem,
                                  const char *src, struct sx_error *err);
+/* The same, of the dataset's creation properties 'dcpl' (borrowed; < 0: the data
+ * and the filters go unchecked here, and fail where they are read). */
+enum sx_status sx_h5_check_claim_dcpl(const struct sx_h5 *h5, hid_t dcpl, uint64_t n,
+                                      size_t elem, const char *src, struct sx_error *err);
 
 /* Read a whole 1-D integer dataset as int64 (or uint64 bits when 'as_unsigned'). */
 enum sx_status sx_h5_read_ints(struct sx_h5 *h5, hid_t loc, const char *name,
