@@ -69,13 +69,12 @@ bool sx_direct_same_file(int a, int b) {
            sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-void sx_direct_open(hid_t file, const char *path, struct sx_direct **out) {
+void sx_direct_open(int hfd, const char *path, struct sx_direct **out) {
     struct sx_direct *dr = NULL;
     struct stat sb;
     *out = NULL;
     if (!sx_direct_enabled())
         return;
-    const int hfd = sx_h5_posix_fd(file);
     if (hfd < 0)
         return;
     dr = sx_calloc(1, sizeof *dr);

@@ -58,15 +58,15 @@ struct sx_direct_span {
 };
 
 /*
- * The raw views of 'file' (borrowed: an open HDF5 file, read by HDF5's POSIX
- * driver) opened by 'path': a descriptor of its own, read with pread. '*out' is
- * NULL, and every read
+ * The raw views of the file HDF5 has open on descriptor 'hfd' (its POSIX
+ * driver's: sx_h5_posix_fd; -1: none) opened by 'path': a descriptor of its
+ * own, read with pread. '*out' is NULL, and every read
  * goes through HDF5, when SCOPE_EXPORT_DIRECT_READS is "0", when 'path' now
  * names another file than the one HDF5 opened (device and inode differ), or
  * when any of it cannot be had. Never fails: a read through HDF5 is the
  * fall-back, not an error.
  */
-void sx_direct_open(hid_t file, const char *path, struct sx_direct **out);
+void sx_direct_open(int hfd, const char *path, struct sx_direct **out);
 /* Accepts NULL. */
 void sx_direct_close(struct sx_direct *dr);
 

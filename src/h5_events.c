@@ -219,7 +219,7 @@ static enum sx_status read_meta(struct sx_h5 *h5, const struct sx_run *run,
         mt = H5Tcopy(H5T_C_S1);
         H5Tset_size(mt, H5T_VARIABLE);
         H5Tset_cset(mt, H5Tget_cset(t));
-        st = sx_h5_vlen_guard(h5->meta, ms, fs, src, err);
+        st = sx_h5_vlen_guard_in(&h5->facts, h5->meta, ms, fs, src, err);
         if (st != SX_OK)
             goto out;
         SX_CHECK(H5Dread(h5->meta, mt, ms, fs, H5P_DEFAULT, &vl) >= 0, SX_ERR_IO, err,

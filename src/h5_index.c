@@ -568,7 +568,8 @@ static enum sx_status open_run(MPI_Comm comm, const char *path, bool summary, bo
     const int hfd = sx_h5_posix_fd(h5->file);
     if (hfd >= 0 && fstat(hfd, &sb) == 0)
         h5->file_size = sb.st_size;
-    sx_direct_open(h5->file, path, &h5->direct);
+    sx_h5_facts_fill(&h5->facts, h5->file, hfd);
+    sx_direct_open(hfd, path, &h5->direct);
     st = sx_h5_refuse_foreign(h5->file, path, err);
     if (st != SX_OK)
         goto out;

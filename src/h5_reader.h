@@ -3,6 +3,7 @@
 #define SX_H5_READER_H
 
 #include "h5_read.h"
+#include "h5_util.h"
 #include "run.h"
 
 #include <hdf5.h>
@@ -28,6 +29,8 @@ struct sx_vlen;       /* h5_direct_heap.h */
 struct sx_h5 {
     hid_t file;
     char *path;
+    /* the file's facts for the guard of variable-length reads (h5_util.h) */
+    struct sx_h5_facts facts;
     hid_t ev[SX_NCOLS]; /* columnar event datasets (START/END: deltas/durations when
                            encoded) */
     hid_t meta;         /* rank_region_index/event_metadata, or -1 */

@@ -28,7 +28,7 @@ static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void 
         return -1;
     }
     struct sx_value v = {0};
-    c->st = sx_h5_read_attr_value(a, &v, src, c->err);
+    c->st = sx_h5_read_attr_value_in(&c->h5->facts, a, &v, src, c->err);
     H5Aclose(a);
     if (c->st != SX_OK)
         return -1;

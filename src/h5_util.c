@@ -101,13 +101,46 @@ static uint64_t sel_row(hid_t fs, uint64_t k) {
     return k;
 }
 
+void sx_h5_facts_fill(struct sx_h5_facts *ff, hid_t file, int hfd) {
+    const hid_t fcpl = file >= 0 ? H5Fget_create_plist(file) : -1;
+    size_t sa = 0, sl = 0;
+    hsize_t fsize = 0, ub = 0;
+    memset(ff, 0, sizeof *ff);
+    ff->known = true;
+    ff->fd = -1;
+    ff->sizes_ok = fcpl >= 0 && H5Pget_sizes(fcpl, &sa, &sl) >= 0 && sa >= 2 && sa <= 8 &&
+                   H5Fget_filesize(file, &fsize) >= 0;
+    ff->sa = (unsigned)sa;
+    ff->sl = (unsigned)sl;
+    ff->size = (uint64_t)fsize;
+    /* read where HDF5 reads, not by the file's name: the name may meanwhile be
+     * another file's */
+    if (ff->sizes_ok && H5Pget_userblock(fcpl, &ub) >= 0 && sl >= 2 && sl <= 8) {
+        ff->userblock = (uint64_t)ub;
+        ff->fd = hfd;
+    }
+    sx_h5_close_id(fcpl);
+}
+
+/* The facts of obj's file, looked up. */
+static void file_facts(hid_t obj, struct sx_h5_facts *ff) {
+    const hid_t file = H5Iget_file_id(obj);
+    sx_h5_facts_fill(ff, file, file >= 0 ? sx_h5_posix_fd(file) : -1);
+    sx_h5_close_id(file);
+}
+
 enum sx_status sx_h5_vlen_guard(hid_t obj, hid_t ms, hid_t fs, const char *src,
                                 struct sx_error *err) {
+    return sx_h5_vlen_guard_in(NULL, obj, ms, fs, src, err);
+}
+
+enum sx_status sx_h5_vlen_guard_in(struct sx_h5_facts *ff, hid_t obj, hid_t ms, hid_t fs,
+                                   const char *src, struct sx_error *err) {
     enum sx_status st = SX_OK;
-    hid_t t = -1, sup = -1, sp = -1, file = -1, fcpl = -1, op = -1;
+    hid_t t = -1, sup = -1, sp = -1, op = -1;
+    struct sx_h5_facts here;
     unsigned char *raw = NULL;
     uint64_t *rows = NULL;
-    int fd = -1;
     bool is_attr = H5Iget_type(obj) == H5I_ATTR, registered = false;
     t = is_attr ? H5Aget_type(obj) : H5Dget_type(obj);
     SX_CHECK(t >= 0, SX_ERR_FORMAT, err, src, "%s has an unreadable datatype", src);
@@ -129,13 +162,14 @@ enum sx_status sx_h5_vlen_guard(hid_t obj, hid_t ms, hid_t fs, const char *src,
     SX_CHECK(n >= 0, SX_ERR_FORMAT, err, src, "%s has a damaged dataspace", src);
     if (n == 0)
         goto out;
-    file = H5Iget_file_id(obj);
-    fcpl = file >= 0 ? H5Fget_create_plist(file) : -1;
-    size_t sa = 0, sl = 0;
-    hsize_t fsize = 0;
-    SX_CHECK(fcpl >= 0 && H5Pget_sizes(fcpl, &sa, &sl) >= 0 && sa >= 2 && sa <= 8 &&
-                 H5Fget_filesize(file, &fsize) >= 0,
-             SX_ERR_FORMAT, err, src, "%s: the file's superblock cannot be read", src);
+    if (ff == NULL)
+        ff = &here;
+    if (ff == &here || !ff->known)
+        file_facts(obj, ff);
+    SX_CHECK(ff->sizes_ok, SX_ERR_FORMAT, err, src,
+             "%s: the file's superblock cannot be read", src);
+    const size_t sa = ff->sa;
+    const uint64_t fsize = ff->size;
     const size_t esize = 4 + sa + 4;
     /* a filtered dataset of elements compresses at most ~1032:1 (deflate) */
     SX_CHECK((double)n * (double)esize <= (double)fsize * 1032.0 + 65536.0, SX_ERR_FORMAT,
@@ -178,22 +212,15 @@ enum sx_status sx_h5_vlen_guard(hid_t obj, hid_t ms, hid_t fs, const char *src,
     }
     /* and each must name a heap object that holds it: HDF5 would copy what
      * lies past a shorter one */
-    hsize_t ub = 0;
-    /* read where HDF5 reads, not by the file's name: the name may meanwhile be
-     * another file's */
-    if (H5Pget_userblock(fcpl, &ub) >= 0 && sl >= 2 && sl <= 8)
-        fd = sx_h5_posix_fd(file);
-    if (fd >= 0)
-        st = sx_vlen_check_heap(fd, (uint64_t)fsize, (uint64_t)ub, (unsigned)sa,
-                                (unsigned)sl, raw, (size_t)n, base, rows, src, err);
+    if (ff->fd >= 0)
+        st = sx_vlen_check_heap(ff->fd, fsize, ff->userblock, ff->sa, ff->sl, raw,
+                                (size_t)n, base, rows, src, err);
 out:
     if (registered)
         H5Tunregister(H5T_PERS_SOFT, vlen_desc_tag, t, op, vlen_desc_conv);
     free(rows);
     free(raw);
     sx_h5_close_id(op);
-    sx_h5_close_id(fcpl);
-    sx_h5_close_id(file);
     sx_h5_close_id(sp);
     sx_h5_close_id(sup);
     sx_h5_close_id(t);
@@ -516,9 +543,9 @@ out:
 }
 
 /* Strings of a vlen or fixed-length string type, decoded as h5py+errors="replace". */
-static enum sx_status convert_strings(hid_t obj, bool is_attr, hid_t ftype, uint64_t n,
-                                      char ***out, const char *src,
-                                      struct sx_error *err) {
+static enum sx_status convert_strings(struct sx_h5_facts *ff, hid_t obj, bool is_attr,
+                                      hid_t ftype, uint64_t n, char ***out,
+                                      const char *src, struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t mt = -1, sp = -1;
     char **v = NULL, *raw = NULL, **vl = NULL;
@@ -530,7 +557,7 @@ static enum sx_status convert_strings(hid_t obj, bool is_attr, hid_t ftype, uint
         mt = H5Tcopy(H5T_C_S1);
         H5Tset_size(mt, H5T_VARIABLE);
         H5Tset_cset(mt, H5Tget_cset(ftype));
-        st = sx_h5_vlen_guard(obj, H5S_ALL, H5S_ALL, src, err);
+        st = sx_h5_vlen_guard_in(ff, obj, H5S_ALL, H5S_ALL, src, err);
         if (st != SX_OK)
             goto out;
         vl = sx_calloc(n, sizeof *vl);
@@ -653,7 +680,7 @@ enum sx_status sx_h5_read_strings(struct sx_h5 *h5, hid_t loc, const char *name,
              ? walk_strings(h5, d, (uint64_t)n, out, src, err)
              : SX_ERR_UNSUPPORTED;
     if (st == SX_ERR_UNSUPPORTED)
-        st = convert_strings(d, false, t, (uint64_t)n, out, src, err);
+        st = convert_strings(&h5->facts, d, false, t, (uint64_t)n, out, src, err);
     if (st == SX_OK)
         *n_out = (uint64_t)n;
 out:
@@ -685,8 +712,9 @@ static bool is_bool_enum(hid_t t) {
 }
 
 /* One element (at 'p', of native type class) as a value. */
-static enum sx_status attr_values(hid_t a, hid_t t, uint64_t n, struct sx_value *vals,
-                                  const char *src, struct sx_error *err) {
+static enum sx_status attr_values(struct sx_h5_facts *ff, hid_t a, hid_t t, uint64_t n,
+                                  struct sx_value *vals, const char *src,
+                                  struct sx_error *err) {
     enum sx_status st = SX_OK;
     H5T_class_t cls = H5Tget_class(t);
     void *buf = NULL;
@@ -748,7 +776,7 @@ static enum sx_status attr_values(hid_t a, hid_t t, uint64_t n, struct sx_value 
         for (uint64_t i = 0; i < n; i++)
             vals[i] = sx_value_float(((const double *)buf)[i]);
     } else if (cls == H5T_STRING) {
-        st = convert_strings(a, true, t, n, &strs, src, err);
+        st = convert_strings(ff, a, true, t, n, &strs, src, err);
         if (st != SX_OK)
             goto out;
         for (uint64_t i = 0; i < n; i++) {
@@ -798,6 +826,12 @@ fail:
 /* An attribute as a metadata value (h5reader._decode_attribute + _metadata_value). */
 enum sx_status sx_h5_read_attr_value(hid_t a, struct sx_value *out, const char *src,
                                      struct sx_error *err) {
+    return sx_h5_read_attr_value_in(NULL, a, out, src, err);
+}
+
+enum sx_status sx_h5_read_attr_value_in(struct sx_h5_facts *ff, hid_t a,
+                                        struct sx_value *out, const char *src,
+                                        struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t t = -1, sp = -1;
     struct sx_value *flat = NULL;
@@ -816,7 +850,7 @@ enum sx_status sx_h5_read_attr_value(hid_t a, struct sx_value *out, const char *
         n *= dims[i];
     flat = sx_calloc(n + 1, sizeof *flat);
     SX_CHECK(flat != NULL, SX_ERR_NOMEM, err, src, "out of memory");
-    st = attr_values(a, t, n, flat, src, err);
+    st = attr_values(ff, a, t, n, flat, src, err);
     if (st != SX_OK)
         goto out;
     if (nd == 0) {

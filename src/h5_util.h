@@ -53,6 +53,28 @@ enum sx_status sx_h5_vlen_guard(hid_t obj, hid_t ms, hid_t fs, const char *src,
                                 struct sx_error *err);
 
 /*
+ * What the guard needs of the file an object is in: its superblock's sizes, its
+ * size, and HDF5's own descriptor. A reader keeps one (zeroed: not yet known)
+ * so that each attribute it guards does not look them up again (a property
+ * list copy each, and a run of many small files guards many attributes).
+ */
+struct sx_h5_facts {
+    bool known;    /* filled from the first object guarded */
+    bool sizes_ok; /* the superblock's sizes and the file's size could be had */
+    int fd;        /* HDF5's descriptor (POSIX driver), or -1: no heap check */
+    unsigned sa, sl;
+    uint64_t size, userblock;
+};
+
+/* The facts of open 'file' whose HDF5 descriptor is 'hfd' (sx_h5_posix_fd; -1: none). */
+void sx_h5_facts_fill(struct sx_h5_facts *ff, hid_t file, int hfd);
+
+/* sx_h5_vlen_guard with the facts of obj's file: 'ff' (filled on first use), or NULL
+ * to look them up for this call. */
+enum sx_status sx_h5_vlen_guard_in(struct sx_h5_facts *ff, hid_t obj, hid_t ms, hid_t fs,
+                                   const char *src, struct sx_error *err);
+
+/*
  * Refuse a file whose links would make the reader read other files: an
  * external (or user-defined) link anywhere in it is SX_ERR_UNSUPPORTED naming
  * the link. 'path' names the file. A dataset's data in other files is refused
@@ -102,6 +124,10 @@ void sx_h5_free_strv(char **v, uint64_t n);
 /* An attribute as a metadata value (h5reader._decode_attribute + _metadata_value). */
 enum sx_status sx_h5_read_attr_value(hid_t a, struct sx_value *out, const char *src,
                                      struct sx_error *err);
+/* The same, guarding strings with the facts of the attribute's file 'ff' (or NULL). */
+enum sx_status sx_h5_read_attr_value_in(struct sx_h5_facts *ff, hid_t a,
+                                        struct sx_value *out, const char *src,
+                                        struct sx_error *err);
 
 /* Optional scalar attributes of a group. */
 enum sx_status sx_h5_attr_string(struct sx_h5 *h5, hid_t loc, const char *obj,

@@ -122,7 +122,7 @@ static void open_col(const char *path, struct opened *o) {
     o->t = H5Dget_type(o->d);
     ASSERT(o->f >= 0 && o->d >= 0 && o->t >= 0);
     o->dr = NULL;
-    sx_direct_open(o->f, path, &o->dr);
+    sx_direct_open(sx_h5_posix_fd(o->f), path, &o->dr);
     ASSERT(o->dr != NULL);
     sx_direct_int_col(o->dr, o->d, o->t, &o->c);
 }
@@ -321,12 +321,12 @@ static void test_identity(const char *dir) {
     hid_t f = H5Fopen(a, H5F_ACC_RDONLY, H5P_DEFAULT);
     ASSERT(f >= 0);
     struct sx_direct *dr = NULL;
-    sx_direct_open(f, a, &dr);
+    sx_direct_open(sx_h5_posix_fd(f), a, &dr);
     CHECK(dr != NULL); /* the same file: raw views */
     sx_direct_close(dr);
     ASSERT(rename(b, a) == 0); /* 'a' now names another file than HDF5 has open */
     dr = (struct sx_direct *)&dr;
-    sx_direct_open(f, a, &dr);
+    sx_direct_open(sx_h5_posix_fd(f), a, &dr);
     CHECK(dr == NULL);
     H5Fclose(f);
     unlink(a);
@@ -347,7 +347,7 @@ static void test_switch(const char *dir) {
         else
             setenv("SCOPE_EXPORT_DIRECT_READS", vals[i], 1);
         struct sx_direct *dr = NULL;
-        sx_direct_open(f, a, &dr);
+        sx_direct_open(sx_h5_posix_fd(f), a, &dr);
         CHECK((dr != NULL) == on[i]);
         CHECK(sx_direct_enabled() == on[i]);
         sx_direct_close(dr);

@@ -484,7 +484,7 @@ static void check_unknown_version(const char *path, const char *name) {
     v = NULL;
 
     struct sx_direct *dr = NULL;
-    sx_direct_open(f, path, &dr);
+    sx_direct_open(sx_h5_posix_fd(f), path, &dr);
     ASSERT(dr != NULL);
     ASSERT(sx_direct_strings_open(dr, d, "t.h5:/ds", &v, &e) == SX_OK && v != NULL);
     sx_error_clear(&e);
@@ -823,7 +823,7 @@ static void check_pool(const char *path, const char *name) {
     H5Sget_simple_extent_dims(sp, &dim, NULL);
     H5Sclose(sp);
     struct sx_direct *dr = NULL;
-    sx_direct_open(f, path, &dr);
+    sx_direct_open(sx_h5_posix_fd(f), path, &dr);
     ASSERT(dr != NULL);
     struct pool a, b;
     memset(&a, 0, sizeof a);
