@@ -29,9 +29,9 @@ void sx_doc_ahead_free(struct sx_doc_ahead *ah) {
     free(ah->block);
     free(ah->first);
     free(ah->ent);
-    free(ah->arena);
-    free(ah->rows);
-    free(ah->slices);
+    sx_big_free(&ah->arena_mem);
+    sx_big_free(&ah->rows_mem);
+    sx_big_free(&ah->slices_mem);
     free(ah->rowi);
     free(ah->mfirst);
     free(ah->mrow);
@@ -145,22 +145,24 @@ enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
     if (nrow == 0)
         goto out;
 
-    /* The rows the pieces name, as the index gives them. */
-    if (nrow > ah->rows_cap) {
-        free(ah->rows);
-        ah->rows = sx_calloc(nrow, sizeof *ah->rows);
-        ah->rows_cap = ah->rows != NULL ? nrow : 0;
-    }
-    SX_CHECK(ah->rows != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+    /* The rows the pieces name, as the index gives them (zeroed when the room grows:
+     * what the index does not give stays as a zeroed row has it). */
+    const size_t had = ah->rows_mem.cap;
+    SX_CHECK(sx_big_reserve(&ah->rows_mem, nrow * sizeof *ah->rows, 0), SX_ERR_NOMEM, err,
+             run->path, "out of memory");
+    ah->rows = ah->rows_mem.p;
+    if (ah->rows_mem.cap != had)
+        memset(ah->rows, 0, ah->rows_mem.cap);
     for (size_t r = 0; r < nrow; r++)
         sx_plan_row_again(run, doc->order[ah->rowi[r]], &ah->rows[r]);
 
     /* Their events: one slice per piece, one read. */
     if (ah->nent > 0) {
-        SX_CHECK(
-            grow((void **)&ah->arena, &ah->arena_cap, values + 1, sizeof *ah->arena) &&
-                grow((void **)&ah->slices, &ah->slices_cap, ah->nent, sizeof *ah->slices),
-            SX_ERR_NOMEM, err, run->path, "out of memory");
+        SX_CHECK(sx_big_reserve(&ah->arena_mem, (values + 1) * sizeof *ah->arena, 0) &&
+                     sx_big_reserve(&ah->slices_mem, ah->nent * sizeof *ah->slices, 0),
+                 SX_ERR_NOMEM, err, run->path, "out of memory");
+        ah->arena = ah->arena_mem.p;
+        ah->slices = ah->slices_mem.p;
         struct sx_slice *slices = ah->slices;
         memset(slices, 0, ah->nent * sizeof *slices);
         for (size_t e = 0; e < ah->nent; e++) {

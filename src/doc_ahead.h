@@ -27,12 +27,14 @@ struct sx_doc_ahead {
     size_t first_cap;
     struct sx_doc_ahead_ent *ent;
     size_t nent, ent_cap;
+    /* the large rooms, kept from one read-ahead to the next (in large frames:
+     * sx_big); each pointer is its room's memory */
     int64_t *arena; /* the pieces' events */
-    size_t arena_cap;
-    struct sx_row *rows; /* room for the reads, kept from one read-ahead to the next */
-    size_t rows_cap;
+    struct sx_big arena_mem;
+    struct sx_row *rows; /* rows for the reads */
+    struct sx_big rows_mem;
     struct sx_slice *slices;
-    size_t slices_cap;
+    struct sx_big slices_mem;
     uint64_t *rowi; /* rows[r] is the document's row rowi[r] */
     size_t rowi_cap;
     /* event_metadata, when the source reads it: block k's are those of the

@@ -92,7 +92,10 @@ void sx_h5_pool_free(struct pool *p) {
 enum sx_status sx_h5_read_pool(struct sx_direct *dr, hid_t d, uint64_t nrows,
                                struct pool *p, const char *src, struct sx_error *err) {
     enum sx_status st = SX_OK;
-    enum { PIECE = 1 << 16 };
+    /* rows a read: each read's requests and their sort's room are freed and taken
+     * again, and 4096 rows' worth stays in malloc's heap where 64k rows' (2.6 MB)
+     * were fresh mappings, each page a fault, for every string column */
+    enum { PIECE = 1 << 12 };
     struct sx_buf text = {0};
     size_t *off = NULL;
     struct sx_vlen *v = NULL;

@@ -42,4 +42,27 @@ void *sx_realloc(void *p, size_t n);
 char *sx_strdup(const char *s);
 char *sx_strndup(const char *s, size_t n);
 
+/*
+ * Large working buffers in large frames (alloc.c). A buffer of SX_BIG_MIN bytes
+ * or more is mapped on its own at a 2 MiB boundary and advised MADV_HUGEPAGE,
+ * so that the kernel fills it a 2 MiB frame at a time where transparent huge
+ * pages are on (Debian's "madvise" mode): a page fault costs microseconds on a
+ * virtual machine, and 4 KiB ones on a many-row export's read-ahead were a
+ * tenth of its time. Smaller buffers, a refused mapping, or
+ * SCOPE_EXPORT_HUGE_PAGES=0 (read at each growth): malloc, as any other. The
+ * advice is on our own mapping, unmapped by sx_big_free: nothing of the
+ * process's own memory changes.
+ */
+#define SX_BIG_MIN ((size_t)4 << 20)
+struct sx_big {
+    void *p;
+    size_t cap; /* bytes */
+    size_t map; /* bytes mapped at p; 0: p is malloc's */
+};
+/* Make 'b' hold 'bytes', its first 'keep' bytes kept (grown by half again at least);
+ * false: no memory, 'b' as it was. A fault test may fail it (SX_FAULT_ALLOC). */
+bool sx_big_reserve(struct sx_big *b, size_t bytes, size_t keep);
+/* Accepts an empty 'b' (zeroed); leaves it empty. */
+void sx_big_free(struct sx_big *b);
+
 #endif /* SX_INTERNAL_H */

@@ -1,0 +1,93 @@
+/* test_alloc.c - large buffers (sx_big): kept bytes, growth, large frames advised on
+ * their own mapping, and malloc's when the switch is off or the buffer small */
+#include "internal.h"
+#include "sx_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB ((size_t)1 << 20)
+
+/* The VmFlags of the mapping holding 'p' (from /proc/self/smaps), or "" when unknown. */
+static void vm_flags(const void *p, char *out, size_t n) {
+    out[0] = '\0';
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (f == NULL)
+        return;
+    char line[512];
+    bool in = false;
+    while (fgets(line, sizeof line, f) != NULL) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) { /* a mapping's first line */
+            in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+            continue;
+        }
+        if (in && strncmp(line, "VmFlags:", 8) == 0) {
+            snprintf(out, n, "%s", line + 8);
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static bool pattern_ok(const unsigned char *p, size_t n, unsigned seed) {
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != (unsigned char)(i * 7 + seed))
+            return false;
+    return true;
+}
+
+static void pattern(unsigned char *p, size_t n, unsigned seed) {
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(i * 7 + seed);
+}
+
+int main(void) {
+    unsetenv("SCOPE_EXPORT_HUGE_PAGES");
+    struct sx_big b = {0};
+
+    /* small: malloc's */
+    CHECK(sx_big_reserve(&b, 1000, 0));
+    CHECK(b.p != NULL && b.cap >= 1000 && b.map == 0);
+    pattern(b.p, 1000, 1);
+    void *was = b.p;
+    CHECK(sx_big_reserve(&b, 900, 900)); /* room enough: nothing moves */
+    CHECK(b.p == was && pattern_ok(b.p, 1000, 1));
+
+    /* large: its own mapping at a 2 MiB boundary, whole frames, the bytes asked kept */
+    CHECK(sx_big_reserve(&b, 6 * MIB + 5, 1000));
+    CHECK(b.map > 0 && b.map == b.cap && b.cap >= 6 * MIB + 5);
+    CHECK(b.cap % (2 * MIB) == 0 && (uintptr_t)b.p % (2 * MIB) == 0);
+    CHECK(pattern_ok(b.p, 1000, 1));
+    pattern(b.p, b.cap, 2); /* all of it writable */
+    char flags[600];
+    vm_flags(b.p, flags, sizeof flags);
+    /* "hg": advised MADV_HUGEPAGE (the kernel's own THP mode decides the rest) */
+    if (flags[0] != '\0')
+        CHECK(strstr(flags, " hg") != NULL);
+
+    /* growth by half again at least, contents kept up to 'keep' */
+    const size_t cap = b.cap;
+    CHECK(sx_big_reserve(&b, cap + 1, cap));
+    CHECK(b.cap >= cap + cap / 2 && b.map == b.cap && pattern_ok(b.p, cap, 2));
+    /* nothing kept: the room only */
+    CHECK(sx_big_reserve(&b, 3 * b.cap, 0));
+    CHECK(b.cap >= 3 * cap);
+    sx_big_free(&b);
+    CHECK(b.p == NULL && b.cap == 0 && b.map == 0);
+    sx_big_free(&b); /* an empty one again: nothing */
+
+    /* the switch off: malloc's, large or not */
+    setenv("SCOPE_EXPORT_HUGE_PAGES", "0", 1);
+    CHECK(sx_big_reserve(&b, 6 * MIB, 0));
+    CHECK(b.map == 0 && b.cap >= 6 * MIB);
+    pattern(b.p, 6 * MIB, 3);
+    CHECK(sx_big_reserve(&b, 7 * MIB, 6 * MIB) && pattern_ok(b.p, 6 * MIB, 3));
+    /* on again: the next growth is mapped, the malloc'd bytes copied over */
+    unsetenv("SCOPE_EXPORT_HUGE_PAGES");
+    CHECK(sx_big_reserve(&b, 20 * MIB, 6 * MIB));
+    CHECK(b.map > 0 && pattern_ok(b.p, 6 * MIB, 3));
+    sx_big_free(&b);
+    TEST_DONE();
+}
