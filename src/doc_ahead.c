@@ -151,7 +151,7 @@ enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
     SX_CHECK(sx_big_reserve(&ah->rows_mem, nrow * sizeof *ah->rows, 0), SX_ERR_NOMEM, err,
              run->path, "out of memory");
     ah->rows = ah->rows_mem.p;
-    if (ah->rows_mem.cap != had)
+    if (ah->rows_mem.cap != had && ah->rows_mem.map == 0) /* a mapping reads as zeros */
         memset(ah->rows, 0, ah->rows_mem.cap);
     for (size_t r = 0; r < nrow; r++)
         sx_plan_row_again(run, doc->order[ah->rowi[r]], &ah->rows[r]);

@@ -57,7 +57,7 @@ char *sx_strndup(const char *s, size_t n);
 struct sx_big {
     void *p;
     size_t cap; /* bytes */
-    size_t map; /* bytes mapped at p; 0: p is malloc's */
+    size_t map; /* bytes mapped at p (fresh: they read as zeros); 0: p is malloc's */
 };
 /* Make 'b' hold 'bytes', its first 'keep' bytes kept (grown by half again at least);
  * false: no memory, 'b' as it was. A fault test may fail it (SX_FAULT_ALLOC). */

@@ -71,9 +71,15 @@ int main(void) {
     const size_t cap = b.cap;
     CHECK(sx_big_reserve(&b, cap + 1, cap));
     CHECK(b.cap >= cap + cap / 2 && b.map == b.cap && pattern_ok(b.p, cap, 2));
-    /* nothing kept: the room only */
+    /* nothing kept: the room only, a fresh mapping that reads as zeros (the
+     * read-ahead's rows count on it) */
     CHECK(sx_big_reserve(&b, 3 * b.cap, 0));
-    CHECK(b.cap >= 3 * cap);
+    CHECK(b.cap >= 3 * cap && b.map == b.cap);
+    bool zero = true;
+    for (size_t i = 0; i < b.cap && zero; i += 4096)
+        zero = ((const unsigned char *)b.p)[i] == 0 &&
+               ((const unsigned char *)b.p)[i + 4095] == 0;
+    CHECK(zero);
     sx_big_free(&b);
     CHECK(b.p == NULL && b.cap == 0 && b.map == 0);
     sx_big_free(&b); /* an empty one again: nothing */
