@@ -52,6 +52,10 @@ static const char usage_text[] =
     "                   BASE) [region_table]\n"
     "  virtual          events/durations is a virtual dataset over OUT.vds.h5 (a copy\n"
     "                   of BASE) [events/durations]\n"
+    "  virtual-meta     the same, of rank_region_index/event_metadata (BASE made\n"
+    "                   with event metadata: scope-export-synth --columns ...,meta)\n"
+    "  virtual-perf     the same, of rank0/perf_events/main/values (BASE made with\n"
+    "                   scope-export-synth --perf)\n"
     "  rank-huge        rank_region_index/ranks row 0 is 4294967295 (valid: the file\n"
     "                   claims that many ranks)\n"
     "  count-negative   rank_region_index/event_counts is int64, row 0 is -1\n"
@@ -635,27 +639,30 @@ out:
     return rc;
 }
 
-/* virtual: events/durations maps the same dataset of a copy of BASE beside OUT. */
-static int damage_virtual(hid_t f, const char *base) {
+/* virtual, virtual-meta, virtual-perf: dataset 'path' maps the same dataset of a copy
+ * of BASE beside OUT. */
+static int damage_virtual(hid_t f, const char *base, const char *path) {
     int rc = -1;
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE), sp = -1;
     H5TRY(dcpl, "create a property list");
-    int64_t n = dset_len(f, "events/durations");
+    int64_t n = dset_len(f, path);
     if (n < 1 || copy_file(base, side_path(".vds.h5")) != 0)
         goto out;
     hsize_t dim = (hsize_t)n;
     sp = H5Screate_simple(1, &dim, NULL);
     H5TRY(sp, "create a dataspace");
-    H5TRY(H5Pset_virtual(dcpl, sp, side_path(".vds.h5"), "/events/durations", sp),
+    char abs[256];
+    snprintf(abs, sizeof abs, "/%s", path);
+    H5TRY(H5Pset_virtual(dcpl, sp, side_path(".vds.h5"), abs, sp),
           "map a virtual dataset");
     hid_t ft = -1;
-    hid_t d = H5Dopen2(f, "events/durations", H5P_DEFAULT);
+    hid_t d = H5Dopen2(f, path, H5P_DEFAULT);
     if (d >= 0) {
         ft = H5Dget_type(d);
         H5Dclose(d);
     }
-    H5TRY(ft, "read the type of events/durations");
-    rc = replace_dataset(f, "events/durations", ft, dim, dcpl, ft, NULL);
+    H5TRY(ft, path);
+    rc = replace_dataset(f, path, ft, dim, dcpl, ft, NULL);
     H5Tclose(ft);
 out:
     sx_h5_close_id(sp);
@@ -750,13 +757,13 @@ out:
     return rc;
 }
 
-static const char *const modes[] = {"offsets-beyond", "overlap",      "index-lengths",
-                                    "region-id",      "huge-claim",   "wrong-dtype",
-                                    "string-ints",    "bad-utf8",     "unknown-filter",
-                                    "schema-4",       "schema-float", "not-profile",
-                                    "vlen-name",      "vlen-meta",    "external-storage",
-                                    "external-link",  "virtual",      "rank-huge",
-                                    "count-negative", "bad-tags",     "vlen-overrun"};
+static const char *const modes[] = {
+    "offsets-beyond", "overlap",      "index-lengths",    "region-id",
+    "huge-claim",     "wrong-dtype",  "string-ints",      "bad-utf8",
+    "unknown-filter", "schema-4",     "schema-float",     "not-profile",
+    "vlen-name",      "vlen-meta",    "external-storage", "external-link",
+    "virtual",        "rank-huge",    "count-negative",   "bad-tags",
+    "vlen-overrun",   "virtual-meta", "virtual-perf"};
 
 int main(int argc, char **argv) {
     int rc = 1;
@@ -820,7 +827,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(mode, "external-link"))
         r = damage_external_link(f, argv[2]);
     else if (!strcmp(mode, "virtual"))
-        r = damage_virtual(f, argv[2]);
+        r = damage_virtual(f, argv[2], "events/durations");
+    else if (!strcmp(mode, "virtual-meta"))
+        r = damage_virtual(f, argv[2], "rank_region_index/event_metadata");
+    else if (!strcmp(mode, "virtual-perf"))
+        r = damage_virtual(f, argv[2], "rank0/perf_events/main/values");
     else if (!strcmp(mode, "rank-huge"))
         r = damage_rank_huge(f);
     else if (!strcmp(mode, "count-negative"))

@@ -68,6 +68,23 @@ count-negative|rank_region_index/event_counts row 0|negative
 bad-tags|rank_region_index/tags row 0|not valid JSON
 EOF
 
+# Data in other files where datasets are read without the claim check: event_metadata
+# (the JSON profile) and the perf counter totals (the trace formats).
+base2="$TMP/base2.h5"
+"$SYNTH" --ranks 2 --regions 4 --events 300 --perf --columns call,parent,meta "$base2" \
+    >/dev/null || { echo "FAIL: scope-export-synth --perf failed" >&2; exit 1; }
+while IFS='|' read -r mode obj args; do
+    f="$TMP/$mode.h5"
+    "$DAMAGE" "$mode" "$base2" "$f" || { bad "scope-export-damage $mode failed"; continue; }
+    for np in 0 2; do
+        # shellcheck disable=SC2086 # the format's arguments, split on purpose
+        LIMIT=30 refused "$mode" "$np" "$f|$obj|virtual dataset" "$f" $args
+    done
+done <<'EOF'
+virtual-meta|/rank_region_index/event_metadata|
+virtual-perf|/rank0/perf_events/main/values|--format chrome-trace
+EOF
+
 # The same refusals from the trace formats and validate, which read the same way.
 f="$TMP/external-storage.h5"
 LIMIT=30 refused "external-storage, chrome trace" 0 "$f|external storage" "$f" \
