@@ -454,6 +454,7 @@ enum sx_status sx_h5_read_ints(struct sx_h5 *h5, hid_t loc, const char *name,
         goto out;
     v = sx_malloc(((size_t)n + 1) * sizeof *v);
     SX_CHECK(v != NULL, SX_ERR_NOMEM, err, src, "out of memory reading %s", src);
+    const bool from_signed = as_unsigned && H5Tget_sign(t) == H5T_SGN_2;
     if (n > 0 && col.ok) {
         /* a contiguous column read at its address: HDF5's conversion of a few
          * rows costs a zeroed buffer of a megabyte, and files of many small
@@ -463,28 +464,23 @@ enum sx_status sx_h5_read_ints(struct sx_h5 *h5, hid_t loc, const char *name,
         st = sx_direct_read_spans(h5->direct, &col, &all, 1, src, err);
         if (st != SX_OK)
             goto out;
-        for (int64_t r = 0; as_unsigned && r < n; r++)
-            SX_CHECK(v[r] >= 0, SX_ERR_FORMAT, err, src,
-                     "%s row %" PRId64 " holds %" PRId64
-                     ", a negative value where a count or offset belongs; the file is "
-                     "damaged",
-                     src, r, v[r]);
     } else if (n > 0) {
         /* HDF5 turns a negative value read as unsigned into 0: a signed column
-         * read for unsigned values is read signed, and a negative value refused */
-        bool from_signed = as_unsigned && H5Tget_sign(t) == H5T_SGN_2;
+         * is read signed, and its negative values refused below */
         herr_t rc =
             H5Dread(d, as_unsigned && !from_signed ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64,
                     H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
         SX_CHECK(rc >= 0, SX_ERR_IO, err, src,
                  "%s cannot be read; the file is truncated or damaged", src);
-        for (int64_t r = 0; from_signed && r < n; r++)
-            SX_CHECK(v[r] >= 0, SX_ERR_FORMAT, err, src,
-                     "%s row %" PRId64 " holds %" PRId64
-                     ", a negative value where a count or offset belongs; the file is "
-                     "damaged",
-                     src, r, v[r]);
     }
+    /* a count or offset stored signed: the direct view and HDF5 both give its
+     * negative values as they are (an unsigned column has none) */
+    for (int64_t r = 0; from_signed && r < n; r++)
+        SX_CHECK(
+            v[r] >= 0, SX_ERR_FORMAT, err, src,
+            "%s row %" PRId64 " holds %" PRId64
+            ", a negative value where a count or offset belongs; the file is damaged",
+            src, r, v[r]);
     *out = v;
     v = NULL;
     *n_out = (uint64_t)n;

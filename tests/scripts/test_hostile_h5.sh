@@ -68,6 +68,11 @@ count-negative|rank_region_index/event_counts row 0|negative
 bad-tags|rank_region_index/tags row 0|not valid JSON
 EOF
 
+# A negative count read through HDF5 rather than at its address: the same refusal
+f="$TMP/count-negative.h5"
+SCOPE_EXPORT_DIRECT_READS=0 LIMIT=30 refused "count-negative, direct reads off" 0 \
+    "$f|rank_region_index/event_counts row 0|negative" "$f"
+
 # Data in other files where datasets are read without the claim check: event_metadata
 # (the JSON profile) and the perf counter totals (the trace formats).
 base2="$TMP/base2.h5"
