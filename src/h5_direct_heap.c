@@ -33,6 +33,8 @@ enum { GAP = 4096, SPAN = 1 << 20, FIRST_READ = 1 << 16 };
 enum { FEW = 64, FIRST_READ_FEW = 4096 };
 /* The element table is read through NWIN kept windows of WIN bytes (1 MiB). */
 enum { WIN = 1 << 16, NWIN = 16 };
+/* A table of at most SMALL_TABLE bytes is read whole instead. */
+enum { SMALL_TABLE = 4096 };
 
 /*
  * A collection read once: where its objects lie are obj[first .. first + nobj),
@@ -62,7 +64,8 @@ struct sx_vlen {
     size_t ncol, col_cap;
     uint32_t *obj;
     size_t nobj, obj_cap;
-    struct sx_file_win *win;  /* over the element table */
+    struct sx_file_win *win; /* over the element table; NULL: the table is small, 'tab' */
+    unsigned char *tab;      /* a small table whole, read at the first read of it */
     struct sx_file_win *hwin; /* over the heap (NULL: pread each) */
     size_t first_read;        /* a collection's first read: its header and what follows */
 };
@@ -274,13 +277,27 @@ out:
  * the kept windows of the element table: a block's rows lie far apart in it,
  * and the next block's rows in the same windows.
  */
-static enum sx_status read_elements(const struct sx_vlen *v, struct req *rq, size_t n,
+static enum sx_status read_elements(struct sx_vlen *v, struct req *rq, size_t n,
                                     const char *src, struct sx_error *err) {
     enum sx_status st = SX_OK;
     unsigned char e[32];
+    if (v->win == NULL && v->tab == NULL) {
+        const size_t bytes = (size_t)v->nelem * v->esize;
+        unsigned char *tab = sx_malloc(bytes + 1);
+        SX_CHECK(tab != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        st = read_at(v, tab, bytes, v->table, src, err);
+        if (st != SX_OK) {
+            free(tab);
+            goto out;
+        }
+        v->tab = tab;
+    }
     for (size_t m = 0; m < n; m++) {
-        st = sx_file_win_read(v->win, v->table + rq[m].row * v->esize, v->esize, e, src,
-                              err);
+        if (v->tab != NULL)
+            memcpy(e, v->tab + rq[m].row * v->esize, v->esize);
+        else
+            st = sx_file_win_read(v->win, v->table + rq[m].row * v->esize, v->esize, e,
+                                  src, err);
         if (st != SX_OK)
             goto out;
         rq[m].len = (uint32_t)get_le(e, 4);
@@ -603,11 +620,16 @@ enum sx_status sx_vlen_open(hid_t dset, int fd, const char *src, struct sx_vlen 
     v->sl = (unsigned)sl;
     v->esize = (size_t)esize;
     v->objhdr = (8 + sl + 7) & ~(size_t)7; /* headers are padded to 8 bytes */
-    v->first_read = FIRST_READ;
+    /* a table of a few rows (a run's many small files) is read whole, and its strings'
+     * collection from its first page: windows of WIN bytes would read a hundred times
+     * the bytes wanted, for each string dataset of each file */
+    const bool small = dim * esize <= SMALL_TABLE;
+    v->first_read = small ? FIRST_READ_FEW : FIRST_READ;
     v->col_cap = 64;
     v->col = sx_calloc(v->col_cap, sizeof *v->col);
-    v->win = sx_file_win_new(fd, WIN, NWIN);
-    SX_CHECK(v->col != NULL && v->win != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    v->win = small ? NULL : sx_file_win_new(fd, WIN, NWIN);
+    SX_CHECK(v->col != NULL && (small || v->win != NULL), SX_ERR_NOMEM, err, src,
+             "out of memory");
     *out = v;
     v = NULL;
 out:
@@ -629,6 +651,7 @@ void sx_vlen_close(struct sx_vlen *v) {
     if (v == NULL)
         return;
     sx_file_win_free(v->win);
+    free(v->tab);
     free(v->col);
     free(v->obj);
     free(v);
