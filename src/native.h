@@ -75,12 +75,21 @@ enum sx_status sx_native_sort_keys(size_t *idx, size_t n, const double *key);
 /* Read the index of 'f->path' (f->path and f->h5 set by the caller). Local. */
 enum sx_status sx_native_read_index(struct sx_nfile *f, struct sx_error *err);
 
-/* Keeps the last file open between slices. Zero-initialise; sx_nreader_close(). */
+/* Keeps the last file open between slices, and the descriptors of up to 'keep_max'
+ * files read without HDF5 between rows (a block visits every file once: reopening
+ * each for each row cost three system calls a row). Zero-initialise with fd = -1;
+ * sx_nreader_close(). */
 struct sx_nreader {
     const struct sx_nfile *f;
     struct sx_h5 *h5;
     struct sx_run *run;
     int fd;
+    bool fd_kept; /* 'fd' is one of 'keep', closed with them */
+    struct sx_nkept {
+        const struct sx_nfile *f; /* NULL: an empty slot */
+        int fd;
+    } * keep;
+    size_t nkeep, keep_slots, keep_max;
 };
 
 /*

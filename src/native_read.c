@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -869,14 +870,75 @@ enum sx_status sx_native_read_index(struct sx_nfile *f, struct sx_error *err) {
 /* ------------------------------------------------------------------ */
 /* Events                                                              */
 
-void sx_nreader_close(struct sx_nreader *rd) {
+/* Let go of the file being read: its HDF5 reader, or its descriptor unless kept. */
+static void nreader_drop(struct sx_nreader *rd) {
     if (rd->h5 != NULL || rd->run != NULL) {
         sx_run_free(rd->run);
         sx_h5_close(rd->h5);
     }
-    if (rd->f != NULL && (!rd->f->h5 || rd->f->later.ok) && rd->fd >= 0)
+    if (rd->f != NULL && (!rd->f->h5 || rd->f->later.ok) && rd->fd >= 0 && !rd->fd_kept)
         close(rd->fd);
+    rd->h5 = NULL;
+    rd->run = NULL;
+    rd->f = NULL;
+    rd->fd = -1;
+    rd->fd_kept = false;
+}
+
+void sx_nreader_close(struct sx_nreader *rd) {
+    nreader_drop(rd);
+    for (size_t i = 0; i < rd->keep_slots; i++)
+        if (rd->keep[i].f != NULL)
+            close(rd->keep[i].fd);
+    free(rd->keep);
     *rd = (struct sx_nreader){0};
+}
+
+/* Descriptors kept at most: a quarter of the process's limit, the rest are the
+ * program's we run inside, and no more than a run's files are worth holding. */
+enum { KEEP_MAX = 1024 };
+
+/* The slot of 'f' in the kept descriptors, or the empty slot where it would go. */
+static struct sx_nkept *kept_slot(struct sx_nreader *rd, const struct sx_nfile *f) {
+    size_t mask = rd->keep_slots - 1;
+    size_t i = (size_t)(((uintptr_t)f >> 4) * 0x9E3779B97F4A7C15ULL >> 32) & mask;
+    while (rd->keep[i].f != NULL && rd->keep[i].f != f)
+        i = (i + 1) & mask;
+    return &rd->keep[i];
+}
+
+/* The open descriptor of 'f' (read without HDF5) for 'rd->fd': kept from an earlier
+ * row, or opened, and kept while there is room; when there is none, the files kept
+ * stay (a block visits the files in the same order each time: the first ones kept
+ * are read again from their descriptors) and this one is closed after its row. */
+static enum sx_status nreader_later_fd(struct sx_nreader *rd, const struct sx_nfile *f,
+                                       struct sx_error *err) {
+    if (rd->keep == NULL && rd->keep_max == 0) {
+        struct rlimit rl;
+        size_t max = KEEP_MAX;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+            rl.rlim_cur / 4 < max)
+            max = (size_t)(rl.rlim_cur / 4);
+        rd->keep_max = max > 0 ? max : 1;
+        size_t slots = 16;
+        while (slots < 2 * rd->keep_max)
+            slots *= 2;
+        rd->keep = sx_calloc(slots, sizeof *rd->keep);
+        rd->keep_slots = rd->keep != NULL ? slots : 0; /* none: nothing kept */
+    }
+    struct sx_nkept *k = rd->keep != NULL ? kept_slot(rd, f) : NULL;
+    if (k != NULL && k->f == f) {
+        rd->fd = k->fd;
+        rd->fd_kept = true;
+        return SX_OK;
+    }
+    enum sx_status st = sx_direct_later_open(&f->later, f->path, &rd->fd, err);
+    if (st == SX_OK && k != NULL && rd->nkeep < rd->keep_max) {
+        *k = (struct sx_nkept){f, rd->fd};
+        rd->nkeep++;
+        rd->fd_kept = true;
+    }
+    return st;
 }
 
 static bool pread_all(int fd, void *p, size_t n, uint64_t off) {
@@ -899,10 +961,9 @@ enum sx_status sx_native_read_events(struct sx_nreader *rd, const struct sx_nfil
     if (n == 0)
         return SX_OK;
     if (rd->f != f) {
-        sx_nreader_close(rd);
-        rd->fd = -1;
+        nreader_drop(rd);
         if (f->h5 && f->later.ok) {
-            st = sx_direct_later_open(&f->later, f->path, &rd->fd, err);
+            st = nreader_later_fd(rd, f, err);
             if (st != SX_OK)
                 return st;
         } else if (f->h5) {

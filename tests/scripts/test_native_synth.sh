@@ -74,6 +74,20 @@ grep -q source_file "$TMP/v1.json" && bad "a v1 trace has sources" || ok
 grep -q '"hostname": "synth"' "$TMP/h5.json" && ! grep -q hostname "$TMP/spt.little.json" &&
     ok || bad "metadata: .h5 files supply it, traces do not"
 
+# Descriptors kept between rows: 40 files, each read in six blocks. With a limit of 48
+# descriptors a quarter (12) is kept and the other files are opened again for each row;
+# the document is the same either way, and as HDF5 reads it.
+mkdir -p "$TMP/keep"
+"$S" --prefix "$TMP/keep/run" --ranks 40 --events 400000 --regions 8 --format h5 ||
+    bad "synth keep"
+bare "$X" export --native "$TMP/keep" -o "$TMP/keep.json" --label L -q || bad "export keep"
+(ulimit -n 48 && bare "$X" export --native "$TMP/keep" -o "$TMP/keep48.json" --label L -q) ||
+    bad "export keep, 48 descriptors"
+SCOPE_EXPORT_DIRECT_READS=0 bare "$X" export --native "$TMP/keep" -o "$TMP/keep0.json" \
+    --label L -q || bad "export keep, direct reads off"
+cmp -s "$TMP/keep.json" "$TMP/keep48.json" && cmp -s "$TMP/keep.json" "$TMP/keep0.json" &&
+    ok || bad "kept descriptors: the documents differ"
+
 # The example: every rank passes its own <prefix>_rank<NNNNN>.h5.
 mkdir -p "$TMP/ex"
 "$S" --prefix "$TMP/ex/run" --ranks 2 --events 10000 || bad "synth for the example"
