@@ -556,9 +556,9 @@ static enum sx_status read_slices(struct sx_h5 *h5, const struct sx_run *run,
                 if (!(s[i].cols & SX_COLBIT(SX_COL_START)) &&
                     (s[i].cols & SX_COLBIT(SX_COL_END)))
                     extra += s[i].n;
-            free(tmp);
-            tmp = sx_malloc((extra + 1) * sizeof *tmp);
-            SX_CHECK(tmp != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+            SX_CHECK(sx_big_reserve(&h5->end_deltas, (extra + 1) * sizeof *tmp, 0),
+                     SX_ERR_NOMEM, err, src, "out of memory");
+            tmp = h5->end_deltas.p;
             uint64_t used = 0;
             for (size_t i = 0; i < ns; i++)
                 if (!(s[i].cols & SX_COLBIT(SX_COL_START)) &&
@@ -609,7 +609,6 @@ out:
     for (size_t i = 0; i < ns; i++)
         if (!(s[i].cols & SX_COLBIT(SX_COL_START)))
             s[i].col[SX_COL_START] = NULL;
-    free(tmp);
     free(sp);
     sx_h5_quiet_end(&q);
     return st;

@@ -632,6 +632,7 @@ static void close_run(struct sx_h5 *h5) {
     sx_h5_quiet_end(&q);
     sx_direct_close(h5->direct);
     free(h5->scratch);
+    sx_big_free(&h5->end_deltas);
     free(h5->raw);
     free(h5->path);
     free(h5);

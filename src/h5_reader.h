@@ -48,6 +48,9 @@ struct sx_h5 {
     size_t ck_next;
     int64_t *scratch; /* reused read buffer of batched slice reads */
     size_t scratch_cap;
+    /* reused room of the start deltas that slices of ends alone are computed from (a
+     * read-ahead's worth: fresh, its pages faulted in for every read) */
+    struct sx_big end_deltas;
     off_t file_size; /* of the file HDF5 opened */
     /* the reads around HDF5 (h5_direct.h), or NULL: HDF5 reads all */
     struct sx_direct *direct;
