@@ -913,7 +913,7 @@ static struct sx_nkept *kept_slot(struct sx_nreader *rd, const struct sx_nfile *
  * are read again from their descriptors) and this one is closed after its row. */
 static enum sx_status nreader_later_fd(struct sx_nreader *rd, const struct sx_nfile *f,
                                        struct sx_error *err) {
-    if (rd->keep == NULL && rd->keep_max == 0) {
+    if (rd->keep == NULL) {
         struct rlimit rl;
         size_t max = KEEP_MAX;
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
@@ -933,6 +933,19 @@ static enum sx_status nreader_later_fd(struct sx_nreader *rd, const struct sx_nf
         return SX_OK;
     }
     enum sx_status st = sx_direct_later_open(&f->later, f->path, &rd->fd, err);
+    if (st == SX_ERR_OPEN && rd->nkeep > 0) {
+        /* out of descriptors, perhaps (the program we run in holds many): the kept
+         * ones go back, none is kept from now on, and the open is tried again */
+        for (size_t i = 0; i < rd->keep_slots; i++)
+            if (rd->keep[i].f != NULL)
+                close(rd->keep[i].fd);
+        memset(rd->keep, 0, rd->keep_slots * sizeof *rd->keep);
+        rd->nkeep = 0;
+        rd->keep_max = 0;
+        k = NULL;
+        sx_error_clear(err);
+        st = sx_direct_later_open(&f->later, f->path, &rd->fd, err);
+    }
     if (st == SX_OK && k != NULL && rd->nkeep < rd->keep_max) {
         *k = (struct sx_nkept){f, rd->fd};
         rd->nkeep++;
