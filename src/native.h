@@ -84,21 +84,20 @@ struct sx_nreader {
     struct sx_h5 *h5;
     struct sx_run *run;
     int fd;
-    bool fd_kept; /* 'fd' is one of 'keep', closed with them */
-    struct sx_nkept {
-        const struct sx_nfile *f; /* NULL: an empty slot */
-        int fd;
-    } * keep;
-    size_t nkeep, keep_slots, keep_max;
+    bool fd_kept; /* 'fd' is one of 'kept', closed with them */
+    int *kept;    /* per file of the run (by index): its kept descriptor, or -1 */
+    size_t nfiles, nkeep, keep_max;
 };
 
+struct sx_native;
+struct sx_nloc;
 /*
- * Events [first, first + n) of row 'r' of 'f' into 'start' and 'end' (either
- * may be NULL: that column is not read), through 'rd' (which may keep 'f' open for the
- * next call). Local.
+ * Events [first, first + n) of the row at 'l' of the native run 'nr' into 'start' and
+ * 'end' (either may be NULL: that column is not read), through 'rd' (which may keep
+ * the file open for the next call). 'rd' serves one run. Local.
  */
-enum sx_status sx_native_read_events(struct sx_nreader *rd, const struct sx_nfile *f,
-                                     const struct sx_nrow *r, uint64_t first, uint64_t n,
+enum sx_status sx_native_read_events(struct sx_nreader *rd, const struct sx_native *nr,
+                                     const struct sx_nloc *l, uint64_t first, uint64_t n,
                                      int64_t *start, int64_t *end, struct sx_error *err);
 void sx_nreader_close(struct sx_nreader *rd);
 

@@ -56,11 +56,10 @@ static enum sx_status native_read_slices(void *ctx, const struct sx_run *run,
     for (size_t i = 0; i < ns && st == SX_OK; i++) {
         const size_t ri = (size_t)(s[i].row - run->rows);
         const struct sx_nloc *l = &ne->nr->loc[ri];
-        const struct sx_nfile *f = &ne->nr->files[l->file];
         const unsigned cols = s[i].cols & s[i].row->cols;
         if (s[i].n > 0)
             st = sx_native_read_events(
-                &ne->rd, f, &f->rows[l->row], s[i].first, s[i].n,
+                &ne->rd, ne->nr, l, s[i].first, s[i].n,
                 (cols & SX_COLBIT(SX_COL_START)) ? s[i].col[SX_COL_START] : NULL,
                 (cols & SX_COLBIT(SX_COL_END)) ? s[i].col[SX_COL_END] : NULL, err);
     }
@@ -157,8 +156,6 @@ static enum sx_status read_row(struct native_doc *nd, const struct sx_block *bl,
     const uint64_t ri = nd->doc->order[i];
     struct sx_row *row = &nd->nr->run->rows[ri];
     const struct sx_nloc *l = &nd->nr->loc[ri];
-    const struct sx_nfile *f = &nd->nr->files[l->file];
-    const struct sx_nrow *r = &f->rows[l->row];
     uint64_t a[2], z[2];
     int64_t *col[2];
     for (int c = 0; c < 2; c++) {
@@ -167,11 +164,11 @@ static enum sx_status read_row(struct native_doc *nd, const struct sx_block *bl,
     }
     /* one read when the slices are the same, two otherwise */
     if (col[0] != NULL && col[1] != NULL && a[0] == a[1] && z[0] == z[1])
-        return sx_native_read_events(&nd->rd, f, r, a[0], z[0] - a[0], col[0] + a[0],
+        return sx_native_read_events(&nd->rd, nd->nr, l, a[0], z[0] - a[0], col[0] + a[0],
                                      col[1] + a[0], err);
     for (int c = 0; st == SX_OK && c < 2; c++)
         if (col[c] != NULL)
-            st = sx_native_read_events(&nd->rd, f, r, a[c], z[c] - a[c],
+            st = sx_native_read_events(&nd->rd, nd->nr, l, a[c], z[c] - a[c],
                                        c == 0 ? col[0] + a[0] : NULL,
                                        c == 1 ? col[1] + a[1] : NULL, err);
     return st;
@@ -404,10 +401,9 @@ static enum sx_status exchange(MPI_Comm c, struct native_doc *nd, const struct x
         if (x[i].src != nd->rank)
             continue;
         const struct sx_nloc *l = &nd->nr->loc[x[i].row];
-        const struct sx_nfile *f = &nd->nr->files[l->file];
         if (st == SX_OK)
-            st = sx_native_read_events(&nd->rd, f, &f->rows[l->row], x[i].a,
-                                       x[i].z - x[i].a, x[i].col == 0 ? buf : NULL,
+            st = sx_native_read_events(&nd->rd, nd->nr, l, x[i].a, x[i].z - x[i].a,
+                                       x[i].col == 0 ? buf : NULL,
                                        x[i].col == 1 ? buf : NULL, err);
         if (MPI_Send(buf, (int)(x[i].z - x[i].a), MPI_INT64_T, x[i].dst, 21, c) !=
                 MPI_SUCCESS &&
@@ -558,9 +554,7 @@ enum sx_status sx_import_native(MPI_Comm comm, const char *const *inputs, size_t
         do {
             uint64_t n = count - at < COPY_EVENTS ? count - at : COPY_EVENTS;
             if (mine)
-                st = sx_native_read_events(&rd, &nr->files[l->file],
-                                           &nr->files[l->file].rows[l->row], at, n,
-                                           buf[0], buf[1], err);
+                st = sx_native_read_events(&rd, nr, l, at, n, buf[0], buf[1], err);
             st = sx_all_ok(c, st, err);
             if (st != SX_OK)
                 goto out;

@@ -863,9 +863,8 @@ enum sx_status sx_native_load(struct sx_native *nr, int rank, struct sx_error *e
             SX_CHECK(row->col[c] != NULL, SX_ERR_NOMEM, err, nr->files[l->file].path,
                      "out of memory");
         }
-        st = sx_native_read_events(&rd, &nr->files[l->file],
-                                   &nr->files[l->file].rows[l->row], 0, row->count,
-                                   row->col[SX_COL_START], row->col[SX_COL_END], err);
+        st = sx_native_read_events(&rd, nr, l, 0, row->count, row->col[SX_COL_START],
+                                   row->col[SX_COL_END], err);
         if (st != SX_OK)
             goto out;
     }

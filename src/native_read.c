@@ -885,12 +885,20 @@ static void nreader_drop(struct sx_nreader *rd) {
     rd->fd_kept = false;
 }
 
+/* Close the kept descriptors; none is kept then. */
+static void keep_release(struct sx_nreader *rd) {
+    for (size_t i = 0; rd->kept != NULL && i < rd->nfiles; i++)
+        if (rd->kept[i] >= 0) {
+            close(rd->kept[i]);
+            rd->kept[i] = -1;
+        }
+    rd->nkeep = 0;
+}
+
 void sx_nreader_close(struct sx_nreader *rd) {
     nreader_drop(rd);
-    for (size_t i = 0; i < rd->keep_slots; i++)
-        if (rd->keep[i].f != NULL)
-            close(rd->keep[i].fd);
-    free(rd->keep);
+    keep_release(rd);
+    free(rd->kept);
     *rd = (struct sx_nreader){0};
 }
 
@@ -898,37 +906,28 @@ void sx_nreader_close(struct sx_nreader *rd) {
  * program's we run inside, and no more than a run's files are worth holding. */
 enum { KEEP_MAX = 1024 };
 
-/* The slot of 'f' in the kept descriptors, or the empty slot where it would go. */
-static struct sx_nkept *kept_slot(struct sx_nreader *rd, const struct sx_nfile *f) {
-    size_t mask = rd->keep_slots - 1;
-    size_t i = (size_t)(((uintptr_t)f >> 4) * 0x9E3779B97F4A7C15ULL >> 32) & mask;
-    while (rd->keep[i].f != NULL && rd->keep[i].f != f)
-        i = (i + 1) & mask;
-    return &rd->keep[i];
-}
-
-/* The open descriptor of 'f' (read without HDF5) for 'rd->fd': kept from an earlier
- * row, or opened, and kept while there is room; when there is none, the files kept
- * stay (a block visits the files in the same order each time: the first ones kept
- * are read again from their descriptors) and this one is closed after its row. */
-static enum sx_status nreader_later_fd(struct sx_nreader *rd, const struct sx_nfile *f,
-                                       struct sx_error *err) {
-    if (rd->keep == NULL) {
+/* The open descriptor of file 'fi' of 'nr' (read without HDF5) for 'rd->fd': kept from
+ * an earlier row, or opened, and kept while there is room; when there is none, the
+ * files kept stay (a block visits the files in the same order each time: the first
+ * ones kept are read again from their descriptors) and this one is closed after its
+ * row. */
+static enum sx_status nreader_later_fd(struct sx_nreader *rd, const struct sx_native *nr,
+                                       size_t fi, struct sx_error *err) {
+    const struct sx_nfile *f = &nr->files[fi];
+    if (rd->nfiles == 0) { /* the first file: how many may be kept */
         struct rlimit rl;
         size_t max = KEEP_MAX;
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
             rl.rlim_cur / 4 < max)
             max = (size_t)(rl.rlim_cur / 4);
-        rd->keep_max = max > 0 ? max : 1;
-        size_t slots = 16;
-        while (slots < 2 * rd->keep_max)
-            slots *= 2;
-        rd->keep = sx_calloc(slots, sizeof *rd->keep);
-        rd->keep_slots = rd->keep != NULL ? slots : 0; /* none: nothing kept */
+        rd->kept = sx_malloc(nr->nfiles * sizeof *rd->kept);
+        rd->nfiles = nr->nfiles; /* 'kept' NULL (no memory): none is kept */
+        for (size_t i = 0; rd->kept != NULL && i < rd->nfiles; i++)
+            rd->kept[i] = -1;
+        rd->keep_max = rd->kept != NULL ? (max > 0 ? max : 1) : 0;
     }
-    struct sx_nkept *k = rd->keep != NULL ? kept_slot(rd, f) : NULL;
-    if (k != NULL && k->f == f) {
-        rd->fd = k->fd;
+    if (rd->kept != NULL && rd->kept[fi] >= 0) {
+        rd->fd = rd->kept[fi];
         rd->fd_kept = true;
         return SX_OK;
     }
@@ -936,18 +935,13 @@ static enum sx_status nreader_later_fd(struct sx_nreader *rd, const struct sx_nf
     if (st == SX_ERR_OPEN && rd->nkeep > 0) {
         /* out of descriptors, perhaps (the program we run in holds many): the kept
          * ones go back, none is kept from now on, and the open is tried again */
-        for (size_t i = 0; i < rd->keep_slots; i++)
-            if (rd->keep[i].f != NULL)
-                close(rd->keep[i].fd);
-        memset(rd->keep, 0, rd->keep_slots * sizeof *rd->keep);
-        rd->nkeep = 0;
+        keep_release(rd);
         rd->keep_max = 0;
-        k = NULL;
         sx_error_clear(err);
         st = sx_direct_later_open(&f->later, f->path, &rd->fd, err);
     }
-    if (st == SX_OK && k != NULL && rd->nkeep < rd->keep_max) {
-        *k = (struct sx_nkept){f, rd->fd};
+    if (st == SX_OK && rd->nkeep < rd->keep_max) {
+        rd->kept[fi] = rd->fd;
         rd->nkeep++;
         rd->fd_kept = true;
     }
@@ -967,16 +961,18 @@ static bool pread_all(int fd, void *p, size_t n, uint64_t off) {
     return true;
 }
 
-enum sx_status sx_native_read_events(struct sx_nreader *rd, const struct sx_nfile *f,
-                                     const struct sx_nrow *r, uint64_t first, uint64_t n,
+enum sx_status sx_native_read_events(struct sx_nreader *rd, const struct sx_native *nr,
+                                     const struct sx_nloc *l, uint64_t first, uint64_t n,
                                      int64_t *start, int64_t *end, struct sx_error *err) {
     enum sx_status st = SX_OK;
+    const struct sx_nfile *f = &nr->files[l->file];
+    const struct sx_nrow *r = &f->rows[l->row];
     if (n == 0)
         return SX_OK;
     if (rd->f != f) {
         nreader_drop(rd);
         if (f->h5 && f->later.ok) {
-            st = nreader_later_fd(rd, f, err);
+            st = nreader_later_fd(rd, nr, l->file, err);
             if (st != SX_OK)
                 return st;
         } else if (f->h5) {
