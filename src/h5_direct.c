@@ -49,6 +49,7 @@ struct sx_direct {
 #endif
     bool host_be;
     unsigned long reads;
+    struct sx_vlen_file vfile; /* the file's sizes for its string datasets */
 };
 
 bool sx_direct_enabled(void) {
@@ -535,7 +536,7 @@ enum sx_status sx_direct_strings_open(struct sx_direct *dr, hid_t d, const char 
     *out = NULL;
     if (dr == NULL)
         return SX_OK;
-    return sx_vlen_open(d, dr->fd, src, out, err);
+    return sx_vlen_open(d, dr->fd, &dr->vfile, src, out, err);
 }
 
 enum sx_status sx_direct_read_strings(struct sx_direct *dr, struct sx_vlen **v, hid_t d,

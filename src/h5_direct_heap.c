@@ -575,10 +575,29 @@ out:
     return st;
 }
 
-enum sx_status sx_vlen_open(hid_t dset, int fd, const char *src, struct sx_vlen **out,
-                            struct sx_error *err) {
+/* The sizes of dset's file: its superblock's lengths and its user block. */
+static void vlen_file_of(hid_t dset, struct sx_vlen_file *vf) {
+    const hid_t file = H5Iget_file_id(dset);
+    const hid_t fcpl = file >= 0 ? H5Fget_create_plist(file) : -1;
+    size_t sa = 0, sl = 0;
+    hsize_t ub = 0;
+    *vf = (struct sx_vlen_file){.known = true};
+    vf->ok = fcpl >= 0 && H5Pget_sizes(fcpl, &sa, &sl) >= 0 &&
+             H5Pget_userblock(fcpl, &ub) >= 0 && sa >= 2 && sa <= 8 && sl >= 2 && sl <= 8;
+    vf->sa = (unsigned)sa;
+    vf->sl = (unsigned)sl;
+    vf->userblock = (uint64_t)ub;
+    if (fcpl >= 0)
+        H5Pclose(fcpl);
+    if (file >= 0)
+        H5Fclose(file);
+}
+
+enum sx_status sx_vlen_open(hid_t dset, int fd, struct sx_vlen_file *vf, const char *src,
+                            struct sx_vlen **out, struct sx_error *err) {
     enum sx_status st = SX_OK;
-    hid_t t = -1, dcpl = -1, sp = -1, file = -1, fcpl = -1;
+    hid_t t = -1, dcpl = -1, sp = -1;
+    struct sx_vlen_file here;
     struct sx_vlen *v = NULL;
     struct stat sb;
     *out = NULL;
@@ -596,13 +615,13 @@ enum sx_status sx_vlen_open(hid_t dset, int fd, const char *src, struct sx_vlen 
     if (sp < 0 || H5Sget_simple_extent_ndims(sp) != 1 ||
         H5Sget_simple_extent_dims(sp, &dim, NULL) != 1)
         goto out;
-    file = H5Iget_file_id(dset);
-    fcpl = file >= 0 ? H5Fget_create_plist(file) : -1;
-    size_t sa = 0, sl = 0;
-    hsize_t ub = 0;
-    if (fcpl < 0 || H5Pget_sizes(fcpl, &sa, &sl) < 0 || H5Pget_userblock(fcpl, &ub) < 0 ||
-        sa < 2 || sa > 8 || sl < 2 || sl > 8)
+    if (vf == NULL)
+        vf = &here;
+    if (vf == &here || !vf->known)
+        vlen_file_of(dset, vf);
+    if (!vf->ok)
         goto out;
+    const uint64_t sa = vf->sa, sl = vf->sl, ub = vf->userblock;
     /* the dataset's bytes, all of them in the file: else HDF5 knows better */
     haddr_t addr = H5Dget_offset(dset);
     uint64_t size = (uint64_t)sb.st_size, esize = 4 + sa + 4;
@@ -634,10 +653,6 @@ enum sx_status sx_vlen_open(hid_t dset, int fd, const char *src, struct sx_vlen 
     v = NULL;
 out:
     sx_vlen_close(v);
-    if (fcpl >= 0)
-        H5Pclose(fcpl);
-    if (file >= 0)
-        H5Fclose(file);
     if (sp >= 0)
         H5Sclose(sp);
     if (dcpl >= 0)

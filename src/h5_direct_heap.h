@@ -28,8 +28,17 @@ struct sx_vlen;
  * strings in a file of this kind: the caller reads it with HDF5 then. 'src' names the
  * dataset in errors (allocation failures only: nothing is read here).
  */
-enum sx_status sx_vlen_open(hid_t dset, int fd, const char *src, struct sx_vlen **out,
-                            struct sx_error *err);
+/* The superblock's sizes of the file 'fd' is: looked up at the first dataset opened,
+ * and reused for the next ones of the same file. Zero-initialised. */
+struct sx_vlen_file {
+    bool known, ok; /* looked up; usable sizes */
+    unsigned sa, sl;
+    uint64_t userblock;
+};
+/* 'vf': the file's sizes, kept by the caller for all the file's datasets (NULL: looked
+ * up for this one). */
+enum sx_status sx_vlen_open(hid_t dset, int fd, struct sx_vlen_file *vf, const char *src,
+                            struct sx_vlen **out, struct sx_error *err);
 
 /*
  * The strings of file rows 'rows[0..n)' (any order, repeats allowed; 'rows'

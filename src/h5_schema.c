@@ -81,7 +81,7 @@ enum sx_status sx_h5_read_schema(struct sx_h5 *h5, struct sx_run *run,
         goto layout;
     a = H5Aopen(h5->file, "scope_profiler_schema", H5P_DEFAULT);
     SX_CHECK(a >= 0, SX_ERR_IO, err, src, "%s cannot be read", src);
-    st = sx_h5_read_attr_value(a, &v, src, err);
+    st = sx_h5_read_attr_value_in(&h5->facts, a, &v, src, err);
     if (st != SX_OK)
         goto out;
     if (v.kind != SX_V_INT && v.kind != SX_V_UINT) {
@@ -125,7 +125,7 @@ layout:
          * columnar. */
         if (t >= 0 && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) > 0) {
             sx_value_free(&v);
-            st = sx_h5_read_attr_value(a, &v, src, err);
+            st = sx_h5_read_attr_value_in(&h5->facts, a, &v, src, err);
             if (st != SX_OK)
                 goto out;
             if (v.kind == SX_V_STR && strcmp(v.u.str.s, "aggregate") == 0)

@@ -890,7 +890,7 @@ enum sx_status sx_h5_attr_string(struct sx_h5 *h5, hid_t loc, const char *obj,
     snprintf(src, sizeof src, "%s:%s@%s", h5->path, obj, name);
     a = H5Aopen(loc, name, H5P_DEFAULT);
     SX_CHECK(a >= 0, SX_ERR_IO, err, src, "%s cannot be read", src);
-    st = sx_h5_read_attr_value(a, &v, src, err);
+    st = sx_h5_read_attr_value_in(&h5->facts, a, &v, src, err);
     if (st != SX_OK)
         goto out;
     SX_CHECK(v.kind == SX_V_STR, SX_ERR_FORMAT, err, src, "%s is not a string", src);
@@ -916,7 +916,7 @@ enum sx_status sx_h5_attr_number(struct sx_h5 *h5, hid_t loc, const char *obj,
     snprintf(src, sizeof src, "%s:%s@%s", h5->path, obj, name);
     a = H5Aopen(loc, name, H5P_DEFAULT);
     SX_CHECK(a >= 0, SX_ERR_IO, err, src, "%s cannot be read", src);
-    st = sx_h5_read_attr_value(a, out, src, err);
+    st = sx_h5_read_attr_value_in(&h5->facts, a, out, src, err);
     if (st != SX_OK)
         goto out;
     SX_CHECK(out->kind == SX_V_INT || out->kind == SX_V_FLOAT || out->kind == SX_V_BOOL ||
@@ -958,7 +958,7 @@ enum sx_status sx_h5_attr_strings(struct sx_h5 *h5, hid_t loc, const char *obj,
     snprintf(src, sizeof src, "%s:%s@%s", h5->path, obj, name);
     a = H5Aopen(loc, name, H5P_DEFAULT);
     SX_CHECK(a >= 0, SX_ERR_IO, err, src, "%s cannot be read", src);
-    st = sx_h5_read_attr_value(a, &v, src, err);
+    st = sx_h5_read_attr_value_in(&h5->facts, a, &v, src, err);
     if (st != SX_OK)
         goto out;
     if (v.kind == SX_V_STR) { /* a scalar string: one element */

@@ -250,7 +250,7 @@ static void ds_open(struct ds *x, const char *path, const char *name) {
     ASSERT(x->fd >= 0);
     struct sx_error e;
     sx_error_clear(&e);
-    ASSERT(sx_vlen_open(x->d, x->fd, "t.h5:/ds", &x->v, &e) == SX_OK);
+    ASSERT(sx_vlen_open(x->d, x->fd, NULL, "t.h5:/ds", &x->v, &e) == SX_OK);
 }
 
 static void ds_close(struct ds *x) {
@@ -403,7 +403,7 @@ static void check_unsupported(const char *path) {
         struct sx_vlen *v = (struct sx_vlen *)&v;
         struct sx_error e;
         sx_error_clear(&e);
-        CHECK(sx_vlen_open(d, fd, "t.h5:/ds", &v, &e) == SX_OK);
+        CHECK(sx_vlen_open(d, fd, NULL, "t.h5:/ds", &v, &e) == SX_OK);
         if (v != NULL)
             fprintf(stderr, "%s: read from the heap, not left to HDF5\n", names[k]);
         CHECK(v == NULL);
@@ -412,7 +412,7 @@ static void check_unsupported(const char *path) {
     /* no descriptor: HDF5 */
     hid_t d = H5Dopen2(f, "mixed", H5P_DEFAULT);
     struct sx_vlen *v = (struct sx_vlen *)&v;
-    CHECK(sx_vlen_open(d, -1, "t.h5:/ds", &v, NULL) == SX_OK && v == NULL);
+    CHECK(sx_vlen_open(d, -1, NULL, "t.h5:/ds", &v, NULL) == SX_OK && v == NULL);
     H5Dclose(d);
     close(fd);
     H5Fclose(f);
@@ -428,7 +428,7 @@ static void check_damaged(const char *path, const char *name, const char *what) 
     struct sx_vlen *v = NULL;
     struct sx_error e;
     sx_error_clear(&e);
-    ASSERT(sx_vlen_open(d, fd, "t.h5:/ds", &v, &e) == SX_OK && v != NULL);
+    ASSERT(sx_vlen_open(d, fd, NULL, "t.h5:/ds", &v, &e) == SX_OK && v != NULL);
     hsize_t dim = 0;
     hid_t sp = H5Dget_space(d);
     H5Sget_simple_extent_dims(sp, &dim, NULL);
@@ -483,7 +483,7 @@ static void check_unknown_version(const char *path, const char *name) {
     struct sx_vlen *v = NULL;
     struct sx_error e, e2;
     sx_error_clear(&e);
-    ASSERT(sx_vlen_open(d, fd, "t.h5:/ds", &v, &e) == SX_OK && v != NULL);
+    ASSERT(sx_vlen_open(d, fd, NULL, "t.h5:/ds", &v, &e) == SX_OK && v != NULL);
     CHECK(sx_vlen_read(v, rows, 0, dim, &text, off, "t.h5:/ds", &e) ==
           SX_ERR_UNSUPPORTED);
     CHECK(e.code == SX_OK && e.text[0] == '\0');
@@ -625,7 +625,7 @@ static void test_overrun(const char *good) {
     hid_t bd = H5Dopen2(bf, "mixed", H5P_DEFAULT);
     ASSERT(bfd >= 0 && bd >= 0);
     struct sx_error e;
-    ASSERT(sx_vlen_open(bd, bfd, "t.h5:/ds", &x.v, &e) == SX_OK && x.v != NULL);
+    ASSERT(sx_vlen_open(bd, bfd, NULL, "t.h5:/ds", &x.v, &e) == SX_OK && x.v != NULL);
     size_t before = 0, lost = 0;
     for (size_t row = 0; row < x.n; row++) {
         unsigned char el[16];
@@ -682,6 +682,36 @@ static void test_null_length(const char *good) {
     unlink(bad);
 }
 
+/* The file's sizes looked up at its first dataset serve its other datasets (a reader
+ * keeps them for the file): each reads as H5Dread does; sizes kept as unusable make
+ * the next dataset HDF5's to read, which shows they are not looked up again. */
+static void test_file_sizes_kept(const char *path, unsigned sizes) {
+    static const char *const names[] = {"mixed", "few", "many"};
+    struct sx_vlen_file vf = {0};
+    struct sx_error e;
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        struct ds x;
+        ds_open(&x, path, names[k]);
+        sx_vlen_close(x.v);
+        x.v = NULL;
+        sx_error_clear(&e);
+        ASSERT(sx_vlen_open(x.d, x.fd, &vf, "t.h5:/ds", &x.v, &e) == SX_OK);
+        CHECK(x.v != NULL && vf.known && vf.ok && vf.sa == sizes && vf.sl == sizes);
+        if (x.v != NULL)
+            CHECK(same_range(&x, NULL, 0, (size_t)x.n));
+        ds_close(&x);
+    }
+    struct sx_vlen_file unusable = {.known = true, .ok = false};
+    struct ds x;
+    ds_open(&x, path, "mixed");
+    CHECK(x.v != NULL); /* looked up: readable */
+    sx_vlen_close(x.v);
+    x.v = NULL;
+    CHECK(sx_vlen_open(x.d, x.fd, &unusable, "t.h5:/ds", &x.v, &e) == SX_OK &&
+          x.v == NULL);
+    ds_close(&x);
+}
+
 /* Each read, then each allocation, of a first read fails in turn: cleanly. */
 static void test_faults(const char *path) {
     struct ds x;
@@ -692,7 +722,7 @@ static void test_faults(const char *path) {
         rows[k] = rnd() % x.n;
     sx_vlen_close(x.v);
     struct sx_error e;
-    ASSERT(sx_vlen_open(x.d, x.fd, "t.h5:/ds", &x.v, &e) == SX_OK);
+    ASSERT(sx_vlen_open(x.d, x.fd, NULL, "t.h5:/ds", &x.v, &e) == SX_OK);
     sx_fault_arm(SX_FAULT_READ, 0);
     CHECK(same_rows(&x, rows, 300));
     long reads = sx_fault_count(SX_FAULT_READ);
@@ -705,7 +735,7 @@ static void test_faults(const char *path) {
             x.v = NULL;
             sx_fault_arm((enum sx_fault_kind)kind, nth);
             sx_error_clear(&e);
-            enum sx_status st = sx_vlen_open(x.d, x.fd, "t.h5:/ds", &x.v, &e);
+            enum sx_status st = sx_vlen_open(x.d, x.fd, NULL, "t.h5:/ds", &x.v, &e);
             if (st == SX_OK)
                 st = sx_vlen_read(x.v, rows, 0, 300, &text, off, "t.h5:/ds", &e);
             bool fired = sx_fault_fired();
@@ -929,6 +959,8 @@ int main(void) {
     test_overrun(big);
     test_check_heap(big);
     test_faults(big);
+    test_file_sizes_kept(big, 8);
+    test_file_sizes_kept(small, 4); /* its offsets and lengths in 4 bytes */
     test_file_win();
     test_file_win_cut();
 
