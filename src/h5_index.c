@@ -124,7 +124,7 @@ static enum sx_status open_events(struct sx_h5 *h5, struct sx_run *run, uint64_t
     enum sx_status st = SX_OK;
     hid_t t = -1;
     char src[1100];
-    run->delta_encoded = sx_h5_link_exists(h5->file, "events/start_deltas");
+    run->delta_encoded = sx_h5_has_link(h5, h5->file, "events/start_deltas");
     const char *names[SX_NCOLS];
     for (int c = 0; c < SX_NCOLS; c++)
         names[c] = sx_h5_col_names[c];
@@ -137,7 +137,7 @@ static enum sx_status open_events(struct sx_h5 *h5, struct sx_run *run, uint64_t
         char path[128];
         snprintf(path, sizeof path, "events/%s", names[c]);
         sx_h5_src_name(src, sizeof src, h5->path, path);
-        if (!sx_h5_link_exists(h5->file, path)) {
+        if (!sx_h5_has_link(h5, h5->file, path)) {
             SX_CHECK(c > SX_COL_END || need == 0, SX_ERR_FORMAT, err, src,
                      "%s is missing: the run has events but no event column", src);
             if (c <= SX_COL_END)
@@ -189,7 +189,7 @@ static enum sx_status open_lazy_cols(struct sx_h5 *h5, uint64_t nrows,
     for (int k = 0; k < RD_N; k++) {
         char p[128];
         snprintf(p, sizeof p, "rank_region_index/%s", sx_h5_rd_names[k]);
-        if (!sx_h5_link_exists(h5->file, p))
+        if (!sx_h5_has_link(h5, h5->file, p))
             continue;
         sx_h5_src_name(src, sizeof src, h5->path, p);
         h5->rd[k] = H5Dopen2(h5->file, p, H5P_DEFAULT);
@@ -227,7 +227,7 @@ static enum sx_status open_meta(struct sx_h5 *h5, struct sx_run *run, uint64_t n
                                 struct sx_error *err) {
     enum sx_status st = SX_OK;
     char src[1100];
-    if (!sx_h5_link_exists(h5->file, "rank_region_index/event_metadata"))
+    if (!sx_h5_has_link(h5, h5->file, "rank_region_index/event_metadata"))
         return SX_OK;
     h5->meta = H5Dopen2(h5->file, "rank_region_index/event_metadata", H5P_DEFAULT);
     sx_h5_src_name(src, sizeof src, h5->path, "/rank_region_index/event_metadata");
@@ -263,7 +263,7 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
     int64_t *acols[5] = {0};
     uint32_t *first = NULL;
 
-    if (sx_h5_link_exists(h5->file, "region_table/names")) {
+    if (sx_h5_has_link(h5, h5->file, "region_table/names")) {
         st = sx_h5_read_strings(h5, h5->file, "region_table/names", &names, &nnames, err);
         if (st != SX_OK)
             goto out;
@@ -273,7 +273,7 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
     names = NULL;
 
     sx_h5_src_name(src, sizeof src, h5->path, "/rank_region_index");
-    if (!sx_h5_link_exists(h5->file, "rank_region_index")) {
+    if (!sx_h5_has_link(h5, h5->file, "rank_region_index")) {
         SX_CHECK(run->nnames == 0, SX_ERR_FORMAT, err, src,
                  "%s is missing: the file is not a scope-profiler run", src);
         goto out;
@@ -335,7 +335,7 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
             if (st != SX_OK)
                 goto out;
         } else {
-            if (sx_h5_link_exists(h5->file, "rank_region_index/source_lines")) {
+            if (sx_h5_has_link(h5, h5->file, "rank_region_index/source_lines")) {
                 st = sx_h5_read_ints(h5, h5->file, "rank_region_index/source_lines",
                                      false, &ix.lines, &ix.n_lines, err);
                 if (st == SX_OK)
@@ -345,7 +345,7 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
                     goto out;
                 ix.has_lines = true;
             }
-            if (sx_h5_link_exists(h5->file, "rank_region_index/exclusive_totals")) {
+            if (sx_h5_has_link(h5, h5->file, "rank_region_index/exclusive_totals")) {
                 st = sx_h5_read_ints(h5, h5->file, "rank_region_index/exclusive_totals",
                                      false, &ix.excl, &ix.n_excl, err);
                 if (st == SX_OK)
@@ -361,7 +361,7 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
             for (int k = 0; k < 3; k++) {
                 char p[128];
                 snprintf(p, sizeof p, "rank_region_index/%s", sn[k]);
-                if (!sx_h5_link_exists(h5->file, p))
+                if (!sx_h5_has_link(h5, h5->file, p))
                     continue;
                 st = sx_h5_read_strings(h5, h5->file, p, sv[k], sc[k], err);
                 if (st == SX_OK)
@@ -570,7 +570,7 @@ static enum sx_status open_run(MPI_Comm comm, const char *path, bool summary, bo
         h5->file_size = sb.st_size;
     sx_h5_facts_fill(&h5->facts, h5->file, hfd);
     sx_direct_open(hfd, path, &h5->direct);
-    st = sx_h5_refuse_foreign(h5->file, path, err);
+    st = sx_h5_refuse_foreign_links(h5->file, path, &h5->links, err);
     if (st != SX_OK)
         goto out;
     run = sx_run_new();
@@ -590,7 +590,7 @@ static enum sx_status open_run(MPI_Comm comm, const char *path, bool summary, bo
     } else {
         st = read_columnar(h5, run, err);
         if (st == SX_OK && summary && run->layout == SX_LAYOUT_COLUMNAR &&
-            sx_h5_link_exists(h5->file, "rank_region_index/summary_statistics"))
+            sx_h5_has_link(h5, h5->file, "rank_region_index/summary_statistics"))
             st = sx_h5_read_summary(h5, run, err);
     }
     if (st != SX_OK)
@@ -598,7 +598,7 @@ static enum sx_status open_run(MPI_Comm comm, const char *path, bool summary, bo
     /* read_h5_summary flags the run; a file without statistics falls back to read_h5 */
     if (summary && run->layout != SX_LAYOUT_SCHEMA1 &&
         (run->layout == SX_LAYOUT_AGGREGATE ||
-         sx_h5_link_exists(h5->file, "rank_region_index/summary_statistics")))
+         sx_h5_has_link(h5, h5->file, "rank_region_index/summary_statistics")))
         run->event_data_available = false;
 out:
     /* NOTE: collective: every rank of a lazy open joins, whatever its status */
@@ -631,6 +631,7 @@ static void close_run(struct sx_h5 *h5) {
     sx_h5_close_id(h5->file);
     sx_h5_quiet_end(&q);
     sx_direct_close(h5->direct);
+    sx_h5_links_free(h5->links);
     free(h5->scratch);
     sx_big_free(&h5->end_deltas);
     free(h5->raw);

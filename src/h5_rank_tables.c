@@ -36,7 +36,7 @@ static enum sx_status read_lanes(struct sx_h5 *h5, struct sx_run *run, bool task
     static const char *const ksc[] = {"kind", "name", "coro_name"};
     const char *const *scn = tasks ? ksc : tsc;
     char p[128], src[1100];
-    if (!sx_h5_link_exists(h5->file, grp))
+    if (!sx_h5_has_link(h5, h5->file, grp))
         goto out;
     if (tasks)
         run->has_tasks = true;

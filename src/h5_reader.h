@@ -31,6 +31,8 @@ struct sx_h5 {
     char *path;
     /* the file's facts for the guard of variable-length reads (h5_util.h) */
     struct sx_h5_facts facts;
+    /* the paths of its links (sx_h5_has_link), or NULL: HDF5 looks them up */
+    struct sx_h5_links *links;
     hid_t ev[SX_NCOLS]; /* columnar event datasets (START/END: deltas/durations when
                            encoded) */
     hid_t meta;         /* rank_region_index/event_metadata, or -1 */

@@ -49,7 +49,7 @@ enum sx_status sx_h5_read_metadata(struct sx_h5 *h5, struct sx_run *run,
                                    struct sx_error *err) {
     enum sx_status st = SX_OK;
     hid_t g = -1;
-    if (!sx_h5_link_exists(h5->file, "metadata"))
+    if (!sx_h5_has_link(h5, h5->file, "metadata"))
         goto out;
     char src[1100];
     sx_h5_src_name(src, sizeof src, h5->path, "/metadata");

@@ -30,7 +30,7 @@ enum sx_status sx_h5_read_schema1(struct sx_h5 *h5, struct sx_run *run,
         goto out;
     run->num_ranks = (int64_t)nrg;
     /* no schema attribute, no metadata, no rank group: some other HDF5 file */
-    if (nrg == 0 && !sx_h5_link_exists(h5->file, "metadata")) {
+    if (nrg == 0 && !sx_h5_has_link(h5, h5->file, "metadata")) {
         sx_h5_src_name(src, sizeof src, h5->path, "/");
         st = sx_error_set(
             err, SX_ERR_FORMAT, src,
@@ -42,7 +42,7 @@ enum sx_status sx_h5_read_schema1(struct sx_h5 *h5, struct sx_run *run,
     for (size_t k = 0; k < nrg; k++) {
         char gp[300];
         snprintf(gp, sizeof gp, "%s/regions", rg[k].name);
-        if (!sx_h5_link_exists(h5->file, gp))
+        if (!sx_h5_has_link(h5, h5->file, gp))
             continue;
         sx_h5_src_name(src, sizeof src, h5->path, gp);
         g = H5Gopen2(h5->file, gp, H5P_DEFAULT);

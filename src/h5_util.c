@@ -230,10 +230,65 @@ out:
 /* ------------------------------------------------------------------ */
 /* Objects that would make the reader read other files                */
 
+/* Links kept at most: the few groups of a run's layout hold tens; a file of many more
+ * is looked up by HDF5 as before. */
+enum { LINKS_MAX = 4096 };
+
+struct sx_h5_links {
+    char **path;   /* sorted */
+    haddr_t *addr; /* of the hard links' objects */
+    size_t n, cap;
+    bool off; /* cannot answer for the file */
+};
+
+void sx_h5_links_free(struct sx_h5_links *l) {
+    if (l == NULL)
+        return;
+    for (size_t i = 0; i < l->n; i++)
+        free(l->path[i]);
+    free(l->path);
+    free(l->addr);
+    free(l);
+}
+
+/* Keep link 'name' (hard, at 'addr'); off when it cannot be kept. */
+static void links_add(struct sx_h5_links *l, const char *name, haddr_t addr) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 32;
+        char **p = cap <= LINKS_MAX ? sx_realloc(l->path, cap * sizeof *p) : NULL;
+        if (p != NULL)
+            l->path = p;
+        haddr_t *a = p != NULL ? sx_realloc(l->addr, cap * sizeof *a) : NULL;
+        if (a != NULL)
+            l->addr = a;
+        if (a == NULL) {
+            l->off = true;
+            return;
+        }
+        l->cap = cap;
+    }
+    l->path[l->n] = sx_strdup(name);
+    if (l->path[l->n] == NULL) {
+        l->off = true;
+        return;
+    }
+    l->addr[l->n++] = addr;
+}
+
+static int cmp_path(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cmp_addr(const void *a, const void *b) {
+    const haddr_t x = *(const haddr_t *)a, y = *(const haddr_t *)b;
+    return (x > y) - (x < y);
+}
+
 struct foreign_walk {
     const char *path;
     struct sx_error *err;
     enum sx_status st;
+    struct sx_h5_links *links; /* or NULL */
 };
 
 static herr_t foreign_cb(hid_t g, const char *name, const H5L_info_t *info, void *op) {
@@ -250,6 +305,12 @@ static herr_t foreign_cb(hid_t g, const char *name, const H5L_info_t *info, void
              src,
              info->type == H5L_TYPE_EXTERNAL ? "an external link"
                                              : "a user-defined link");
+    if (w->links != NULL && !w->links->off) {
+        if (info->type == H5L_TYPE_SOFT)
+            w->links->off = true; /* a path through it is HDF5's to resolve */
+        else
+            links_add(w->links, name, info->u.address);
+    }
 out:
     w->st = st;
     return st == SX_OK ? 0 : 1;
@@ -278,8 +339,9 @@ enum sx_status sx_h5_local_data(hid_t d, const char *src, struct sx_error *err) 
     return st;
 }
 
-enum sx_status sx_h5_refuse_foreign(hid_t file, const char *path, struct sx_error *err) {
-    struct foreign_walk w = {path, err, SX_OK};
+static enum sx_status refuse_foreign(hid_t file, const char *path,
+                                     struct sx_h5_links *links, struct sx_error *err) {
+    struct foreign_walk w = {path, err, SX_OK, links};
     herr_t rc = H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, foreign_cb, &w);
     if (w.st == SX_OK && rc < 0)
         w.st = sx_error_set(err, SX_ERR_FORMAT, path,
@@ -287,6 +349,32 @@ enum sx_status sx_h5_refuse_foreign(hid_t file, const char *path, struct sx_erro
                             "damaged",
                             path);
     return w.st;
+}
+
+enum sx_status sx_h5_refuse_foreign(hid_t file, const char *path, struct sx_error *err) {
+    return refuse_foreign(file, path, NULL, err);
+}
+
+enum sx_status sx_h5_refuse_foreign_links(hid_t file, const char *path,
+                                          struct sx_h5_links **links,
+                                          struct sx_error *err) {
+    struct sx_h5_links *l = sx_calloc(1, sizeof *l);
+    *links = NULL;
+    const enum sx_status st = refuse_foreign(file, path, l, err);
+    if (st == SX_OK && l != NULL && !l->off) {
+        /* an object at two paths: the walk listed what lies under one of them only */
+        qsort(l->addr, l->n, sizeof *l->addr, cmp_addr);
+        for (size_t i = 1; i < l->n; i++)
+            if (l->addr[i] == l->addr[i - 1])
+                l->off = true;
+        qsort(l->path, l->n, sizeof *l->path, cmp_path);
+    }
+    if (st == SX_OK && l != NULL && !l->off) {
+        *links = l;
+        l = NULL;
+    }
+    sx_h5_links_free(l);
+    return st;
 }
 
 int sx_h5_posix_fd(hid_t file) {
@@ -349,6 +437,13 @@ bool sx_h5_link_exists(hid_t loc, const char *name) {
         }
     }
     return H5Lexists(loc, tmp, H5P_DEFAULT) > 0;
+}
+
+bool sx_h5_has_link(const struct sx_h5 *h5, hid_t loc, const char *name) {
+    if (h5 == NULL || h5->links == NULL || loc != h5->file || name[0] == '/')
+        return sx_h5_link_exists(loc, name);
+    return h5->links->n > 0 && bsearch(&name, h5->links->path, h5->links->n,
+                                       sizeof *h5->links->path, cmp_path) != NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1224,7 +1319,7 @@ enum sx_status sx_h5_read_ints_opt(struct sx_h5 *h5, hid_t loc, const char *name
     uint64_t m = 0;
     *out = NULL;
     *n = 0;
-    if (!sx_h5_link_exists(loc, name))
+    if (!sx_h5_has_link(h5, loc, name))
         return SX_OK;
     enum sx_status st = sx_h5_read_ints(h5, loc, name, false, out, &m, err);
     *n = (size_t)m;
@@ -1236,7 +1331,7 @@ enum sx_status sx_h5_read_doubles_opt(struct sx_h5 *h5, hid_t loc, const char *n
     uint64_t m = 0;
     *out = NULL;
     *n = 0;
-    if (!sx_h5_link_exists(loc, name))
+    if (!sx_h5_has_link(h5, loc, name))
         return SX_OK;
     enum sx_status st = sx_h5_read_doubles(h5, loc, name, out, &m, NULL, NULL, err);
     *n = (size_t)m;
@@ -1252,7 +1347,7 @@ enum sx_status sx_h5_read_matrix(struct sx_h5 *h5, hid_t loc, const char *name,
     int nd = 0;
     m->v = NULL;
     m->rows = m->cols = 0;
-    if (!sx_h5_link_exists(loc, name))
+    if (!sx_h5_has_link(h5, loc, name))
         goto out;
     st = sx_h5_read_doubles(h5, loc, name, &m->v, &n, dims, &nd, err);
     if (st != SX_OK)

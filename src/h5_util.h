@@ -83,6 +83,17 @@ enum sx_status sx_h5_vlen_guard_in(struct sx_h5_facts *ff, hid_t obj, hid_t ms, 
  */
 enum sx_status sx_h5_refuse_foreign(hid_t file, const char *path, struct sx_error *err);
 
+/* The paths of a file's links as the walk above met them, so that whether a path
+ * exists is answered without HDF5 (a lookup walks the path's groups each time). */
+struct sx_h5_links;
+/* sx_h5_refuse_foreign, keeping the links it met in '*links' (new), or NULL when they
+ * cannot answer for the file: a soft link, an object linked twice (HDF5 walks each
+ * group once), more than a few thousand links, no memory. */
+enum sx_status sx_h5_refuse_foreign_links(hid_t file, const char *path,
+                                          struct sx_h5_links **links,
+                                          struct sx_error *err);
+void sx_h5_links_free(struct sx_h5_links *l);
+
 /*
  * Refuse dataset 'd' (named 'src') when its data lies in other files: a
  * virtual dataset, or one with external storage, is SX_ERR_UNSUPPORTED. Every
@@ -94,6 +105,10 @@ enum sx_status sx_h5_local_data(hid_t d, const char *src, struct sx_error *err);
 const char *sx_h5_src_name(char *buf, size_t n, const char *path, const char *obj);
 
 bool sx_h5_link_exists(hid_t loc, const char *name);
+/* The same for a path from the root of h5's file ('loc' its file): from the links kept
+ * at its open when there are, else by HDF5. */
+struct sx_h5;
+bool sx_h5_has_link(const struct sx_h5 *h5, hid_t loc, const char *name);
 
 /* Length of a 1-D dataset (a scalar counts as 1); -1 when not 1-D. */
 int64_t sx_h5_dset_len(hid_t d);

@@ -62,6 +62,10 @@ static const char usage_text[] =
     "                   [rank_region_index/event_counts]\n"
     "  bad-tags         rank_region_index/tags row 0 is not JSON\n"
     "                   [rank_region_index/tags]\n"
+    "  soft-index       rank_region_index is a soft link to the group, renamed\n"
+    "                   z_index (valid: the same run)\n"
+    "  linked-twice     the events group is also linked as a_events, a name walked\n"
+    "                   before its own (valid: the same run)\n"
     "  not-profile      an HDF5 file of unrelated content (no BASE)\n"
     "Exit status: 0 written, 1 failure, 2 usage error.\n";
 
@@ -639,6 +643,24 @@ out:
     return rc;
 }
 
+/* soft-index, linked-twice: the same run through other links to its groups. */
+static int relink(hid_t f, bool soft) {
+    int rc = -1;
+    if (soft) {
+        H5TRY(H5Lmove(f, "rank_region_index", f, "z_index", H5P_DEFAULT, H5P_DEFAULT),
+              "rename rank_region_index");
+        H5TRY(
+            H5Lcreate_soft("/z_index", f, "rank_region_index", H5P_DEFAULT, H5P_DEFAULT),
+            "create a soft link");
+    } else {
+        H5TRY(H5Lcreate_hard(f, "events", f, "a_events", H5P_DEFAULT, H5P_DEFAULT),
+              "create a second hard link");
+    }
+    rc = 0;
+out:
+    return rc;
+}
+
 /* virtual, virtual-meta, virtual-perf: dataset 'path' maps the same dataset of a copy
  * of BASE beside OUT. */
 static int damage_virtual(hid_t f, const char *base, const char *path) {
@@ -763,7 +785,8 @@ static const char *const modes[] = {
     "unknown-filter", "schema-4",     "schema-float",     "not-profile",
     "vlen-name",      "vlen-meta",    "external-storage", "external-link",
     "virtual",        "rank-huge",    "count-negative",   "bad-tags",
-    "vlen-overrun",   "virtual-meta", "virtual-perf"};
+    "vlen-overrun",   "virtual-meta", "virtual-perf",     "soft-index",
+    "linked-twice"};
 
 int main(int argc, char **argv) {
     int rc = 1;
@@ -838,6 +861,8 @@ int main(int argc, char **argv) {
         r = damage_count_negative(f);
     else if (!strcmp(mode, "bad-tags"))
         r = damage_bad_tags(f);
+    else if (!strcmp(mode, "soft-index") || !strcmp(mode, "linked-twice"))
+        r = relink(f, !strcmp(mode, "soft-index"));
     if (r != 0)
         goto out;
     H5TRY(H5Fclose(f), "close the copy");

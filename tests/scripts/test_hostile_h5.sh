@@ -114,6 +114,30 @@ if "$DAMAGE" rank-huge "$base" "$f"; then
 else
     bad "scope-export-damage rank-huge failed"
 fi
+# The same run through other links to its groups: its index behind a soft link, its
+# events group linked twice (a name walked before its own). Valid: the same document
+# (the reader answers which paths exist from one walk of the file's links, and must
+# know when that walk cannot answer), at 1 and 2 ranks, through HDF5 alone too.
+mkdir -p "$TMP/same0"
+if "$X" export "$base" -o "$TMP/same0/s.json" -q 2>"$TMP/err"; then
+    for mode in soft-index linked-twice; do
+        f="$TMP/$mode.h5"
+        "$DAMAGE" "$mode" "$base" "$f" || { bad "scope-export-damage $mode failed"; continue; }
+        for v in "0 1" "2 1" "0 0"; do
+            set -- $v
+            mkdir -p "$TMP/same.$mode.$1$2"
+            o="$TMP/same.$mode.$1$2/s.json"
+            rc=0
+            SCOPE_EXPORT_DIRECT_READS=$2 mpi "$1" "$X" export "$f" -o "$o" -q 2>"$TMP/err" ||
+                rc=$?
+            if [ "$rc" = 0 ] && cmp -s "$o" "$TMP/same0/s.json"; then ok; else
+                bad "$mode -n $1 direct=$2: status $rc, not the base run's document: $(head -c 300 "$TMP/err")"
+            fi
+        done
+    done
+else
+    bad "the export of the base run failed: $(head -c 300 "$TMP/err")"
+fi
 # num_ranks of 10^15 in a JSON profile: valid, and its trace takes no memory by it
 if (memlimit "$X" export "$base" -o "$TMP/base.json" -q); then
     sed 's/"num_ranks": 2,/"num_ranks": 1000000000000000,/' "$TMP/base.json" >"$TMP/nr.json"
