@@ -17,6 +17,9 @@
 #if SX_HAVE_ISAL
 #include <isa-l/igzip_lib.h>
 #endif
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* The index's integer columns are read through NWIN kept windows of WIN bytes. */
 enum { WIN = 1 << 16, NWIN = 32 };
@@ -321,6 +324,45 @@ static bool inflate_all(struct sx_direct *dr, const unsigned char *in, size_t n,
 #endif
 }
 
+void sx_direct_unshuffle8(const unsigned char *p, uint64_t n, uint64_t *out, bool simd) {
+    uint64_t i = 0;
+#if defined(__SSE2__)
+    if (simd) {
+        /* 16 elements at a time: the 8 x 16 bytes of their planes transposed in
+         * three rounds of interleaving (bytes, then pairs, then quads) */
+        for (; i + 16 <= n; i += 16) {
+            __m128i x[8], t[8], u[8];
+            for (int b = 0; b < 8; b++)
+                x[b] = _mm_loadu_si128((const __m128i *)(const void *)(p + b * n + i));
+            for (int b = 0; b < 8; b += 2) {
+                t[b] = _mm_unpacklo_epi8(x[b], x[b + 1]);     /* elements 0..7 */
+                t[b + 1] = _mm_unpackhi_epi8(x[b], x[b + 1]); /* elements 8..15 */
+            }
+            for (int h = 0; h < 2; h++) { /* bytes 0..3, then 4..7 */
+                const __m128i *a = &t[4 * h], *b = &t[4 * h + 2];
+                u[4 * h + 0] = _mm_unpacklo_epi16(a[0], b[0]); /* elements 0..3 */
+                u[4 * h + 1] = _mm_unpackhi_epi16(a[0], b[0]); /* 4..7 */
+                u[4 * h + 2] = _mm_unpacklo_epi16(a[1], b[1]); /* 8..11 */
+                u[4 * h + 3] = _mm_unpackhi_epi16(a[1], b[1]); /* 12..15 */
+            }
+            __m128i *o = (__m128i *)(void *)(out + i);
+            for (int q = 0; q < 4; q++) {
+                _mm_storeu_si128(o + 2 * q, _mm_unpacklo_epi32(u[q], u[4 + q]));
+                _mm_storeu_si128(o + 2 * q + 1, _mm_unpackhi_epi32(u[q], u[4 + q]));
+            }
+        }
+    }
+#else
+    (void)simd;
+#endif
+    for (; i < n; i++) {
+        uint64_t v = 0;
+        for (unsigned b = 0; b < 8; b++)
+            v |= (uint64_t)p[b * n + i] << (8 * b);
+        out[i] = v;
+    }
+}
+
 /* Undo the shuffle filter: byte b of element i is at p[b * n + i]. */
 static void unshuffle(const unsigned char *p, size_t size, uint64_t n,
                       unsigned char *out) {
@@ -329,49 +371,35 @@ static void unshuffle(const unsigned char *p, size_t size, uint64_t n,
             out[i * size + b] = p[b * n + i];
 }
 
-/* The values of chunk 'ci' of 'c' to 'val' (c->chunk of them). */
+/*
+ * The values of chunk 'ci' of 'c' to 'val' (c->chunk of them). The chunk is found
+ * through HDF5's lookup of one chunk (a walk down the chunk index): its query of a
+ * chunk's address walks the whole index, one call per chunk making a run's read
+ * quadratic in its chunks.
+ */
 static enum sx_status read_chunk(struct sx_direct *dr, const struct sx_direct_col *c,
                                  uint64_t ci, int64_t *val, const char *src,
                                  struct sx_error *err) {
     enum sx_status st = SX_OK;
     hsize_t coord = (hsize_t)(ci * c->chunk), bytes = 0;
-    unsigned mask = 0;
-    haddr_t addr = HADDR_UNDEF;
+    uint32_t mask = 0;
     const size_t raw = (size_t)c->chunk * c->size;
-    if (H5Dget_chunk_info_by_coord(c->dset, &coord, &mask, &addr, &bytes) < 0 ||
-        addr == HADDR_UNDEF || mask != 0 || bytes == 0 || addr > dr->size ||
-        bytes > dr->size - addr)
+    if (H5Dget_chunk_storage_size(c->dset, &coord, &bytes) < 0 || bytes == 0 ||
+        bytes > dr->size)
         return SX_ERR_UNSUPPORTED;
     SX_CHECK(grow(&dr->zin, &dr->zin_cap, (size_t)bytes) &&
                  grow(&dr->zraw, &dr->zraw_cap, 2 * raw),
              SX_ERR_NOMEM, err, src, "out of memory");
     SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, src,
              "%s cannot be read; the file is truncated or damaged", src);
-    for (size_t got = 0; got < bytes;) {
-        ssize_t r =
-            pread(dr->fd, dr->zin + got, (size_t)bytes - got, (off_t)(addr + got));
-        if (r < 0 && errno == EINTR)
-            continue;
-        SX_CHECK(r > 0, SX_ERR_IO, err, src,
-                 "%s cannot be read (a chunk at byte %" PRIu64
-                 "); the file is truncated or damaged",
-                 src, (uint64_t)addr);
-        got += (size_t)r;
-    }
+    if (H5Dread_chunk(c->dset, H5P_DEFAULT, &coord, &mask, dr->zin) < 0 || mask != 0)
+        return SX_ERR_UNSUPPORTED;
     if (!inflate_all(dr, dr->zin, (size_t)bytes, dr->zraw, raw))
         return SX_ERR_UNSUPPORTED;
     const unsigned char *p = dr->zraw;
     if (c->shuffle && c->size == 8 && !c->big_endian && !dr->host_be) {
-        /* the event columns: little-endian int64 put together a byte plane at a time,
-         * straight into place (loops the compiler makes vector code of) */
-        uint64_t *out = (uint64_t *)val;
-        for (uint64_t i = 0; i < c->chunk; i++)
-            out[i] = p[i];
-        for (unsigned b = 1; b < 8; b++) {
-            const unsigned char *q = p + b * c->chunk;
-            for (uint64_t i = 0; i < c->chunk; i++)
-                out[i] |= (uint64_t)q[i] << (8 * b);
-        }
+        /* the event columns: little-endian int64, straight into place */
+        sx_direct_unshuffle8(p, c->chunk, (uint64_t *)val, true);
         return SX_OK;
     }
     if (c->shuffle && c->size > 1) {
@@ -414,14 +442,21 @@ enum sx_status sx_direct_read_zspans(struct sx_direct *dr, const struct sx_direc
         while (left > 0) {
             const uint64_t ci = at / c->chunk, off = at % c->chunk;
             const uint64_t take = left < c->chunk - off ? left : c->chunk - off;
-            if (ci != z->ci) {
-                z->ci = UINT64_MAX; /* until it is whole */
-                st = read_chunk(dr, c, ci, z->val, src, err);
+            if (take == c->chunk && ci != z->ci) {
+                /* a whole chunk: inflated straight into place, not kept */
+                st = read_chunk(dr, c, ci, dst, src, err);
                 if (st != SX_OK)
                     return st;
-                z->ci = ci;
+            } else {
+                if (ci != z->ci) {
+                    z->ci = UINT64_MAX; /* until it is whole */
+                    st = read_chunk(dr, c, ci, z->val, src, err);
+                    if (st != SX_OK)
+                        return st;
+                    z->ci = ci;
+                }
+                memcpy(dst, z->val + off, (size_t)take * sizeof *dst);
             }
-            memcpy(dst, z->val + off, (size_t)take * sizeof *dst);
             dst += take;
             at += take;
             left -= take;

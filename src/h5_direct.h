@@ -115,6 +115,14 @@ enum sx_status sx_direct_read_zspans(struct sx_direct *dr, const struct sx_direc
                                      const char *src, struct sx_error *err);
 
 /*
+ * The shuffle filter undone for 'n' little-endian 8-byte elements: byte b of
+ * element i is at p[b * n + i]; to 'out' as integers of a little-endian host.
+ * 'simd': 16 elements at a time in vector registers where the build has them
+ * (false: one at a time, the reference the tests hold the other to).
+ */
+void sx_direct_unshuffle8(const unsigned char *p, uint64_t n, uint64_t *out, bool simd);
+
+/*
  * The elements of column 'c' at rows 'pts[0..n)' (any order) to 'out',
  * through kept windows: a block's rows of one region lie thinly over the
  * index.
