@@ -23,9 +23,9 @@
 
 /* The index's integer columns are read through NWIN kept windows of WIN bytes. */
 enum { WIN = 1 << 16, NWIN = 32 };
-/* Deflated columns keep the last chunk read of ZKEEP of them (the start and end columns
- * and two more). */
-enum { ZKEEP = 4 };
+/* Deflated columns keep their last chunks read, ZKEEP columns (the start and end columns
+ * and two more) of at most ZRING chunks or ZRING_BYTES each. */
+enum { ZKEEP = 4, ZRING = 64, ZRING_BYTES = 1 << 20 };
 
 struct sx_direct {
     int fd;
@@ -37,15 +37,20 @@ struct sx_direct {
     unsigned char *buf;       /* reused read buffer of span reads */
     size_t buf_cap;
     /* chunk reads (zip columns): a chunk's stored bytes and inflated bytes; the
-     * values of the last chunk read of each of ZKEEP columns (a span's first chunk is
-     * often the one the span before it ended in, a call before) */
+     * values of the last chunks read of each of ZKEEP columns, in a ring (a span's
+     * first chunk is often the one the span before it ended in, a call before; a
+     * delta-encoded run reads a row's start deltas for its starts and again for its
+     * ends, a call later) */
     unsigned char *zin, *zraw;
     size_t zin_cap, zraw_cap;
     struct zkept {
         hid_t dset;
-        uint64_t ci;
-        int64_t *val;
-        size_t cap;
+        uint64_t chunk;     /* elements of a chunk of the column */
+        int64_t *val;       /* 'nslot' chunks */
+        uint64_t ci[ZRING]; /* the chunk in each slot; UINT64_MAX: none */
+        unsigned nslot, next;
+        uint64_t hi; /* one past the furthest chunk read */
+        bool again;  /* a chunk was read a second time: whole ones are kept too */
     } zkeep[ZKEEP];
 #if SX_HAVE_ISAL
     struct inflate_state *inf;
@@ -411,11 +416,9 @@ out:
     return st;
 }
 
-enum sx_status sx_direct_read_zspans(struct sx_direct *dr, const struct sx_direct_col *c,
-                                     const struct sx_direct_span *sp, size_t n,
-                                     const char *src, struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    struct zkept *z = NULL; /* this column's kept chunk, a free slot, or the first */
+/* Column 'c''s ring: its own, a free one, or the first made over; NULL: no memory. */
+static struct zkept *ring_of(struct sx_direct *dr, const struct sx_direct_col *c) {
+    struct zkept *z = NULL;
     for (int i = 0; i < ZKEEP && z == NULL; i++)
         if (dr->zkeep[i].val != NULL && dr->zkeep[i].dset == c->dset)
             z = &dr->zkeep[i];
@@ -424,39 +427,82 @@ enum sx_status sx_direct_read_zspans(struct sx_direct *dr, const struct sx_direc
             z = &dr->zkeep[i];
     if (z == NULL)
         z = &dr->zkeep[0];
-    if (z->val == NULL || z->dset != c->dset || z->cap != c->chunk) {
-        free(z->val);
-        z->val = sx_malloc((size_t)c->chunk * sizeof *z->val);
-        z->cap = z->val != NULL ? c->chunk : 0;
-        z->dset = c->dset;
-        z->ci = UINT64_MAX;
-        SX_CHECK(z->val != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    if (z->val != NULL && z->dset == c->dset && z->chunk == c->chunk)
+        return z;
+    free(z->val);
+    memset(z, 0, sizeof *z);
+    const uint64_t per = c->chunk * sizeof *z->val;
+    z->nslot = per >= ZRING_BYTES ? 1 : (unsigned)(ZRING_BYTES / per);
+    if (z->nslot > ZRING)
+        z->nslot = ZRING;
+    z->val = sx_malloc((size_t)(z->nslot * per));
+    if (z->val == NULL)
+        return NULL;
+    z->dset = c->dset;
+    z->chunk = c->chunk;
+    for (unsigned k = 0; k < z->nslot; k++)
+        z->ci[k] = UINT64_MAX;
+    return z;
+}
+
+/* Chunk 'ci' of ring 'z' to 'dst' ('take' values from 'off'), read when it is not kept.
+ */
+static enum sx_status ring_take(struct sx_direct *dr, const struct sx_direct_col *c,
+                                struct zkept *z, uint64_t ci, uint64_t off, uint64_t take,
+                                int64_t *dst, const char *src, struct sx_error *err) {
+    unsigned k = 0;
+    while (k < z->nslot && z->ci[k] != ci)
+        k++;
+    if (k == z->nslot) {
+        z->again = z->again || ci < z->hi;
+        if (ci >= z->hi)
+            z->hi = ci + 1;
+        if (take == c->chunk && !z->again) /* whole, and read once: straight into place */
+            return read_chunk(dr, c, ci, dst, src, err);
+        k = z->next;
+        z->next = (k + 1) % z->nslot;
+        z->ci[k] = UINT64_MAX; /* until it is whole */
+        enum sx_status st = read_chunk(dr, c, ci, z->val + k * c->chunk, src, err);
+        if (st != SX_OK)
+            return st;
+        z->ci[k] = ci;
     }
+    memcpy(dst, z->val + k * c->chunk + off, (size_t)take * sizeof *dst);
+    return SX_OK;
+}
+
+enum sx_status sx_direct_read_zspans(struct sx_direct *dr, const struct sx_direct_col *c,
+                                     const struct sx_direct_span *sp, size_t n,
+                                     const char *src, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct zkept *z = ring_of(dr, c);
+    SX_CHECK(z != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     dr->reads++;
     st = spans_in_range(c, sp, n, src, err);
     if (st != SX_OK)
         goto out;
+    /* the span of this call reaching furthest so far: a delta-encoded run's end
+     * slice needs the start deltas of its row, which its start slice may read too */
+    const struct sx_direct_span *cov = NULL;
     for (size_t k = 0; k < n; k++) {
         uint64_t at = sp[k].start, left = sp[k].n;
         int64_t *dst = sp[k].dst;
+        if (cov != NULL && at < cov->start + cov->n && left > 0) {
+            const uint64_t end = cov->start + cov->n;
+            const uint64_t take = left < end - at ? left : end - at;
+            memmove(dst, cov->dst + (at - cov->start), (size_t)take * sizeof *dst);
+            dst += take;
+            at += take;
+            left -= take;
+        }
+        if (cov == NULL || sp[k].start + sp[k].n > cov->start + cov->n)
+            cov = &sp[k];
         while (left > 0) {
             const uint64_t ci = at / c->chunk, off = at % c->chunk;
             const uint64_t take = left < c->chunk - off ? left : c->chunk - off;
-            if (take == c->chunk && ci != z->ci) {
-                /* a whole chunk: inflated straight into place, not kept */
-                st = read_chunk(dr, c, ci, dst, src, err);
-                if (st != SX_OK)
-                    return st;
-            } else {
-                if (ci != z->ci) {
-                    z->ci = UINT64_MAX; /* until it is whole */
-                    st = read_chunk(dr, c, ci, z->val, src, err);
-                    if (st != SX_OK)
-                        return st;
-                    z->ci = ci;
-                }
-                memcpy(dst, z->val + off, (size_t)take * sizeof *dst);
-            }
+            st = ring_take(dr, c, z, ci, off, take, dst, src, err);
+            if (st != SX_OK)
+                return st;
             dst += take;
             at += take;
             left -= take;
