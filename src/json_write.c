@@ -98,8 +98,8 @@ char *sx_fmt_i64_list(char *out, const int64_t *v, size_t n, bool first) {
             p += 2;
         }
         const int64_t x = v[i];
-        if (x < 100000000) {
-            p += sx_fmt_i64(p, x); /* small or negative */
+        if (x < 100000000) { /* ids, counts, durations: small; or negative */
+            p += x >= 0 ? put_small(p, (uint32_t)x) : sx_fmt_i64(p, x);
             continue;
         }
         const uint64_t u = (uint64_t)x;
