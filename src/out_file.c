@@ -5,6 +5,7 @@
 #include "fault.h"
 #include "mpi_util.h"
 #include "stop.h"
+#include "worker.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,13 +38,11 @@ struct sx_out_file {
     char *path; /* final name */
     char *tmp;  /* temporary name beside it; NULL while the file has no name */
     bool threaded;
-    bool counted; /* unnamed, and counted in 'unnamed_live' */
-    pthread_t th;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    struct sx_buf busy; /* the thread's: bytes to write while 'pending' */
-    char *full;         /* or, while 'pending', a full stage to write ('stage_len') */
-    bool pending, quit;
+    bool counted;        /* unnamed, and counted in 'unnamed_live' */
+    struct sx_worker wt; /* the writer */
+    struct sx_buf busy;  /* the thread's: bytes to write while 'pending' */
+    char *full;          /* or, while 'pending', a full stage to write ('stage_len') */
+    bool pending;
     int werr; /* errno of the thread's first failed write, or 0 */
     /* direct writes (SX_OUT_DIRECT; see stage_put) */
     char *stage_mem; /* DIO_STAGE bytes, page-aligned; NULL: every write is buffered */
@@ -168,11 +167,11 @@ static int stage_hand(struct sx_out_file *f) {
     const int e = writer_idle(f);
     if (e != 0)
         return e;
-    pthread_mutex_lock(&f->mu);
+    pthread_mutex_lock(&f->wt.mu);
     f->full = f->stage;
     f->pending = true;
-    pthread_cond_broadcast(&f->cv);
-    pthread_mutex_unlock(&f->mu);
+    pthread_cond_broadcast(&f->wt.cv);
+    pthread_mutex_unlock(&f->wt.mu);
     f->stage = f->stage2;
     f->stage2 = f->full;
     f->staged = 0;
@@ -385,18 +384,18 @@ enum { IDLE_KEEP = 8 << 20 };
 
 static void *writer(void *arg) {
     struct sx_out_file *f = arg;
-    pthread_mutex_lock(&f->mu);
+    pthread_mutex_lock(&f->wt.mu);
     for (;;) {
-        while (!f->pending && !f->quit)
-            pthread_cond_wait(&f->cv, &f->mu);
+        while (!f->pending && !f->wt.quit)
+            pthread_cond_wait(&f->wt.cv, &f->wt.mu);
         if (!f->pending)
             break;
         char *full = f->full;
-        pthread_mutex_unlock(&f->mu);
+        pthread_mutex_unlock(&f->wt.mu);
         int e = full != NULL
                     ? (f->werr == 0 ? flush_buf(f, full, f->stage_len, false) : 0)
                     : out_put(f, f->busy.data, f->busy.len);
-        pthread_mutex_lock(&f->mu);
+        pthread_mutex_lock(&f->wt.mu);
         if (e != 0 && f->werr == 0)
             f->werr = e;
         f->full = NULL;
@@ -404,54 +403,33 @@ static void *writer(void *arg) {
         if (f->busy.cap > IDLE_KEEP)
             sx_buf_free(&f->busy);
         f->pending = false;
-        pthread_cond_broadcast(&f->cv);
+        pthread_cond_broadcast(&f->wt.cv);
     }
-    pthread_mutex_unlock(&f->mu);
+    pthread_mutex_unlock(&f->wt.mu);
     return NULL;
 }
 
 /* Start the writer; without it (no thread to be had) the caller writes. */
 static void writer_start(struct sx_out_file *f) {
-    sigset_t all, old;
-    if (pthread_mutex_init(&f->mu, NULL) != 0)
-        return;
-    if (pthread_cond_init(&f->cv, NULL) != 0) {
-        pthread_mutex_destroy(&f->mu);
-        return;
-    }
-    /* signals stay the caller's: the thread starts with all of them blocked */
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    f->threaded = pthread_create(&f->th, NULL, writer, f) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (!f->threaded) {
-        pthread_cond_destroy(&f->cv);
-        pthread_mutex_destroy(&f->mu);
-    }
+    f->threaded = sx_worker_start(&f->wt, writer, f);
 }
 
 /* Wait for the thread to have written all it was given: 0, or its first errno. */
 static int writer_idle(struct sx_out_file *f) {
     if (!f->threaded)
         return 0;
-    pthread_mutex_lock(&f->mu);
+    pthread_mutex_lock(&f->wt.mu);
     while (f->pending)
-        pthread_cond_wait(&f->cv, &f->mu);
+        pthread_cond_wait(&f->wt.cv, &f->wt.mu);
     int e = f->werr;
-    pthread_mutex_unlock(&f->mu);
+    pthread_mutex_unlock(&f->wt.mu);
     return e;
 }
 
 static void writer_stop(struct sx_out_file *f) {
     if (!f->threaded)
         return;
-    pthread_mutex_lock(&f->mu);
-    f->quit = true;
-    pthread_cond_broadcast(&f->cv);
-    pthread_mutex_unlock(&f->mu);
-    pthread_join(f->th, NULL);
-    pthread_cond_destroy(&f->cv);
-    pthread_mutex_destroy(&f->mu);
+    sx_worker_stop(&f->wt);
     sx_buf_free(&f->busy);
     f->threaded = false;
 }
@@ -681,9 +659,9 @@ static enum sx_status write_failed(const struct sx_out_file *f, int e,
 /* The thread's first errno, or 0, without waiting for it: with two stages it only
  * ever holds a full stage, and the caller's bytes go to the other. */
 static int writer_err(struct sx_out_file *f) {
-    pthread_mutex_lock(&f->mu);
+    pthread_mutex_lock(&f->wt.mu);
     const int e = f->werr;
-    pthread_mutex_unlock(&f->mu);
+    pthread_mutex_unlock(&f->wt.mu);
     return e;
 }
 
@@ -721,12 +699,12 @@ enum sx_status sx_out_write_buf(struct sx_out_file *f, struct sx_buf *b,
         e = EIO;
     if (e != 0)
         return write_failed(f, e, err);
-    pthread_mutex_lock(&f->mu);
+    pthread_mutex_lock(&f->wt.mu);
     struct sx_buf done = f->busy;
     f->busy = *b;
     f->pending = f->busy.len > 0;
-    pthread_cond_broadcast(&f->cv);
-    pthread_mutex_unlock(&f->mu);
+    pthread_cond_broadcast(&f->wt.cv);
+    pthread_mutex_unlock(&f->wt.mu);
     *b = done;
     sx_buf_reset(b);
     return SX_OK;
