@@ -180,7 +180,10 @@ SX_API void sx_options_init(struct sx_options *opts);
  * The process that writes the file writes it from a thread of its own, which
  * makes no MPI call, when MPI was initialized with MPI_THREAD_FUNNELED or more
  * (or 'comm' is MPI_COMM_NULL); under MPI_THREAD_SINGLE the calling thread
- * writes it. The thread is gone when the call returns.
+ * writes it. Under the same condition, a rank whose affinity allows more than
+ * one CPU decodes half of the deflated chunks it reads in a helper thread,
+ * which makes no MPI or HDF5 call (SCOPE_EXPORT_THREADS=0: none). The threads
+ * are gone when the call returns.
  *
  * The environment variable SCOPE_EXPORT_DIRECT_READS, read by each rank at
  * each call: "0" reads the run through the HDF5 library alone; otherwise the

@@ -1,15 +1,20 @@
 /* h5_direct.c - reads of a run's file that go around libhdf5, and their fall-back to it
  */
+#define _GNU_SOURCE /* sched_getaffinity: the CPUs this process may run on */
 #include "h5_direct.h"
 
 #include "fault.h"
 #include "h5_direct_heap.h"
 #include "h5_direct_win.h"
 #include "h5_util.h"
+#include "mpi_util.h"
+#include "worker.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -26,6 +31,17 @@ enum { WIN = 1 << 16, NWIN = 32 };
 /* Deflated columns keep their last chunks read, ZKEEP columns (the start and end columns
  * and two more) of at most ZRING chunks or ZRING_BYTES each. */
 enum { ZKEEP = 4, ZRING = 64, ZRING_BYTES = 1 << 20 };
+/* A batch of chunk reads: at most ZJOBS chunks and ZCOPIES copies. */
+enum { ZJOBS = 64, ZCOPIES = 256 };
+
+/* A decoder's own state and room: one for the caller, one for the helper thread. */
+struct zdec {
+#if SX_HAVE_ISAL
+    struct inflate_state *inf;
+#endif
+    unsigned char *raw; /* inflated bytes, and room to unshuffle them */
+    size_t raw_cap;
+};
 
 struct sx_direct {
     int fd;
@@ -41,24 +57,44 @@ struct sx_direct {
      * first chunk is often the one the span before it ended in, a call before; a
      * delta-encoded run reads a row's start deltas for its starts and again for its
      * ends, a call later) */
-    unsigned char *zin, *zraw;
-    size_t zin_cap, zraw_cap;
     struct zkept {
         hid_t dset;
         uint64_t chunk;     /* elements of a chunk of the column */
         int64_t *val;       /* 'nslot' chunks */
         uint64_t ci[ZRING]; /* the chunk in each slot; UINT64_MAX: none */
-        unsigned nslot, next;
+        bool pend[ZRING];   /* the slot's chunk is in the batch, not decoded yet */
+        unsigned nslot, next, npend;
         uint64_t hi; /* one past the furthest chunk read */
         bool again;  /* a chunk was read a second time: whole ones are kept too */
     } zkeep[ZKEEP];
-#if SX_HAVE_ISAL
-    struct inflate_state *inf;
-#endif
+    /* A call's chunks go in batches: their stored bytes read one by one through HDF5
+     * (zin), then decoded together, half by the helper thread when there is one; the
+     * copies from the ring and between spans wait for them (zcopy). */
+    unsigned char *zin;
+    size_t zin_len, zin_cap;
+    struct zjob {
+        size_t at, n; /* stored bytes at zin + at */
+        int64_t *val; /* the chunk's values to */
+        bool ok;
+    } zjob[ZJOBS];
+    struct zcopy {
+        const int64_t *from;
+        int64_t *to;
+        uint64_t n;
+    } zcopy[ZCOPIES];
+    size_t nzjob, nzcopy;
+    struct zdec zd;
+    struct zhelp *help;
+    bool help_ok;         /* a helper thread may be started */
+    unsigned long helped; /* chunks the helper thread decoded */
     bool host_be;
     unsigned long reads;
     struct sx_vlen_file vfile; /* the file's sizes for its string datasets */
 };
+
+static bool helper_allowed(void);
+static void helper_stop(struct sx_direct *dr);
+static void zdec_free(struct zdec *zd);
 
 bool sx_direct_enabled(void) {
     const char *v = getenv("SCOPE_EXPORT_DIRECT_READS");
@@ -90,6 +126,7 @@ void sx_direct_open(int hfd, const char *path, struct sx_direct **out) {
     if (dr == NULL)
         return;
     dr->host_be = sx_direct_host_big_endian();
+    dr->help_ok = helper_allowed();
     dr->fd = open(path, O_RDONLY | O_CLOEXEC);
     /* the path is looked up again: it must still name the file HDF5 opened (a run
      * replaced meanwhile is read by HDF5 alone, never half from each) */
@@ -108,19 +145,21 @@ void sx_direct_close(struct sx_direct *dr) {
     sx_file_win_free(dr->iwin);
     if (dr->fd >= 0)
         close(dr->fd);
+    helper_stop(dr);
     free(dr->buf);
     free(dr->zin);
-    free(dr->zraw);
+    zdec_free(&dr->zd);
     for (int i = 0; i < ZKEEP; i++)
         free(dr->zkeep[i].val);
-#if SX_HAVE_ISAL
-    free(dr->inf);
-#endif
     free(dr);
 }
 
 unsigned long sx_direct_reads(const struct sx_direct *dr) {
     return dr != NULL ? dr->reads : 0;
+}
+
+unsigned long sx_direct_helped(const struct sx_direct *dr) {
+    return dr != NULL ? dr->helped : 0;
 }
 
 void sx_direct_decode(const unsigned char *p, size_t size, bool is_signed, bool file_be,
@@ -306,15 +345,30 @@ static bool grow(void *p, size_t *cap, size_t bytes) {
     return *pp != NULL;
 }
 
+static void zdec_free(struct zdec *zd) {
+#if SX_HAVE_ISAL
+    free(zd->inf);
+#endif
+    free(zd->raw);
+    memset(zd, 0, sizeof *zd);
+}
+
+/* Room for chunks of column 'c' in 'zd'; false: no memory. */
+static bool zdec_ready(struct zdec *zd, const struct sx_direct_col *c) {
+#if SX_HAVE_ISAL
+    if (zd->inf == NULL && (zd->inf = sx_malloc(sizeof *zd->inf)) == NULL)
+        return false;
+#endif
+    return grow(&zd->raw, &zd->raw_cap, 2 * (size_t)c->chunk * c->size);
+}
+
 /* A zlib stream (HDF5's deflate filter) of 'n' bytes inflated to exactly 'cap' bytes. */
-static bool inflate_all(struct sx_direct *dr, const unsigned char *in, size_t n,
+static bool inflate_all(struct zdec *zd, const unsigned char *in, size_t n,
                         unsigned char *out, size_t cap) {
     if (n > UINT32_MAX || cap > UINT32_MAX)
         return false;
 #if SX_HAVE_ISAL
-    if (dr->inf == NULL && (dr->inf = sx_malloc(sizeof *dr->inf)) == NULL)
-        return false;
-    struct inflate_state *s = dr->inf;
+    struct inflate_state *s = zd->inf;
     isal_inflate_init(s);
     s->crc_flag = ISAL_ZLIB; /* the header, and the Adler-32 checked */
     s->next_in = (uint8_t *)(uintptr_t)in;
@@ -324,7 +378,7 @@ static bool inflate_all(struct sx_direct *dr, const unsigned char *in, size_t n,
     return isal_inflate(s) == ISAL_DECOMP_OK && s->block_state == ISAL_BLOCK_FINISH &&
            s->avail_out == 0;
 #else
-    (void)dr, (void)in, (void)out; /* zip columns need ISA-L (sx_direct_int_col) */
+    (void)zd, (void)in, (void)out; /* zip columns need ISA-L (sx_direct_int_col) */
     return false;
 #endif
 }
@@ -377,43 +431,112 @@ static void unshuffle(const unsigned char *p, size_t size, uint64_t n,
 }
 
 /*
- * The values of chunk 'ci' of 'c' to 'val' (c->chunk of them). The chunk is found
- * through HDF5's lookup of one chunk (a walk down the chunk index): its query of a
- * chunk's address walks the whole index, one call per chunk making a run's read
- * quadratic in its chunks.
+ * The stored bytes 'in[0..n)' of a chunk of 'c' to its c->chunk values at 'val', with
+ * the room of 'zd' (made ready for 'c'). Touches nothing else: the helper thread runs
+ * it beside the caller. false: the bytes do not inflate to a whole chunk.
  */
-static enum sx_status read_chunk(struct sx_direct *dr, const struct sx_direct_col *c,
-                                 uint64_t ci, int64_t *val, const char *src,
-                                 struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    hsize_t coord = (hsize_t)(ci * c->chunk), bytes = 0;
-    uint32_t mask = 0;
+static bool decode_chunk(struct zdec *zd, const struct sx_direct_col *c, bool host_be,
+                         const unsigned char *in, size_t n, int64_t *val) {
     const size_t raw = (size_t)c->chunk * c->size;
-    if (H5Dget_chunk_storage_size(c->dset, &coord, &bytes) < 0 || bytes == 0 ||
-        bytes > dr->size)
-        return SX_ERR_UNSUPPORTED;
-    SX_CHECK(grow(&dr->zin, &dr->zin_cap, (size_t)bytes) &&
-                 grow(&dr->zraw, &dr->zraw_cap, 2 * raw),
-             SX_ERR_NOMEM, err, src, "out of memory");
-    SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, src,
-             "%s cannot be read; the file is truncated or damaged", src);
-    if (H5Dread_chunk(c->dset, H5P_DEFAULT, &coord, &mask, dr->zin) < 0 || mask != 0)
-        return SX_ERR_UNSUPPORTED;
-    if (!inflate_all(dr, dr->zin, (size_t)bytes, dr->zraw, raw))
-        return SX_ERR_UNSUPPORTED;
-    const unsigned char *p = dr->zraw;
-    if (c->shuffle && c->size == 8 && !c->big_endian && !dr->host_be) {
+    if (!inflate_all(zd, in, n, zd->raw, raw))
+        return false;
+    const unsigned char *p = zd->raw;
+    if (c->shuffle && c->size == 8 && !c->big_endian && !host_be) {
         /* the event columns: little-endian int64, straight into place */
         sx_direct_unshuffle8(p, c->chunk, (uint64_t *)val, true);
-        return SX_OK;
+        return true;
     }
     if (c->shuffle && c->size > 1) {
-        unshuffle(dr->zraw, c->size, c->chunk, dr->zraw + raw);
-        p = dr->zraw + raw;
+        unshuffle(zd->raw, c->size, c->chunk, zd->raw + raw);
+        p = zd->raw + raw;
     }
-    sx_direct_decode(p, c->size, c->is_signed, c->big_endian, dr->host_be, c->chunk, val);
-out:
-    return st;
+    sx_direct_decode(p, c->size, c->is_signed, c->big_endian, host_be, c->chunk, val);
+    return true;
+}
+
+/*
+ * The helper thread: it decodes the second half of a batch's chunks while the caller
+ * decodes the first. It runs only while a reader is open (sx_direct_close joins it),
+ * only when the process may run on more than one CPU (its affinity: an MPI rank bound
+ * to a core gets none) and may run a thread at all (MPI's thread level, as the
+ * output's writer thread), and never when SCOPE_EXPORT_THREADS is 0 or 1. It makes no
+ * HDF5 or MPI call and allocates nothing: the caller reads the chunks' bytes and makes
+ * its room ready.
+ */
+struct zhelp {
+    struct sx_worker t;
+    unsigned long gen, done; /* the batch given, the batch done */
+    struct sx_direct *dr;
+    const struct sx_direct_col *c;
+    size_t from, to; /* its jobs */
+    struct zdec zd;
+};
+
+static void decode_jobs(struct sx_direct *dr, struct zdec *zd,
+                        const struct sx_direct_col *c, size_t from, size_t to);
+
+static void *helper_main(void *arg) {
+    struct zhelp *h = arg;
+    pthread_mutex_lock(&h->t.mu);
+    for (;;) {
+        while (!h->t.quit && h->done == h->gen)
+            pthread_cond_wait(&h->t.cv, &h->t.mu);
+        if (h->t.quit)
+            break;
+        pthread_mutex_unlock(&h->t.mu);
+        decode_jobs(h->dr, &h->zd, h->c, h->from, h->to);
+        pthread_mutex_lock(&h->t.mu);
+        h->done = h->gen;
+        pthread_cond_broadcast(&h->t.cv);
+    }
+    pthread_mutex_unlock(&h->t.mu);
+    return NULL;
+}
+
+/* Whether this process may run a helper thread beside the caller. */
+static bool helper_allowed(void) {
+    const char *v = getenv("SCOPE_EXPORT_THREADS");
+    if ((v != NULL && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0)) ||
+        !sx_mpi_threads_ok_here())
+        return false;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    return sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) >= 2;
+}
+
+/* The helper thread, started at the first batch it can share; NULL: none. */
+static struct zhelp *helper_of(struct sx_direct *dr) {
+    if (dr->help != NULL || !dr->help_ok)
+        return dr->help;
+    dr->help_ok = false; /* one try */
+    struct zhelp *h = sx_calloc(1, sizeof *h);
+    if (h == NULL)
+        return NULL;
+    h->dr = dr;
+    if (!sx_worker_start(&h->t, helper_main, h)) {
+        free(h);
+        return NULL;
+    }
+    dr->help = h;
+    return h;
+}
+
+static void helper_stop(struct sx_direct *dr) {
+    struct zhelp *h = dr->help;
+    if (h == NULL)
+        return;
+    sx_worker_stop(&h->t);
+    zdec_free(&h->zd);
+    free(h);
+    dr->help = NULL;
+}
+
+static void decode_jobs(struct sx_direct *dr, struct zdec *zd,
+                        const struct sx_direct_col *c, size_t from, size_t to) {
+    for (size_t i = from; i < to; i++) {
+        struct zjob *j = &dr->zjob[i];
+        j->ok = decode_chunk(zd, c, dr->host_be, dr->zin + j->at, j->n, j->val);
+    }
 }
 
 /* Column 'c''s ring: its own, a free one, or the first made over; NULL: no memory. */
@@ -445,30 +568,148 @@ static struct zkept *ring_of(struct sx_direct *dr, const struct sx_direct_col *c
     return z;
 }
 
-/* Chunk 'ci' of ring 'z' to 'dst' ('take' values from 'off'), read when it is not kept.
+/* A batch given up: the ring's slots it took hold nothing. */
+static void batch_drop(struct sx_direct *dr, struct zkept *z) {
+    for (unsigned k = 0; k < z->nslot; k++)
+        if (z->pend[k]) {
+            z->pend[k] = false;
+            z->ci[k] = UINT64_MAX;
+        }
+    dr->nzjob = dr->nzcopy = 0;
+    dr->zin_len = 0;
+    z->npend = 0;
+}
+
+/*
+ * The batch's chunks decoded (half of them by the helper thread when there is one),
+ * then its copies made in order. SX_ERR_UNSUPPORTED when a chunk does not inflate.
+ */
+static enum sx_status batch_run(struct sx_direct *dr, const struct sx_direct_col *c,
+                                struct zkept *z, const char *src, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const size_t n = dr->nzjob;
+    struct zhelp *h = n >= 2 ? helper_of(dr) : NULL;
+    SX_CHECK(zdec_ready(&dr->zd, c) && (h == NULL || zdec_ready(&h->zd, c)), SX_ERR_NOMEM,
+             err, src, "out of memory");
+    size_t mine = n;
+    if (h != NULL) {
+        mine = (n + 1) / 2;
+        pthread_mutex_lock(&h->t.mu);
+        h->c = c;
+        h->from = mine;
+        h->to = n;
+        h->gen++;
+        pthread_cond_broadcast(&h->t.cv);
+        pthread_mutex_unlock(&h->t.mu);
+    }
+    decode_jobs(dr, &dr->zd, c, 0, mine);
+    if (h != NULL) {
+        pthread_mutex_lock(&h->t.mu);
+        while (h->done != h->gen)
+            pthread_cond_wait(&h->t.cv, &h->t.mu);
+        pthread_mutex_unlock(&h->t.mu);
+        dr->helped += n - mine;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!dr->zjob[i].ok) {
+            batch_drop(dr, z);
+            return SX_ERR_UNSUPPORTED;
+        }
+    for (size_t i = 0; i < dr->nzcopy; i++) {
+        const struct zcopy *y = &dr->zcopy[i];
+        memmove(y->to, y->from, (size_t)y->n * sizeof *y->to);
+    }
+    for (unsigned k = 0; k < z->nslot; k++)
+        z->pend[k] = false;
+    z->npend = 0;
+    dr->nzjob = dr->nzcopy = 0;
+    dr->zin_len = 0;
+out:
+    if (st != SX_OK)
+        batch_drop(dr, z);
+    return st;
+}
+
+/* A copy the batch makes after its chunks are decoded; runs the batch when it is full. */
+static enum sx_status batch_copy(struct sx_direct *dr, const struct sx_direct_col *c,
+                                 struct zkept *z, const int64_t *from, int64_t *to,
+                                 uint64_t n, const char *src, struct sx_error *err) {
+    dr->zcopy[dr->nzcopy++] = (struct zcopy){from, to, n};
+    return dr->nzcopy == ZCOPIES ? batch_run(dr, c, z, src, err) : SX_OK;
+}
+
+/*
+ * Chunk 'ci' of 'c' into the batch, to decode into 'val': its stored bytes read now,
+ * through HDF5's lookup of one chunk (a walk down the chunk index; HDF5's query of a
+ * chunk's address walks the whole index, one call per chunk making a run's read
+ * quadratic in its chunks).
+ */
+static enum sx_status batch_job(struct sx_direct *dr, const struct sx_direct_col *c,
+                                uint64_t ci, int64_t *val, const char *src,
+                                struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    hsize_t coord = (hsize_t)(ci * c->chunk), bytes = 0;
+    uint32_t mask = 0;
+    if (H5Dget_chunk_storage_size(c->dset, &coord, &bytes) < 0 || bytes == 0 ||
+        bytes > dr->size)
+        return SX_ERR_UNSUPPORTED;
+    if (dr->zin_len + bytes > dr->zin_cap) {
+        size_t cap = 2 * (dr->zin_len + (size_t)bytes);
+        unsigned char *p = sx_realloc(dr->zin, cap);
+        SX_CHECK(p != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        dr->zin = p;
+        dr->zin_cap = cap;
+    }
+    SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, src,
+             "%s cannot be read; the file is truncated or damaged", src);
+    if (H5Dread_chunk(c->dset, H5P_DEFAULT, &coord, &mask, dr->zin + dr->zin_len) < 0 ||
+        mask != 0)
+        return SX_ERR_UNSUPPORTED;
+    dr->zjob[dr->nzjob++] = (struct zjob){dr->zin_len, (size_t)bytes, val, false};
+    dr->zin_len += (size_t)bytes;
+out:
+    return st;
+}
+
+/*
+ * 'take' values of chunk 'ci' of ring 'z' from 'off' to 'dst': copied from the ring
+ * when it is kept, else read into the batch (straight into place when whole and read
+ * the first time).
  */
 static enum sx_status ring_take(struct sx_direct *dr, const struct sx_direct_col *c,
                                 struct zkept *z, uint64_t ci, uint64_t off, uint64_t take,
                                 int64_t *dst, const char *src, struct sx_error *err) {
+    enum sx_status st = SX_OK;
     unsigned k = 0;
     while (k < z->nslot && z->ci[k] != ci)
         k++;
+    if (k < z->nslot && !z->pend[k]) { /* kept, and whole: now */
+        memcpy(dst, z->val + k * c->chunk + off, (size_t)take * sizeof *dst);
+        return SX_OK;
+    }
     if (k == z->nslot) {
+        /* a full batch runs first; and before a slot of it would be taken again */
+        const bool whole = take == c->chunk && !(z->again || ci < z->hi);
+        if (dr->nzjob == ZJOBS || (!whole && z->npend == z->nslot)) {
+            st = batch_run(dr, c, z, src, err);
+            if (st != SX_OK)
+                return st;
+        }
         z->again = z->again || ci < z->hi;
         if (ci >= z->hi)
             z->hi = ci + 1;
-        if (take == c->chunk && !z->again) /* whole, and read once: straight into place */
-            return read_chunk(dr, c, ci, dst, src, err);
+        if (whole) /* whole, and read once: straight into place */
+            return batch_job(dr, c, ci, dst, src, err);
         k = z->next;
         z->next = (k + 1) % z->nslot;
-        z->ci[k] = UINT64_MAX; /* until it is whole */
-        enum sx_status st = read_chunk(dr, c, ci, z->val + k * c->chunk, src, err);
+        z->ci[k] = ci;
+        z->pend[k] = true;
+        z->npend++;
+        st = batch_job(dr, c, ci, z->val + k * c->chunk, src, err);
         if (st != SX_OK)
             return st;
-        z->ci[k] = ci;
     }
-    memcpy(dst, z->val + k * c->chunk + off, (size_t)take * sizeof *dst);
-    return SX_OK;
+    return batch_copy(dr, c, z, z->val + k * c->chunk + off, dst, take, src, err);
 }
 
 enum sx_status sx_direct_read_zspans(struct sx_direct *dr, const struct sx_direct_col *c,
@@ -484,30 +725,32 @@ enum sx_status sx_direct_read_zspans(struct sx_direct *dr, const struct sx_direc
     /* the span of this call reaching furthest so far: a delta-encoded run's end
      * slice needs the start deltas of its row, which its start slice may read too */
     const struct sx_direct_span *cov = NULL;
-    for (size_t k = 0; k < n; k++) {
+    for (size_t k = 0; k < n && st == SX_OK; k++) {
         uint64_t at = sp[k].start, left = sp[k].n;
         int64_t *dst = sp[k].dst;
         if (cov != NULL && at < cov->start + cov->n && left > 0) {
             const uint64_t end = cov->start + cov->n;
             const uint64_t take = left < end - at ? left : end - at;
-            memmove(dst, cov->dst + (at - cov->start), (size_t)take * sizeof *dst);
+            st = batch_copy(dr, c, z, cov->dst + (at - cov->start), dst, take, src, err);
             dst += take;
             at += take;
             left -= take;
         }
         if (cov == NULL || sp[k].start + sp[k].n > cov->start + cov->n)
             cov = &sp[k];
-        while (left > 0) {
+        while (left > 0 && st == SX_OK) {
             const uint64_t ci = at / c->chunk, off = at % c->chunk;
             const uint64_t take = left < c->chunk - off ? left : c->chunk - off;
             st = ring_take(dr, c, z, ci, off, take, dst, src, err);
-            if (st != SX_OK)
-                return st;
             dst += take;
             at += take;
             left -= take;
         }
     }
+    if (st == SX_OK)
+        st = batch_run(dr, c, z, src, err);
+    else
+        batch_drop(dr, z);
 out:
     return st;
 }

@@ -103,8 +103,10 @@ enum sx_status sx_direct_read_spans(struct sx_direct *dr, const struct sx_direct
 /*
  * The spans 'sp[0..n)' of a 'zip' column 'c' (sorted by start). HDF5's own
  * deflate filter is zlib's inflate behind a conversion buffer; here a chunk
- * is inflated by ISA-L where the build has it (zlib otherwise), straight from
- * the file's bytes, and each chunk once for all spans in it. Returns
+ * is inflated by ISA-L, straight from the file's bytes, and each chunk once
+ * for all spans in it. The chunks go in batches: their bytes read through
+ * HDF5 one by one, then decoded, half by the reader's helper thread where
+ * the process may run one (SCOPE_EXPORT_THREADS=0: never). Returns
  * SX_ERR_UNSUPPORTED, with nothing said, when HDF5 is to read these spans
  * after all: a chunk not allocated (fill values), a filter skipped for a
  * chunk, bytes that do not inflate to a whole chunk (HDF5 then says what is
@@ -187,6 +189,8 @@ enum sx_status sx_direct_later_read(int fd, const struct sx_direct_col *c, uint6
                                     struct sx_error *err);
 /* How many reads of this open went around HDF5 (tests: the switch takes effect). */
 unsigned long sx_direct_reads(const struct sx_direct *dr);
+/* How many deflated chunks the helper thread decoded (tests: it ran, or it did not). */
+unsigned long sx_direct_helped(const struct sx_direct *dr);
 
 /* Whether this host stores integers big-endian. */
 bool sx_direct_host_big_endian(void);

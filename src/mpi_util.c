@@ -119,6 +119,13 @@ bool sx_mpi_threads_ok(MPI_Comm comm) {
            (MPI_Query_thread(&level) == MPI_SUCCESS && level >= MPI_THREAD_FUNNELED);
 }
 
+bool sx_mpi_threads_ok_here(void) {
+    int init = 0, fin = 0;
+    if (MPI_Initialized(&init) != MPI_SUCCESS || MPI_Finalized(&fin) != MPI_SUCCESS)
+        return false;
+    return !init || fin || sx_mpi_threads_ok(MPI_COMM_WORLD);
+}
+
 /* MPI counts are int: long arrays go in pieces. */
 #define MIN_PIECE ((size_t)1 << 28)
 

@@ -42,5 +42,10 @@ enum sx_status sx_all_min_i64(MPI_Comm comm, int64_t *m, size_t n, const char *p
  * MPI), or 'comm' is MPI_COMM_NULL (no MPI call at all).
  */
 bool sx_mpi_threads_ok(MPI_Comm comm);
+/*
+ * The same, where no communicator is at hand: MPI is not running (not initialized, or
+ * finalized), or its thread level is MPI_THREAD_FUNNELED or more.
+ */
+bool sx_mpi_threads_ok_here(void);
 
 #endif /* SX_MPI_UTIL_H */
