@@ -158,6 +158,12 @@ unsigned long sx_direct_reads(const struct sx_direct *dr) {
     return dr != NULL ? dr->reads : 0;
 }
 
+void sx_direct_set_file_sizes(struct sx_direct *dr, unsigned sa, unsigned sl,
+                              uint64_t userblock) {
+    if (dr != NULL && sa >= 2 && sa <= 8 && sl >= 2 && sl <= 8)
+        dr->vfile = (struct sx_vlen_file){true, true, sa, sl, userblock};
+}
+
 unsigned long sx_direct_helped(const struct sx_direct *dr) {
     return dr != NULL ? dr->helped : 0;
 }

@@ -187,6 +187,13 @@ enum sx_status sx_direct_later_open(const struct sx_direct_later *dl, const char
 enum sx_status sx_direct_later_read(int fd, const struct sx_direct_col *c, uint64_t first,
                                     uint64_t n, int64_t *dst, const char *src,
                                     struct sx_error *err);
+/*
+ * The superblock's sizes of the reader's file, as its reader already looked them up
+ * (sx_h5_facts): its string datasets use them instead of asking HDF5 again. Without
+ * them, the first string dataset opened looks them up.
+ */
+void sx_direct_set_file_sizes(struct sx_direct *dr, unsigned sa, unsigned sl,
+                              uint64_t userblock);
 /* How many reads of this open went around HDF5 (tests: the switch takes effect). */
 unsigned long sx_direct_reads(const struct sx_direct *dr);
 /* How many deflated chunks the helper thread decoded (tests: it ran, or it did not). */

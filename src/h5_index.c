@@ -570,6 +570,9 @@ static enum sx_status open_run(MPI_Comm comm, const char *path, bool summary, bo
         h5->file_size = sb.st_size;
     sx_h5_facts_fill(&h5->facts, h5->file, hfd);
     sx_direct_open(hfd, path, &h5->direct);
+    if (h5->facts.sizes_ok && h5->facts.fd >= 0) /* the sizes and the user block */
+        sx_direct_set_file_sizes(h5->direct, h5->facts.sa, h5->facts.sl,
+                                 h5->facts.userblock);
     st = sx_h5_refuse_foreign_links(h5->file, path, &h5->links, err);
     if (st != SX_OK)
         goto out;
