@@ -574,12 +574,14 @@ static struct zkept *ring_of(struct sx_direct *dr, const struct sx_direct_col *c
     return z;
 }
 
-/* A batch given up: the ring's slots it took hold nothing. */
-static void batch_drop(struct sx_direct *dr, struct zkept *z) {
+/* The batch emptied: the ring's slots it took hold their chunks, or, when it was given
+ * up ('drop'), nothing. */
+static void batch_clear(struct sx_direct *dr, struct zkept *z, bool drop) {
     for (unsigned k = 0; k < z->nslot; k++)
         if (z->pend[k]) {
             z->pend[k] = false;
-            z->ci[k] = UINT64_MAX;
+            if (drop)
+                z->ci[k] = UINT64_MAX;
         }
     dr->nzjob = dr->nzcopy = 0;
     dr->zin_len = 0;
@@ -616,23 +618,15 @@ static enum sx_status batch_run(struct sx_direct *dr, const struct sx_direct_col
         pthread_mutex_unlock(&h->t.mu);
         dr->helped += n - mine;
     }
-    for (size_t i = 0; i < n; i++)
-        if (!dr->zjob[i].ok) {
-            batch_drop(dr, z);
-            return SX_ERR_UNSUPPORTED;
-        }
-    for (size_t i = 0; i < dr->nzcopy; i++) {
+    for (size_t i = 0; i < n && st == SX_OK; i++)
+        if (!dr->zjob[i].ok)
+            st = SX_ERR_UNSUPPORTED;
+    for (size_t i = 0; i < dr->nzcopy && st == SX_OK; i++) {
         const struct zcopy *y = &dr->zcopy[i];
         memmove(y->to, y->from, (size_t)y->n * sizeof *y->to);
     }
-    for (unsigned k = 0; k < z->nslot; k++)
-        z->pend[k] = false;
-    z->npend = 0;
-    dr->nzjob = dr->nzcopy = 0;
-    dr->zin_len = 0;
 out:
-    if (st != SX_OK)
-        batch_drop(dr, z);
+    batch_clear(dr, z, st != SX_OK);
     return st;
 }
 
@@ -756,7 +750,7 @@ enum sx_status sx_direct_read_zspans(struct sx_direct *dr, const struct sx_direc
     if (st == SX_OK)
         st = batch_run(dr, c, z, src, err);
     else
-        batch_drop(dr, z);
+        batch_clear(dr, z, true);
 out:
     return st;
 }
