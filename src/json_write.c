@@ -185,214 +185,230 @@ static bool try_precision(double v, int prec, uint64_t *m, int *e) {
     return true;
 }
 
-/*
- * The shortest decimal digits that read back as 'v' (> 0, finite), as
- * David Gay's dtoa mode 0 finds them: returns the number of digits in
- * 'digits' (no trailing zeros) and sets '*decpt' so that v = 0.DIGITS x
- * 10^decpt. The p-digit numbers are among the (p+1)-digit ones, so "some
- * p-digit number reads back" is monotone in p and a binary search finds the
- * shortest; 17 digits always suffice for a double.
- */
 /* 128-bit integers (GCC and Clang), for the exact fast path below. */
 __extension__ typedef unsigned __int128 u128;
 
-/*
- * The shortest digits of 'v' (> 0, finite) by exact integer arithmetic,
- * where it fits in 128 bits (about 1e-15 <= v < 1e16, the times and
- * durations of a trace): v scaled by 10^k into [1e16, 1e17) has the
- * rounding interval [(2M-1), (2M+1)] * 5^k / 2^s, whose integers are the
- * 17-digit numbers that read back as v; the shortest is the multiple of the
- * largest power of ten among them, the nearest one to v (half to even, as
- * dtoa). Returns false (the caller takes the slow path) outside that range.
- */
+/* 5^k: constants, not a table filled on first use (no state outlives a call) */
+static const u128 pow5[32] = {
+    UINT64_C(1),
+    UINT64_C(5),
+    UINT64_C(25),
+    UINT64_C(125),
+    UINT64_C(625),
+    UINT64_C(3125),
+    UINT64_C(15625),
+    UINT64_C(78125),
+    UINT64_C(390625),
+    UINT64_C(1953125),
+    UINT64_C(9765625),
+    UINT64_C(48828125),
+    UINT64_C(244140625),
+    UINT64_C(1220703125),
+    UINT64_C(6103515625),
+    UINT64_C(30517578125),
+    UINT64_C(152587890625),
+    UINT64_C(762939453125),
+    UINT64_C(3814697265625),
+    UINT64_C(19073486328125),
+    UINT64_C(95367431640625),
+    UINT64_C(476837158203125),
+    UINT64_C(2384185791015625),
+    UINT64_C(11920928955078125),
+    UINT64_C(59604644775390625),
+    UINT64_C(298023223876953125),
+    UINT64_C(1490116119384765625),
+    UINT64_C(7450580596923828125),
+    (u128)UINT64_C(7450580596923828125) * 5,
+    (u128)UINT64_C(7450580596923828125) * 25,
+    (u128)UINT64_C(7450580596923828125) * 125,
+    (u128)UINT64_C(7450580596923828125) * 625,
+};
+
 /* x * 5^k, one 64-bit multiply while 5^k fits in 64 bits (k < 28: times of a trace) */
-static inline u128 mul_pow5(uint64_t x, const u128 *pow5, int k) {
+static inline u128 mul_pow5(uint64_t x, int k) {
     return k < 28 ? (u128)x * (uint64_t)pow5[k] : (u128)x * pow5[k];
 }
 
-/* x / 10^j and x % 10^j; by 1 and 10 without a division instruction (the common j) */
-static inline uint64_t div_pow10(uint64_t x, const uint64_t *pow10, int j,
-                                 uint64_t *rem) {
-    if (j == 0) {
-        *rem = 0;
-        return x;
-    }
-    if (j == 1) {
-        *rem = x % 10;
-        return x / 10;
-    }
-    *rem = x % pow10[j];
-    return x / pow10[j];
+/*
+ * Digits as the bytes of words: a word's first byte in memory (its least significant, as
+ * on x86-64 and AArch64) is its first digit, and stores swap the bytes on a big-endian
+ * machine. Held in registers and written with whole-word stores, never gathered back
+ * from smaller stores (a load across several stores waits for them all).
+ */
+#define ZEROS UINT64_C(0x3030303030303030) /* eight '0' characters */
+
+static inline void store_le(char *p, uint64_t w) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    memcpy(p, &w, sizeof w);
 }
 
-static bool fast_digits(double v, uint64_t *m_out, int *e_out) {
-    /* constants, not tables filled on first use: no state outlives a call */
-    static const u128 pow5[32] = {
-        UINT64_C(1),
-        UINT64_C(5),
-        UINT64_C(25),
-        UINT64_C(125),
-        UINT64_C(625),
-        UINT64_C(3125),
-        UINT64_C(15625),
-        UINT64_C(78125),
-        UINT64_C(390625),
-        UINT64_C(1953125),
-        UINT64_C(9765625),
-        UINT64_C(48828125),
-        UINT64_C(244140625),
-        UINT64_C(1220703125),
-        UINT64_C(6103515625),
-        UINT64_C(30517578125),
-        UINT64_C(152587890625),
-        UINT64_C(762939453125),
-        UINT64_C(3814697265625),
-        UINT64_C(19073486328125),
-        UINT64_C(95367431640625),
-        UINT64_C(476837158203125),
-        UINT64_C(2384185791015625),
-        UINT64_C(11920928955078125),
-        UINT64_C(59604644775390625),
-        UINT64_C(298023223876953125),
-        UINT64_C(1490116119384765625),
-        UINT64_C(7450580596923828125),
-        (u128)UINT64_C(7450580596923828125) * 5,
-        (u128)UINT64_C(7450580596923828125) * 25,
-        (u128)UINT64_C(7450580596923828125) * 125,
-        (u128)UINT64_C(7450580596923828125) * 625,
-    };
-    static const uint64_t pow10[18] = {
-        UINT64_C(1),
-        UINT64_C(10),
-        UINT64_C(100),
-        UINT64_C(1000),
-        UINT64_C(10000),
-        UINT64_C(100000),
-        UINT64_C(1000000),
-        UINT64_C(10000000),
-        UINT64_C(100000000),
-        UINT64_C(1000000000),
-        UINT64_C(10000000000),
-        UINT64_C(100000000000),
-        UINT64_C(1000000000000),
-        UINT64_C(10000000000000),
-        UINT64_C(100000000000000),
-        UINT64_C(1000000000000000),
-        UINT64_C(10000000000000000),
-        UINT64_C(100000000000000000),
-    };
+static inline uint64_t load_le(const char *p) {
+    uint64_t w;
+    memcpy(&w, p, sizeof w);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    return w;
+}
+
+/* The 8 digits of 'v' < 10^8 as the bytes of a word, each 0..9 (not yet characters):
+ * 4 + 4 digits in two 32-bit lanes, then 2 + 2 in each, then 1 + 1, by multiplying
+ * with reciprocals that are exact in those ranges (x * 10486 >> 20 is x / 100 for x <
+ * 10^4, x * 103 >> 10 is x / 10 for x < 100). */
+static inline uint64_t digits8(uint32_t v) {
+    const uint64_t x = (v / 10000) | ((uint64_t)(v % 10000) << 32);
+    const uint64_t h = ((x * 10486) >> 20) & UINT64_C(0x0000007F0000007F);
+    const uint64_t y = h | ((x - h * 100) << 16);
+    const uint64_t t = ((y * 103) >> 10) & UINT64_C(0x000F000F000F000F);
+    return t | ((y - t * 10) << 8);
+}
+
+/*
+ * The shortest digits 'c' x 10^-k (16 or 17 digits, trailing zeros included) in 'w'
+ * as characters padded with '0'; returns their number without the trailing zeros
+ * (the leading zero bytes of the digit words) and sets '*decpt'.
+ */
+static inline size_t words_of(uint64_t c, int k, uint64_t w[3], int *decpt) {
+    const uint64_t e16 = UINT64_C(10000000000000000);
+    const uint64_t d0 = c / e16, rest = c - d0 * e16;
+    const uint64_t a = digits8((uint32_t)(rest / 100000000u));
+    const uint64_t b = digits8((uint32_t)(rest % 100000000u));
+    const size_t z = b != 0 ? (size_t)__builtin_clzll(b) / 8
+                            : 8 + (a != 0 ? (size_t)__builtin_clzll(a) / 8 : 8);
+    if (d0 == 0) {
+        w[0] = a | ZEROS;
+        w[1] = b | ZEROS;
+        w[2] = ZEROS;
+        *decpt = 16 - k;
+        return 16 - z;
+    }
+    w[0] = (d0 | a << 8) | ZEROS;
+    w[1] = (a >> 56 | b << 8) | ZEROS;
+    w[2] = (b >> 56) | ZEROS;
+    *decpt = 17 - k;
+    return 17 - z;
+}
+
+/* v (> 0, finite) = M 2^E, M's 53 bits with the implicit one ('frac' without it); returns
+ * E (a subnormal's is not: the fast paths leave those). */
+static inline int binary_parts(double v, uint64_t *frac, uint64_t *M) {
     uint64_t bits;
     memcpy(&bits, &v, sizeof bits);
-    const int eb = (int)((bits >> 52) & 0x7ff);
-    const uint64_t frac = bits & ((UINT64_C(1) << 52) - 1);
-    if (eb <= 1 || eb == 0x7ff)
-        return false;
-    const uint64_t M = frac | (UINT64_C(1) << 52);
-    const int E = eb - 1075;
-    /* floor(log10(v)) is floor((E + 52) log10 2) or one more: the loop below settles it
-     */
-    int k = 16 - (((E + 52) * 78913) >> 18);
-    u128 av = 0;
-    int s = 0;
-    for (int tries = 0; tries < 3; tries++) {
-        if (k < 0 || k > 31)
-            return false;
-        s = 1 - E - k;
-        if (s < 0 || s > 120)
-            return false;
-        av = mul_pow5(2 * M, pow5, k);
-        const u128 vi = av >> s;
-        if (vi < (u128)pow10[16])
-            k++;
-        else if (vi >= (u128)pow10[17])
-            k--;
-        else
-            break;
-        if (tries == 2)
-            return false;
-    }
-    const u128 mask = s == 0 ? 0 : (((u128)1 << s) - 1);
-    const bool even = (M & 1) == 0;
-    /* at a power of two the interval below is half as wide: (4M-1) / 2^(s+1) */
-    const int sl = frac == 0 ? s + 1 : s;
-    const u128 maskl = ((u128)1 << sl) - 1;
-    const u128 al = mul_pow5(frac == 0 ? 4 * M - 1 : 2 * M - 1, pow5, k);
-    const u128 ar = mul_pow5(2 * M + 1, pow5, k);
-    uint64_t lo = (uint64_t)(al >> sl), hi = (uint64_t)(ar >> s);
-    if ((al & maskl) != 0 || !even)
-        lo++; /* an exact boundary reads back only when M is even (ties to even) */
-    if ((ar & mask) == 0 && !even)
-        hi--;
-    /* The largest power of ten with a multiple in [lo, hi]: the interval is 2 to 22 units
-     * wide, so most often none of 10 (j = 0) or of 100 (j = 1), each asked by a division
-     * by a constant; else a binary search (a short decimal, as a duration in whole
-     * nanoseconds, has j near 9). */
-    int j = 0;
-    if (hi / 10 * 10 >= lo)
-        j = hi / 100 * 100 >= lo ? 2 : 1;
-    if (j == 2) {
-        int top = 16;
-        while (j < top) {
-            const int mid = (j + top + 1) / 2;
-            if (hi / pow10[mid] * pow10[mid] >= lo)
-                j = mid;
-            else
-                top = mid - 1;
-        }
-    }
-    const uint64_t P = pow10[j];
-    const uint64_t vi = (uint64_t)(av >> s);
-    const u128 vr = av & mask;
-    uint64_t r;
-    uint64_t q = div_pow10(vi, pow10, j, &r);
-    /* round(v / P), half to even: v / P = q + (r + vr / 2^s) / P */
-    if (2 * r + 2 <= P) {
-        /* down */
-    } else if (2 * r > P) {
-        q++;
-    } else if (2 * r == P) {
-        if (vr != 0 || (q & 1))
-            q++;
-    } else { /* 2r + 1 == P: compare vr with half of 2^s */
-        const u128 half = s == 0 ? 0 : ((u128)1 << (s - 1));
-        if (s == 0 || vr < half) {
-            /* down */
-        } else if (vr == half) {
-            if (q & 1)
-                q++;
-        } else {
-            q++;
-        }
-    }
-    uint64_t c = q * P;
-    if (c < lo)
-        c += P;
-    else if (c > hi)
-        c -= P;
-    if (c < lo || c > hi)
-        return false;
-    uint64_t unused;
-    uint64_t m = div_pow10(c, pow10, j, &unused);
-    int e = j - k;
-    while (m % 10 == 0) {
-        m /= 10;
-        e++;
-    }
-    *m_out = m;
-    *e_out = e;
-    return true;
+    *frac = bits & ((UINT64_C(1) << 52) - 1);
+    *M = *frac | (UINT64_C(1) << 52);
+    return (int)((bits >> 52) & 0x7ff) - 1075;
 }
 
-static size_t shortest_digits(double v, char digits[24], int *decpt) {
+/*
+ * The shortest digits' integer among [lo, hi] (units of 10^-k, narrower than 10): the
+ * multiple of 10 if there is one, else the nearest to v, 'vi' rounded up when 'up' (half
+ * to even); 0 when that is not inside (the caller's slower path decides).
+ */
+static inline uint64_t pick(uint64_t lo, uint64_t hi, uint64_t vi, bool up) {
+    uint64_t c = hi / 10 * 10;
+    if (c >= lo)
+        return c;
+    c = vi + up;
+    if (c < lo)
+        c++;
+    else if (c > hi)
+        c--;
+    return c >= lo && c <= hi ? c : 0;
+}
+
+/*
+ * fast_digits (below) in 64-bit words where the scaled value's fraction fits one,
+ * 2^-33 <= v < 2^53 (the times and durations of a trace): v 10^k = vi + r / 2^s with
+ * s <= 60 and 5^k < 2^64, so the interval's ends are vi plus r +- 5^k over 2^s, which
+ * neither overflows nor needs 128-bit shifts. 0 outside that range.
+ */
+static size_t fast_digits64(double v, uint64_t w[3], int *decpt) {
+    uint64_t frac, M;
+    const int E = binary_parts(v, &frac, &M);
+    if (E > 0 || E < -85)
+        return 0;
+    const int k = -((E * 78913) >> 18); /* 0..26 */
+    const int s = 1 - E - k;            /* 1..60 */
+    const uint64_t p5 = (uint64_t)pow5[k];
+    const u128 av = (u128)(2 * M) * p5;
+    const uint64_t m = (UINT64_C(1) << s) - 1;
+    const uint64_t vi = (uint64_t)(av >> s), r = (uint64_t)av & m;
+    const bool even = (M & 1) == 0;
+    /* the top: vi + (r + 5^k) / 2^s; r + 5^k < 6 x 2^60 */
+    const uint64_t t = r + p5;
+    uint64_t hi = vi + (t >> s);
+    if ((t & m) == 0 && !even)
+        hi--;
+    /* the bottom: vi + (r - 5^k) / 2^s, at a power of two (2r - 5^k) / 2^(s+1) */
+    const int sl = frac == 0 ? s + 1 : s;
+    const int64_t bl =
+        frac == 0 ? (int64_t)(2 * r) - (int64_t)p5 : (int64_t)r - (int64_t)p5;
+    uint64_t lo = vi + (uint64_t)(bl >> sl);
+    if (((uint64_t)bl & ((UINT64_C(1) << sl) - 1)) != 0 || !even)
+        lo++;
+    const uint64_t half = UINT64_C(1) << (s - 1);
+    const uint64_t c = pick(lo, hi, vi, r > half || (r == half && (vi & 1)));
+    return c == 0 ? 0 : words_of(c, k, w, decpt);
+}
+
+/*
+ * The shortest digits of 'v' (> 0, finite) by exact integer arithmetic, where it
+ * fits in 128 bits (about 1e-15 <= v < 2^53; fast_digits64 takes the most of it, the
+ * times and durations of a trace). With v = M 2^E, scaled by 10^k, k = -floor(E log10 2),
+ * one ulp is W = 2^E 10^k units, 1 <= W < 10, and the numbers that read back as v are the
+ * integers of [(2M-1), (2M+1)] 5^k / 2^(1-E-k) (the lower half of it halved at a power of
+ * two; a boundary only when M is even: ties to even). The interval is narrower
+ * than 10 units, so it holds at most one multiple of 10: if one, it is the shortest
+ * (its trailing zeros go); else every integer in it has the same length and the
+ * nearest to v is dtoa's choice (half to even). The result has 16 or 17 digits
+ * (v 10^k = M W >= 2^52) before its trailing zeros go. Returns the number of
+ * digits, in 'w' as characters padded with '0', and sets '*decpt' (v = 0.DIGITS x
+ * 10^decpt); 0 outside that range: the caller takes the slow path.
+ */
+static size_t fast_digits(double v, uint64_t w[3], int *decpt) {
+    uint64_t frac, M;
+    const int E = binary_parts(v, &frac, &M);
+    if (E <= -1074 || E > 0)
+        return 0;
+    /* floor(E log10 2), exact for |E| <= 1650; an arithmetic shift floors (GCC, Clang) */
+    const int k = -((E * 78913) >> 18);
+    const int s = 1 - E - k; /* >= 1 */
+    if (k > 31 || s > 120)
+        return 0;
+    const u128 p5 = pow5[k];
+    const u128 av = mul_pow5(2 * M, k); /* v 10^k = av / 2^s */
+    const u128 ar = av + p5;
+    const bool even = (M & 1) == 0;
+    /* at a power of two the interval below is half as wide: (4M-1) 5^k / 2^(s+1) */
+    const int sl = frac == 0 ? s + 1 : s;
+    const u128 al = frac == 0 ? 2 * av - p5 : av - p5;
+    const u128 mask = ((u128)1 << s) - 1, maskl = ((u128)1 << sl) - 1;
+    uint64_t lo = (uint64_t)(al >> sl), hi = (uint64_t)(ar >> s);
+    if ((al & maskl) != 0 || !even)
+        lo++;
+    if ((ar & mask) == 0 && !even)
+        hi--;
+    const uint64_t vi = (uint64_t)(av >> s);
+    const u128 r = av & mask, half = (u128)1 << (s - 1);
+    const uint64_t c = pick(lo, hi, vi, r > half || (r == half && (vi & 1)));
+    return c == 0 ? 0 : words_of(c, k, w, decpt);
+}
+
+/*
+ * The shortest digits of 'v' (> 0, finite) as David Gay's dtoa mode 0 finds them,
+ * the slow way (libc's correctly rounded "%.*e"), for what fast_digits leaves (below
+ * 1e-15, from 2^53, subnormals);
+ * returns and sets what it does. The p-digit numbers are among the (p+1)-digit
+ * ones, so "some p-digit number reads back" is monotone in p and a binary search
+ * finds the shortest; 17 digits always suffice.
+ */
+static size_t slow_digits(double v, uint64_t w[3], int *decpt) {
     uint64_t m = 0;
     int e = 0;
-    if (fast_digits(v, &m, &e)) {
-        const size_t n = sx_fmt_u64(digits, m);
-        *decpt = e + (int)n;
-        return n;
-    }
     int lo = 1, hi = 17;
-    /* Most doubles (times computed in seconds) need 16 or 17 digits: look there first. */
+    /* Most doubles need 16 or 17 digits: look there first. */
     if (!try_precision(v, 16, &m, &e))
         lo = 17;
     else if (!try_precision(v, 15, &m, &e))
@@ -412,74 +428,90 @@ static size_t shortest_digits(double v, char digits[24], int *decpt) {
         m /= 10;
         e++;
     }
-    const size_t n = sx_fmt_u64(digits, m);
+    char text[32];
+    memset(text, '0', sizeof text);
+    const size_t n = sx_fmt_u64(text, m);
+    text[n] = '0';
+    for (int i = 0; i < 3; i++)
+        w[i] = load_le(text + 8 * i);
     *decpt = e + (int)n;
     return n;
 }
 
 size_t sx_fmt_double(char *out, double v) {
-    char *p = out;
+    char *const start = out;
     if (isnan(v)) {
         memcpy(out, "NaN", 4);
         return 3;
     }
     if (signbit(v)) {
-        *p++ = '-';
+        *out++ = '-';
         v = -v;
     }
     if (isinf(v)) {
-        memcpy(p, "Infinity", 9);
-        return (size_t)(p - out) + 8;
+        memcpy(out, "Infinity", 9);
+        return (size_t)(out - start) + 8;
     }
     if (v == 0) {
-        memcpy(p, "0.0", 4);
-        return (size_t)(p - out) + 3;
+        memcpy(out, "0.0", 4);
+        return (size_t)(out - start) + 3;
     }
-    char digits[24];
+    uint64_t w[3];
     int d;
-    const size_t n = shortest_digits(v, digits, &d);
-    if (d > -4 && d <= 16) {
+    size_t n = fast_digits64(v, w, &d);
+    if (n == 0)
+        n = fast_digits(v, w, &d);
+    if (n == 0)
+        n = slow_digits(v, w, &d);
+    /* Whole words stored where the digits go, then the part after the point stored
+     * again one byte on: at most 26 bytes, and 'out' has room for 32. The words are
+     * padded with '0', the zeros of "12300.0". */
+    size_t len;
+    if (d > 0 && d <= 16) {
         /* Fixed notation, always with a fractional part. */
-        if (d <= 0) {
-            *p++ = '0';
-            *p++ = '.';
-            for (int i = 0; i < -d; i++)
-                *p++ = '0';
-            memcpy(p, digits, n);
-            p += n;
-        } else if ((size_t)d < n) {
-            memcpy(p, digits, (size_t)d);
-            p += d;
-            *p++ = '.';
-            memcpy(p, digits + d, n - (size_t)d);
-            p += n - (size_t)d;
+        store_le(out, w[0]);
+        store_le(out + 8, w[1]);
+        store_le(out + 16, w[2]);
+        if ((size_t)d < n) {
+            const unsigned i = (unsigned)d / 8, r = (unsigned)d % 8;
+            store_le(out + d + 1, w[i] >> (8 * r));
+            for (unsigned j = i + 1; j < 3; j++)
+                store_le(out + 8 * j + 1, w[j]);
+            out[d] = '.';
+            len = n + 1;
         } else {
-            memcpy(p, digits, n);
-            p += n;
-            for (size_t i = n; i < (size_t)d; i++)
-                *p++ = '0';
-            *p++ = '.';
-            *p++ = '0';
+            memcpy(out + d, ".0", 2);
+            len = (size_t)d + 2;
         }
+    } else if (d <= 0 && d > -4) {
+        memcpy(out, "0.000000", 8);
+        char *p = out + 2 - d;
+        store_le(p, w[0]);
+        store_le(p + 8, w[1]);
+        store_le(p + 16, w[2]);
+        len = (size_t)(2 - d) + n;
     } else {
         /* Scientific: no ".0" for one digit, at least two exponent digits. */
-        *p++ = digits[0];
+        store_le(out + 1, w[0]);
+        store_le(out + 9, w[1]);
+        store_le(out + 17, w[2]);
+        out[0] = (char)(w[0] & 0xff);
+        len = 1;
         if (n > 1) {
-            *p++ = '.';
-            memcpy(p, digits + 1, n - 1);
-            p += n - 1;
+            out[1] = '.';
+            len = n + 1;
         }
         int x = d - 1;
-        *p++ = 'e';
-        *p++ = x < 0 ? '-' : '+';
+        out[len++] = 'e';
+        out[len++] = x < 0 ? '-' : '+';
         if (x < 0)
             x = -x;
         if (x < 10)
-            *p++ = '0';
-        p += sx_fmt_u64(p, (uint64_t)x);
+            out[len++] = '0';
+        len += sx_fmt_u64(out + len, (uint64_t)x);
     }
-    *p = '\0';
-    return (size_t)(p - out);
+    out[len] = '\0';
+    return (size_t)(out - start) + len;
 }
 
 void sx_buf_double(struct sx_buf *b, double v) {

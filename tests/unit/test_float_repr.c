@@ -50,9 +50,63 @@ static void parse(const char *s, char *digits) {
     digits[n] = '\0';
 }
 
+/*
+ * Whether some decimal of 'p' significant digits reads back as 'v' (> 0): the two
+ * 'p'-digit numbers either side of it are the only ones that can.
+ */
+static bool reads_back_at(double v, int p) {
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, "%.*e", p - 1, v);
+    const double near = strtod(tmp, NULL);
+    if (near == v)
+        return true;
+    /* the other side: one unit in the last place the other way */
+    char *e = strchr(tmp, 'e');
+    const int x = (int)strtol(e + 1, NULL, 10) - (p - 1);
+    double unit = 1;
+    snprintf(tmp, sizeof tmp, "1e%d", x);
+    unit = strtod(tmp, NULL);
+    const double other = near < v ? near + unit : near - unit;
+    snprintf(tmp, sizeof tmp, "%.*e", p - 1, other);
+    return strtod(tmp, NULL) == v;
+}
+
+/* Every binary exponent, at the ends of its mantissas and at a power of two (where the
+ * rounding interval is lopsided): read back, the reference's digits, and no shorter
+ * decimal reads back. */
+static long every_exponent(void) {
+    char out[64], want[32], got[32];
+    long checked = 0;
+    for (int e = -1074; e <= 1023; e++) {
+        const double m[] = {1.0, 1.0 + 0x1p-52, 2.0 - 0x1p-52, 1.5 + 0x1p-40, 1.1};
+        for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+            const double v = ldexp(m[i], e);
+            if (!isfinite(v) || v == 0)
+                continue;
+            sx_fmt_double(out, v);
+            CHECK(strtod(out, NULL) == v);
+            parse(out, got);
+            const int n = (int)strlen(got);
+            if (n > 1 && reads_back_at(v, n - 1)) {
+                fprintf(stderr, "%.17g: %s is not the shortest\n", v, out);
+                sx_test_failures++;
+            }
+            int ex = 0, we = 0;
+            if (frexp(v, &ex) != 0.5 && reference(v, want, &we) &&
+                strcmp(got, want) != 0) {
+                fprintf(stderr, "%.17g: got %s, want digits %s\n", v, out, want);
+                sx_test_failures++;
+            }
+            checked++;
+        }
+    }
+    return checked;
+}
+
 int main(void) {
     char out[64], want[32], got[32];
     long checked = 0;
+    CHECK(every_exponent() > 10000);
     for (int i = 0; i < 400000; i++) {
         double v;
         const uint64_t r = next();
