@@ -318,7 +318,9 @@ static enum sx_status chrome_block(void *fmt, size_t k, uint64_t from, uint64_t 
         const int64_t *s = col[SX_COL_START], *e = col[SX_COL_END];
         struct lane cur = {-1, 0};
         size_t tid = 0;
-        const size_t per = pre.len + post.len + 320;
+        /* an event's room: its longest fields (five doubles of 25 bytes, four
+         * integers of 20), and the 32 bytes sx_fmt_double may use past the last */
+        const size_t per = pre.len + post.len + 512;
         const uint64_t n = z - a;
         for (uint64_t i = 0; i < n; i++) {
             if ((i & 1023) == 0 && !sx_buf_reserve(out, per * 1024))
