@@ -24,7 +24,7 @@ void sx_buf_cstr(struct sx_buf *b, const char *s); /* NUL-terminated */
 /* Bytes written by sx_buf_i64 etc. into 'out' (at least 24 bytes); returns length. */
 size_t sx_fmt_i64(char *out, int64_t v);
 size_t sx_fmt_u64(char *out, uint64_t v);
-size_t sx_fmt_double(char *out, double v); /* at least 32 bytes */
+size_t sx_fmt_double(char *out, double v); /* room for 32 bytes: it stores whole words */
 /*
  * 'n' integers separated by ", " (and one before the first unless 'first'),
  * as the one-line document writes event columns. 'out' has room for 24
