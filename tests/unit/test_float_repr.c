@@ -103,9 +103,28 @@ static long every_exponent(void) {
     return checked;
 }
 
+/* The text, its NUL and the words stored past it stay inside the 32 bytes promised, for
+ * the longest texts of each notation (17 digits, a sign, "0.000", "e-308"). */
+static void stays_in_room(void) {
+    static const double v[] = {-0.00012345678901234567,  -1.2345678901234567e-300,
+                               -1234567890123456.7,      -9007199254740991.0,
+                               -0.12345678901234568,     -1.7976931348623157e308,
+                               -4.9406564584124654e-324, -2.2250738585072014e-308,
+                               -123456.78901234567,      1e22};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        unsigned char buf[64];
+        memset(buf, 0xa5, sizeof buf);
+        const size_t n = sx_fmt_double((char *)buf, v[i]);
+        CHECK(n < 32 && buf[n] == '\0' && strtod((char *)buf, NULL) == v[i]);
+        for (size_t k = 32; k < sizeof buf; k++)
+            CHECK(buf[k] == 0xa5);
+    }
+}
+
 int main(void) {
     char out[64], want[32], got[32];
     long checked = 0;
+    stays_in_room();
     CHECK(every_exponent() > 10000);
     for (int i = 0; i < 400000; i++) {
         double v;
