@@ -188,8 +188,9 @@ static bool try_precision(double v, int prec, uint64_t *m, int *e) {
 /* 128-bit integers (GCC and Clang), for the exact fast path below. */
 __extension__ typedef unsigned __int128 u128;
 
-/* 5^k: constants, not a table filled on first use (no state outlives a call) */
-static const u128 pow5[32] = {
+/* 5^k while it fits 64 bits: constants, not a table filled on first use (no state
+ * outlives a call) */
+static const uint64_t pow5[27] = {
     UINT64_C(1),
     UINT64_C(5),
     UINT64_C(25),
@@ -217,17 +218,7 @@ static const u128 pow5[32] = {
     UINT64_C(59604644775390625),
     UINT64_C(298023223876953125),
     UINT64_C(1490116119384765625),
-    UINT64_C(7450580596923828125),
-    (u128)UINT64_C(7450580596923828125) * 5,
-    (u128)UINT64_C(7450580596923828125) * 25,
-    (u128)UINT64_C(7450580596923828125) * 125,
-    (u128)UINT64_C(7450580596923828125) * 625,
 };
-
-/* x * 5^k, one 64-bit multiply while 5^k fits in 64 bits (k < 28: times of a trace) */
-static inline u128 mul_pow5(uint64_t x, int k) {
-    return k < 28 ? (u128)x * (uint64_t)pow5[k] : (u128)x * pow5[k];
-}
 
 /*
  * Digits as the bytes of words: a word's first byte in memory (its least significant, as
@@ -291,16 +282,6 @@ static inline size_t words_of(uint64_t c, int k, uint64_t w[3], int *decpt) {
     return 17 - z;
 }
 
-/* v (> 0, finite) = M 2^E, M's 53 bits with the implicit one ('frac' without it); returns
- * E (a subnormal's is not: the fast paths leave those). */
-static inline int binary_parts(double v, uint64_t *frac, uint64_t *M) {
-    uint64_t bits;
-    memcpy(&bits, &v, sizeof bits);
-    *frac = bits & ((UINT64_C(1) << 52) - 1);
-    *M = *frac | (UINT64_C(1) << 52);
-    return (int)((bits >> 52) & 0x7ff) - 1075;
-}
-
 /*
  * The shortest digits' integer among [lo, hi] (units of 10^-k, narrower than 10): the
  * multiple of 10 if there is one, else the nearest to v, 'vi' rounded up when 'up' (half
@@ -319,19 +300,33 @@ static inline uint64_t pick(uint64_t lo, uint64_t hi, uint64_t vi, bool up) {
 }
 
 /*
- * fast_digits (below) in 64-bit words where the scaled value's fraction fits one,
- * 2^-33 <= v < 2^53 (the times and durations of a trace): v 10^k = vi + r / 2^s with
- * s <= 60 and 5^k < 2^64, so the interval's ends are vi plus r +- 5^k over 2^s, which
- * neither overflows nor needs 128-bit shifts. 0 outside that range.
+ * The shortest digits of 'v' (> 0, finite) by exact integer arithmetic, where the
+ * scaled value's fraction fits a 64-bit word: 2^-33 <= v < 2^53, the times and
+ * durations of a trace. With v = M 2^E, scaled by 10^k, k = -floor(E log10 2), one ulp
+ * is W = 2^E 10^k units, 1 <= W < 10, and the numbers that read back as v are the
+ * integers of [(2M-1), (2M+1)] 5^k / 2^(1-E-k) (the lower half of it halved at a power
+ * of two; a boundary only when M is even: ties to even). In that range v 10^k = vi + r /
+ * 2^s with s <= 60 and 5^k < 2^64, so the interval's ends are vi plus r +- 5^k over
+ * 2^s: one 64 x 64 -> 128-bit multiply, no 128-bit shifts. The interval is narrower
+ * than 10 units, so it holds at most one multiple of 10: if one, it is the shortest (its
+ * trailing zeros go); else every integer in it has the same length and the nearest to
+ * v is dtoa's choice (half to even). The result has 16 or 17 digits (v 10^k = M W >=
+ * 2^52) before its trailing zeros go. Returns the number of digits, in 'w' as
+ * characters padded with '0', and sets '*decpt' (v = 0.DIGITS x 10^decpt); 0 outside
+ * that range: the caller takes the slow path.
  */
-static size_t fast_digits64(double v, uint64_t w[3], int *decpt) {
-    uint64_t frac, M;
-    const int E = binary_parts(v, &frac, &M);
+static size_t fast_digits(double v, uint64_t w[3], int *decpt) {
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    const uint64_t frac = bits & ((UINT64_C(1) << 52) - 1);
+    const uint64_t M = frac | (UINT64_C(1) << 52); /* v = M 2^E */
+    const int E = (int)((bits >> 52) & 0x7ff) - 1075;
     if (E > 0 || E < -85)
         return 0;
+    /* floor(E log10 2), exact for |E| <= 1650; an arithmetic shift floors (GCC, Clang) */
     const int k = -((E * 78913) >> 18); /* 0..26 */
     const int s = 1 - E - k;            /* 1..60 */
-    const uint64_t p5 = (uint64_t)pow5[k];
+    const uint64_t p5 = pow5[k];
     const u128 av = (u128)(2 * M) * p5;
     const uint64_t m = (UINT64_C(1) << s) - 1;
     const uint64_t vi = (uint64_t)(av >> s), r = (uint64_t)av & m;
@@ -354,55 +349,11 @@ static size_t fast_digits64(double v, uint64_t w[3], int *decpt) {
 }
 
 /*
- * The shortest digits of 'v' (> 0, finite) by exact integer arithmetic, where it
- * fits in 128 bits (about 1e-15 <= v < 2^53; fast_digits64 takes the most of it, the
- * times and durations of a trace). With v = M 2^E, scaled by 10^k, k = -floor(E log10 2),
- * one ulp is W = 2^E 10^k units, 1 <= W < 10, and the numbers that read back as v are the
- * integers of [(2M-1), (2M+1)] 5^k / 2^(1-E-k) (the lower half of it halved at a power of
- * two; a boundary only when M is even: ties to even). The interval is narrower
- * than 10 units, so it holds at most one multiple of 10: if one, it is the shortest
- * (its trailing zeros go); else every integer in it has the same length and the
- * nearest to v is dtoa's choice (half to even). The result has 16 or 17 digits
- * (v 10^k = M W >= 2^52) before its trailing zeros go. Returns the number of
- * digits, in 'w' as characters padded with '0', and sets '*decpt' (v = 0.DIGITS x
- * 10^decpt); 0 outside that range: the caller takes the slow path.
- */
-static size_t fast_digits(double v, uint64_t w[3], int *decpt) {
-    uint64_t frac, M;
-    const int E = binary_parts(v, &frac, &M);
-    if (E <= -1074 || E > 0)
-        return 0;
-    /* floor(E log10 2), exact for |E| <= 1650; an arithmetic shift floors (GCC, Clang) */
-    const int k = -((E * 78913) >> 18);
-    const int s = 1 - E - k; /* >= 1 */
-    if (k > 31 || s > 120)
-        return 0;
-    const u128 p5 = pow5[k];
-    const u128 av = mul_pow5(2 * M, k); /* v 10^k = av / 2^s */
-    const u128 ar = av + p5;
-    const bool even = (M & 1) == 0;
-    /* at a power of two the interval below is half as wide: (4M-1) 5^k / 2^(s+1) */
-    const int sl = frac == 0 ? s + 1 : s;
-    const u128 al = frac == 0 ? 2 * av - p5 : av - p5;
-    const u128 mask = ((u128)1 << s) - 1, maskl = ((u128)1 << sl) - 1;
-    uint64_t lo = (uint64_t)(al >> sl), hi = (uint64_t)(ar >> s);
-    if ((al & maskl) != 0 || !even)
-        lo++;
-    if ((ar & mask) == 0 && !even)
-        hi--;
-    const uint64_t vi = (uint64_t)(av >> s);
-    const u128 r = av & mask, half = (u128)1 << (s - 1);
-    const uint64_t c = pick(lo, hi, vi, r > half || (r == half && (vi & 1)));
-    return c == 0 ? 0 : words_of(c, k, w, decpt);
-}
-
-/*
  * The shortest digits of 'v' (> 0, finite) as David Gay's dtoa mode 0 finds them,
  * the slow way (libc's correctly rounded "%.*e"), for what fast_digits leaves (below
- * 1e-15, from 2^53, subnormals);
- * returns and sets what it does. The p-digit numbers are among the (p+1)-digit
- * ones, so "some p-digit number reads back" is monotone in p and a binary search
- * finds the shortest; 17 digits always suffice.
+ * 2^-33, from 2^53); returns and sets what it does. The p-digit numbers are among the
+ * (p+1)-digit ones, so "some p-digit number reads back" is monotone in p and a binary
+ * search finds the shortest; 17 digits always suffice.
  */
 static size_t slow_digits(double v, uint64_t w[3], int *decpt) {
     uint64_t m = 0;
@@ -458,14 +409,12 @@ size_t sx_fmt_double(char *out, double v) {
     }
     uint64_t w[3];
     int d;
-    size_t n = fast_digits64(v, w, &d);
-    if (n == 0)
-        n = fast_digits(v, w, &d);
+    size_t n = fast_digits(v, w, &d);
     if (n == 0)
         n = slow_digits(v, w, &d);
     /* Whole words stored where the digits go, then the part after the point stored
-     * again one byte on: at most 26 bytes, and 'out' has room for 32. The words are
-     * padded with '0', the zeros of "12300.0". */
+     * again one byte on: at most 30 bytes with the sign, and 'out' has room for 32. The
+     * words are padded with '0', the zeros of "12300.0". */
     size_t len;
     if (d > 0 && d <= 16) {
         /* Fixed notation, always with a fractional part. */
