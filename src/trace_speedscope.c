@@ -433,102 +433,150 @@ struct row_run {
     uint64_t i, n;
 };
 
-/* A heap node: a run's next call's key, held in the node so that a comparison reads no
- * run (the merge's cost is its comparisons). */
+/* A run's next call's key; past its last call, NONE_HEAD. */
 struct run_head {
     int64_t start, end;
     uint32_t region; /* runs are of distinct regions: the key is unique */
-    uint32_t run;
 };
 
-/* call_before for the runs' next calls. */
+/* After every call: no call ends before it starts (refused before a merge). */
+static const struct run_head NONE_HEAD = {INT64_MAX, INT64_MIN, UINT32_MAX};
+
+/* call_before for the runs' next calls. (The merge's selects are left to the compiler,
+ * which branches: nested calls come out in a pattern a predictor learns; masks in place
+ * of the branches took more time than the branches' misses on 10M nested calls.) */
 static inline bool head_before(const struct run_head *x, const struct run_head *y) {
-    if (x->start != y->start)
-        return x->start < y->start;
-    if (x->end != y->end)
-        return x->end > y->end;
-    return x->region < y->region;
+    return (x->start < y->start) |
+           ((x->start == y->start) &
+            ((x->end > y->end) | ((x->end == y->end) & (x->region < y->region))));
 }
 
 /*
  * Without lanes, the common case: a program records each region's calls by
  * start, so every row is one run in the calls' order, and the calls are
- * merged from the rows' columns straight into 'c' (room for every call): no
- * copy in region order first, and no second array to merge through. 0: done;
- * 1: a row is out of order (the caller sorts); -1: out of memory.
+ * merged from the rows' columns straight into r->calls (no copy in region
+ * order first, no second array) and nested as they come out (nest_lane's
+ * stack: no second pass), making the rank's one profile. The runs are the
+ * leaves of a tournament tree whose nodes keep the loser of their match: a
+ * call out, its run's next call plays log2(runs) matches on the way up, one
+ * comparison each (a heap's sift-down made two a level).
+ * '*merged': false when a row is out of order (the caller sorts and nests).
  */
-static int merge_rows(const struct sx_trace *t, int64_t rank, struct call *c) {
+static enum sx_status merge_rows(const struct sx_trace *t, struct ss_rank *r,
+                                 bool *merged, struct sx_error *err) {
+    enum sx_status st = SX_OK;
     size_t nrun = 0;
+    bool sorted = true;
+    *merged = false;
     for (size_t g = 0; g < t->nregions; g++) {
-        const struct sx_row *row = sx_trace_row(t, g, rank);
+        const struct sx_row *row = sx_trace_row(t, g, r->rank);
         if (row == NULL || row->is_aggregate || row->count == 0)
             continue;
-        const int64_t *st = row->col[SX_COL_START], *en = row->col[SX_COL_END];
-        for (uint64_t i = 1; i < row->count; i++)
-            if (st[i] < st[i - 1] || (st[i] == st[i - 1] && en[i] > en[i - 1]))
-                return 1;
+        const int64_t *s = row->col[SX_COL_START], *e = row->col[SX_COL_END];
+        bool back = e[0] < s[0], down = false;
+        for (uint64_t i = 1; i < row->count; i++) {
+            back |= e[i] < s[i];
+            down |= (s[i] < s[i - 1]) | ((s[i] == s[i - 1]) & (e[i] > e[i - 1]));
+        }
+        if (back)
+            return sx_trace_value_error(t, SX_ERR_FORMAT,
+                                        "a recorded call ends before it starts", err);
+        sorted &= !down;
         nrun++;
     }
-    struct row_run *run = sx_malloc((nrun + 1) * sizeof *run);
-    struct run_head *heap = sx_malloc((nrun + 1) * sizeof *heap);
-    if (run == NULL || heap == NULL) {
-        free(run);
-        free(heap);
-        return -1;
-    }
-    size_t nh = 0;
+    if (!sorted)
+        return SX_OK;
+    size_t nleaf = 1;
+    while (nleaf < nrun)
+        nleaf *= 2;
+    struct row_run *run = sx_calloc(nleaf, sizeof *run);
+    struct run_head *head = sx_malloc(nleaf * sizeof *head);
+    uint32_t *tree = sx_malloc(3 * nleaf * sizeof *tree); /* [0, nleaf): the losers */
+    r->profiles = sx_malloc(sizeof *r->profiles);
+    SX_CHECK(run != NULL && head != NULL && tree != NULL && r->profiles != NULL,
+             SX_ERR_NOMEM, err, t->run->path,
+             "%s: out of memory sorting the %zu calls of rank %" PRId64, t->run->path,
+             r->n, r->rank);
+    uint32_t *const win = tree + nleaf; /* the winners, while the tree is built */
+    size_t k = 0;
     for (size_t g = 0; g < t->nregions; g++) {
-        const struct sx_row *row = sx_trace_row(t, g, rank);
+        const struct sx_row *row = sx_trace_row(t, g, r->rank);
         if (row == NULL || row->is_aggregate || row->count == 0)
             continue;
-        run[nh] =
+        run[k] =
             (struct row_run){row->col[SX_COL_START], row->col[SX_COL_END], 0, row->count};
-        const struct run_head h = {run[nh].start[0], run[nh].end[0], (uint32_t)g,
-                                   (uint32_t)nh};
-        size_t i = nh++; /* a min-heap of runs by their next calls */
-        while (i > 0 && head_before(&h, &heap[(i - 1) / 2])) {
-            heap[i] = heap[(i - 1) / 2];
-            i = (i - 1) / 2;
-        }
-        heap[i] = h;
+        head[k] = (struct run_head){run[k].start[0], run[k].end[0], (uint32_t)g};
+        k++;
     }
-    size_t at = 0;
-    while (nh > 0) {
-        struct run_head h = heap[0];
-        struct row_run *top = &run[h.run];
-        c[at++] = (struct call){.start = h.start,
-                                .end = h.end,
-                                .lane = -1,
-                                .index = top->i,
-                                .region = h.region};
-        if (++top->i < top->n) { /* the run's next call takes the top's place */
-            h.start = top->start[top->i];
-            h.end = top->end[top->i];
-        } else { /* the run is done: the last leaf sifts down from the top */
-            h = heap[--nh];
-            if (nh == 0)
-                break;
-        }
-        size_t i = 0;
-        for (;;) {
-            size_t l = 2 * i + 1, m = i;
-            const struct run_head *best = &h;
-            if (l < nh && head_before(&heap[l], best)) {
-                m = l;
-                best = &heap[l];
+    for (; k < nleaf; k++)
+        head[k] = NONE_HEAD;
+    for (size_t i = 0; i < nleaf; i++)
+        win[nleaf + i] = (uint32_t)i;
+    for (size_t node = nleaf - 1; node > 0; node--) {
+        const uint32_t a = win[2 * node], b = win[2 * node + 1];
+        const bool lt = head_before(&head[b], &head[a]);
+        win[node] = lt ? b : a;
+        tree[node] = lt ? a : b;
+    }
+    struct call *const c = r->calls;
+    int64_t *const open = r->scratch, *const parent = r->parent;
+    size_t depth = 0, last_root = 0;
+    bool nested = true;
+    uint32_t w = win[1];
+    for (size_t at = 0; at < r->n; at++) {
+        struct row_run *const ru = &run[w];
+        struct run_head cur = head[w];
+        c[at] = (struct call){.start = cur.start,
+                              .end = cur.end,
+                              .lane = -1,
+                              .index = ru->i,
+                              .region = cur.region};
+        if (nested) { /* nest_lane's step */
+            const int64_t s2 = 2 * cur.start;
+            while (depth > 0) {
+                const struct call *o = &c[open[depth - 1]];
+                if (2 * o->end + (o->end == o->start ? 1 : 0) > s2)
+                    break;
+                depth--;
             }
-            if (l + 1 < nh && head_before(&heap[l + 1], best))
-                m = l + 1;
-            if (m == i)
-                break;
-            heap[i] = heap[m];
-            i = m;
+            if (depth > 0 && c[open[depth - 1]].end < cur.end) {
+                nested = false; /* the exact method names the call, below */
+            } else {
+                c[at].depth = (uint32_t)depth;
+                parent[at] = depth == 0 ? -1 : open[depth - 1];
+                last_root = depth == 0 ? at : last_root;
+                open[depth++] = (int64_t)at;
+            }
         }
-        heap[i] = h;
+        if (++ru->i < ru->n)
+            cur = (struct run_head){ru->start[ru->i], ru->end[ru->i], cur.region};
+        else
+            cur = NONE_HEAD;
+        head[w] = cur;
+        for (size_t node = (w + nleaf) >> 1; node > 0; node >>= 1) {
+            const uint32_t o = tree[node];
+            const struct run_head ho = head[o];
+            const bool lt = head_before(&ho, &cur);
+            tree[node] = lt ? w : o;
+            w = lt ? o : w;
+            cur = lt ? ho : cur;
+        }
     }
+    if (!nested) {
+        st = nest_lane_exact(t, c, r->n, open, parent, err);
+        for (size_t i = 0; st == SX_OK && i < r->n; i++)
+            last_root = parent[i] < 0 ? i : last_root;
+    }
+    if (st == SX_OK) {
+        r->nprofiles = r->n > 0 ? 1 : 0;
+        r->profiles[0] = (struct profile){-1, 0, r->n, last_root};
+        *merged = true;
+    }
+out:
     free(run);
-    free(heap);
-    return 0;
+    free(head);
+    free(tree);
+    return st;
 }
 
 static void ss_free(struct ss_rank *r);
@@ -577,7 +625,14 @@ static enum sx_status ss_build(const struct sx_trace *t, size_t k, struct ss_ran
     SX_CHECK(r->cap >= n + 1, SX_ERR_NOMEM, err, t->run->path,
              "%s: out of memory sorting the %zu calls of rank %" PRId64, t->run->path, n,
              rank);
-    for (size_t g = 0; g < t->nregions; g++) {
+    r->n = n;
+    bool merged = false;
+    if (!lanes) { /* checks every call's end, merges and nests when the rows are sorted */
+        st = merge_rows(t, r, &merged, err);
+        if (st != SX_OK || merged)
+            goto out;
+    }
+    for (size_t g = 0; lanes && g < t->nregions; g++) {
         const struct sx_row *row = sx_trace_row(t, g, rank);
         if (row == NULL || row->is_aggregate)
             continue;
@@ -589,12 +644,7 @@ static enum sx_status ss_build(const struct sx_trace *t, size_t k, struct ss_ran
                 goto out;
             }
     }
-    r->n = n;
-    const int merged = lanes ? 1 : merge_rows(t, rank, r->calls);
-    SX_CHECK(merged >= 0, SX_ERR_NOMEM, err, t->run->path,
-             "%s: out of memory sorting the %zu calls of rank %" PRId64, t->run->path, n,
-             rank);
-    if (merged > 0) { /* lanes, or rows out of order: in region order, then sorted */
+    { /* lanes, or rows out of order: in region order, then sorted */
         size_t at = 0;
         for (size_t g = 0; g < t->nregions; g++) {
             const struct sx_row *row = sx_trace_row(t, g, rank);
