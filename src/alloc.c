@@ -98,3 +98,19 @@ void sx_big_free(struct sx_big *b) {
     b->p = NULL;
     b->cap = b->map = 0;
 }
+
+void *sx_pages_alloc(size_t len) {
+    if (len == 0 || alloc_should_fail())
+        return NULL;
+    void *p = len >= SX_BIG_MIN && big_wanted() ? big_map(len) : NULL;
+    if (p == NULL) {
+        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        p = p != MAP_FAILED ? p : NULL;
+    }
+    return p;
+}
+
+void sx_pages_free(void *p, size_t len) {
+    if (p != NULL)
+        munmap(p, len);
+}

@@ -4,16 +4,45 @@
 #include <stdlib.h>
 #include <string.h>
 
-void sx_buf_init(struct sx_buf *b) {
-    b->data = NULL;
-    b->len = 0;
-    b->cap = 0;
-    b->failed = false;
-}
+void sx_buf_init(struct sx_buf *b) { *b = (struct sx_buf){0}; }
 
 void sx_buf_free(struct sx_buf *b) {
-    free(b->data);
+    if (b->aligned)
+        sx_pages_free(b->data != NULL ? b->data - b->front : NULL, b->front + b->cap);
+    else
+        free(b->data);
     sx_buf_init(b);
+}
+
+enum { PAGE = 4096 };
+
+/* The aligned storage of 'b' grown to hold 'cap' bytes after its front, the front and
+ * the text moved along. */
+static bool align_grow(struct sx_buf *b, size_t cap) {
+    if (cap > SIZE_MAX - b->front - PAGE)
+        return false;
+    const size_t total = (b->front + cap + PAGE - 1) & ~(size_t)(PAGE - 1);
+    char *p = sx_pages_alloc(total);
+    if (p == NULL)
+        return false;
+    if (b->data != NULL) {
+        memcpy(p, b->data - b->front, b->front + b->len + 1);
+        sx_pages_free(b->data - b->front, b->front + b->cap);
+    }
+    b->data = p + b->front;
+    b->cap = total - b->front;
+    return true;
+}
+
+bool sx_buf_align(struct sx_buf *b, size_t cap) {
+    sx_buf_free(b);
+    b->aligned = true;
+    if (!align_grow(b, cap + 1)) {
+        b->failed = true;
+        return false;
+    }
+    b->data[0] = '\0';
+    return true;
 }
 
 void sx_buf_reset(struct sx_buf *b) {
@@ -42,6 +71,11 @@ bool sx_buf_reserve(struct sx_buf *b, size_t extra) {
             break;
         }
         cap *= 2;
+    }
+    if (b->aligned) {
+        if (!align_grow(b, cap))
+            goto fail;
+        return true;
     }
     char *p = sx_realloc(b->data, cap);
     if (!p)

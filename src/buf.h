@@ -10,6 +10,12 @@ struct sx_buf {
     size_t len;
     size_t cap;
     bool failed; /* an allocation failed; further appends are dropped */
+    /* Its storage is whole pages of its own (sx_pages_alloc; grows so: sx_buf_align),
+     * 'front' bytes of them before 'data': an output's unwritten bytes, which the text
+     * appended goes after (sx_out_lend). Kept by sx_buf_reset; 'cap' counts from
+     * 'data'. */
+    bool aligned;
+    size_t front;
 };
 
 void sx_buf_init(struct sx_buf *b);
@@ -20,5 +26,8 @@ bool sx_buf_reserve(struct sx_buf *b, size_t extra);
 void sx_buf_append(struct sx_buf *b, const void *p, size_t n);
 void sx_buf_puts(struct sx_buf *b, const char *s);
 void sx_buf_putc(struct sx_buf *b, char c);
+/* An empty buffer whose storage begins at a page and stays so as it grows, with room
+ * for 'cap' bytes; false (and b->failed) on allocation failure. Frees what 'b' held. */
+bool sx_buf_align(struct sx_buf *b, size_t cap);
 
 #endif /* SX_BUF_H */

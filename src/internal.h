@@ -64,5 +64,10 @@ struct sx_big {
 bool sx_big_reserve(struct sx_big *b, size_t bytes, size_t keep);
 /* Accepts an empty 'b' (zeroed); leaves it empty. */
 void sx_big_free(struct sx_big *b);
+/* 'len' bytes (whole pages) mapped at a page, in large frames from SX_BIG_MIN as above:
+ * a buffer written around the page cache (an aligned sx_buf). NULL: none (a fault test
+ * may fail it). Unmapped by sx_pages_free with the same length; accepts NULL. */
+void *sx_pages_alloc(size_t len);
+void sx_pages_free(void *p, size_t len);
 
 #endif /* SX_INTERNAL_H */

@@ -25,11 +25,11 @@
 /*
  * The output is written by a thread of its own while the caller formats the
  * next bytes: sx_out_write_buf hands it a buffer and takes back the one it
- * wrote before. With direct writes the stage's room is two stages of half the
- * size: the caller copies its bytes into one and hands the thread each full
- * one, filling the other while the thread writes (a direct write of 8 MiB
- * took ~7-10 ms here, and held up the next buffer when the thread copied into
- * one stage and wrote it itself). Only the caller's thread asks the fault
+ * wrote before. With direct writes there are two stages of half the room,
+ * page-aligned buffers (lb): the caller fills one and hands the thread its
+ * whole pages, filling the other while the thread writes (a direct write of
+ * 8 MiB took ~7-10 ms here, and held up the next buffer when the thread copied
+ * into one stage and wrote it itself). Only the caller's thread asks the fault
  * hook; a write that fails in the thread is the caller's error at its next
  * write or commit.
  */
@@ -41,19 +41,25 @@ struct sx_out_file {
     bool counted;        /* unnamed, and counted in 'unnamed_live' */
     struct sx_worker wt; /* the writer */
     struct sx_buf busy;  /* the thread's: bytes to write while 'pending' */
-    char *full;          /* or, while 'pending', a full stage to write ('stage_len') */
+    char *full;          /* or, while 'pending', whole pages to write: 'full_len' bytes */
+    size_t full_len;
     bool pending;
     int werr; /* errno of the thread's first failed write, or 0 */
-    /* direct writes (SX_OUT_DIRECT; see stage_put) */
-    char *stage_mem; /* DIO_STAGE bytes, page-aligned; NULL: every write is buffered */
-    char *stage;     /* the stage being filled: all of it, or one half with the thread */
-    char *stage2;    /* with the thread, the other half: the caller fills one at a time */
+    /* direct writes (SX_OUT_DIRECT; see flush_buf) */
+    char *stage; /* without the thread: DIO_STAGE bytes, page-aligned; NULL: buffered */
     size_t stage_len;
     size_t staged; /* bytes in 'stage' not yet written */
     off_t at;      /* bytes of text written before them */
     bool dio;      /* the descriptor is O_DIRECT */
     bool dio_off;  /* refused or done with: buffered from now on */
     bool cut;      /* a padded write went past the text: cut the file at 'at' */
+    /* with the thread ('two'), the two stages: lb[cur] the caller's, holding the bytes
+     * not yet written, lb[cur ^ 1] the thread's while it writes; either may be lent */
+    bool two;
+    struct sx_buf lb[2];
+    int cur;
+    bool lent;            /* lb[cur] is with the caller, who gave 'parked' */
+    struct sx_buf parked; /* the caller's own buffer while it has lb[cur] */
 };
 
 /*
@@ -154,33 +160,54 @@ static int stage_flush(struct sx_out_file *f, bool last) {
 
 static int writer_idle(struct sx_out_file *f);
 
-/* Whether the output has two stages: the caller fills one while the thread writes the
- * other. stage2 is set only with the thread, which stops before the last flush; it is
- * read first, as with one stage the thread itself comes here. */
-static bool two_stages(const struct sx_out_file *f) {
-    return f->stage2 != NULL && f->threaded;
-}
+/* Whether the output has the two stages, lb: set only with the thread, which stops
+ * before the last flush. */
+static bool two_stages(const struct sx_out_file *f) { return f->two; }
 
-/* A full stage handed to the thread, which writes it while the caller fills the
- * other: 0, or the thread's errno of an earlier stage. */
-static int stage_hand(struct sx_out_file *f) {
-    const int e = writer_idle(f);
+/* The whole pages of the caller's stage handed to the thread, which writes them while
+ * the caller fills the other, the tail (less than a page) first in it: 0, or the
+ * thread's errno of an earlier stage. */
+static int lb_hand(struct sx_out_file *f) {
+    const int e = writer_idle(f); /* the thread is done with the other */
     if (e != 0)
         return e;
+    struct sx_buf *l = &f->lb[f->cur], *o = &f->lb[f->cur ^ 1];
+    const size_t pages = l->len & ~(size_t)(DIO_ALIGN - 1);
+    o->len = l->len - pages; /* its room is a stage at least */
+    memcpy(o->data, l->data + pages, o->len + 1);
     pthread_mutex_lock(&f->wt.mu);
-    f->full = f->stage;
+    f->full = l->data;
+    f->full_len = pages;
     f->pending = true;
     pthread_cond_broadcast(&f->wt.cv);
     pthread_mutex_unlock(&f->wt.mu);
-    f->stage = f->stage2;
-    f->stage2 = f->full;
-    f->staged = 0;
+    l->len = 0;
+    f->cur ^= 1;
     return 0;
 }
 
-/* p[0..n) to the output through the stage: 0, or an errno. With two stages (and the
- * thread) only the caller's thread comes here, and each full stage goes to the thread;
- * with one, its writer (the caller, or the thread) writes it when it fills. */
+/* p[0..n) to the output through the two stages: 0, or an errno. */
+static int lb_put(struct sx_out_file *f, const char *p, size_t n) {
+    while (n > 0) {
+        struct sx_buf *l = &f->lb[f->cur];
+        const size_t room = l->len < f->stage_len ? f->stage_len - l->len : 0;
+        const size_t k = n < room ? n : room;
+        memcpy(l->data + l->len, p, k);
+        l->len += k;
+        l->data[l->len] = '\0';
+        p += k;
+        n -= k;
+        if (l->len >= f->stage_len) {
+            const int e = lb_hand(f);
+            if (e != 0)
+                return e;
+        }
+    }
+    return 0;
+}
+
+/* p[0..n) to the output through the one stage, written by the caller as it fills: 0,
+ * or an errno. */
 static int stage_put(struct sx_out_file *f, const char *p, size_t n) {
     while (n > 0) {
         const size_t k = n < f->stage_len - f->staged ? n : f->stage_len - f->staged;
@@ -189,7 +216,7 @@ static int stage_put(struct sx_out_file *f, const char *p, size_t n) {
         p += k;
         n -= k;
         if (f->staged == f->stage_len) {
-            const int e = two_stages(f) ? stage_hand(f) : stage_flush(f, false);
+            const int e = stage_flush(f, false);
             if (e != 0)
                 return e;
         }
@@ -199,9 +226,12 @@ static int stage_put(struct sx_out_file *f, const char *p, size_t n) {
 
 /* The last staged bytes written and the file cut to its text: 0, or an errno. */
 static int stage_end(struct sx_out_file *f) {
-    if (f->stage == NULL)
+    if (f->stage == NULL && !f->two)
         return 0;
-    int e = stage_flush(f, true);
+    const struct sx_buf *l = &f->lb[f->cur];
+    int e = !f->two   ? stage_flush(f, true)
+            : f->lent ? EINVAL /* a lent buffer not given back: the text is not whole */
+                      : flush_buf(f, l->data, l->len, true);
     if (e == 0 && f->cut && ftruncate(f->fd, f->at) != 0)
         e = errno;
     dio_stop(f);
@@ -373,7 +403,9 @@ static int write_all(int fd, const char *p, size_t n) {
 }
 
 static int out_put(struct sx_out_file *f, const char *p, size_t n) {
-    return f->stage != NULL ? stage_put(f, p, n) : write_all(f->fd, p, n);
+    return f->two             ? lb_put(f, p, n)
+           : f->stage != NULL ? stage_put(f, p, n)
+                              : write_all(f->fd, p, n);
 }
 
 /* A written buffer larger than IDLE_KEEP goes back to the heap: the thread is idle
@@ -392,9 +424,8 @@ static void *writer(void *arg) {
             break;
         char *full = f->full;
         pthread_mutex_unlock(&f->wt.mu);
-        int e = full != NULL
-                    ? (f->werr == 0 ? flush_buf(f, full, f->stage_len, false) : 0)
-                    : out_put(f, f->busy.data, f->busy.len);
+        int e = full != NULL ? (f->werr == 0 ? flush_buf(f, full, f->full_len, false) : 0)
+                             : out_put(f, f->busy.data, f->busy.len);
         pthread_mutex_lock(&f->wt.mu);
         if (e != 0 && f->werr == 0)
             f->werr = e;
@@ -621,24 +652,21 @@ enum sx_status sx_out_open(const char *path, unsigned flags, struct sx_out_file 
         st = sx_tmp_create(f->path, &f->tmp, &f->fd, err);
     if (st == SX_OK)
         sx_out_adopt(f->fd, &old);
-    if (st == SX_OK && (flags & SX_OUT_DIRECT) && direct_writes_wanted()) {
-        void *m = mmap(NULL, DIO_STAGE, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        f->stage_mem = m != MAP_FAILED ? m : NULL; /* none: buffered writes */
-#ifdef MADV_HUGEPAGE
-        /* its pages in large frames where the kernel has them: 2048 faults of 4 KiB
-         * at the first fill of every large output (a hint; refused, nothing changes) */
-        if (f->stage_mem != NULL)
-            madvise(f->stage_mem, DIO_STAGE, MADV_HUGEPAGE);
-#endif
-        f->stage = f->stage_mem;
-        f->stage_len = DIO_STAGE;
-    }
     if (st == SX_OK && (flags & SX_OUT_THREAD))
         writer_start(f);
-    if (st == SX_OK && f->stage != NULL && f->threaded) {
+    /* the stages' pages in large frames where the kernel has them (sx_pages_alloc): 2048
+     * faults of 4 KiB at the first fill of every large output. None: buffered writes. */
+    if (st == SX_OK && (flags & SX_OUT_DIRECT) && direct_writes_wanted() && f->threaded) {
         f->stage_len = DIO_STAGE / 2;
-        f->stage2 = f->stage_mem + DIO_STAGE / 2;
+        f->two = sx_buf_align(&f->lb[0], f->stage_len) &&
+                 sx_buf_align(&f->lb[1], f->stage_len);
+        if (!f->two) {
+            sx_buf_free(&f->lb[0]);
+            sx_buf_free(&f->lb[1]);
+        }
+    } else if (st == SX_OK && (flags & SX_OUT_DIRECT) && direct_writes_wanted()) {
+        f->stage = sx_pages_alloc(DIO_STAGE);
+        f->stage_len = DIO_STAGE;
     }
 out:
     free(resolved);
@@ -671,9 +699,60 @@ enum sx_status sx_out_write(struct sx_out_file *f, const void *p, size_t n,
     int e = two_stages(f) ? writer_err(f) : writer_idle(f);
     if (e == 0 && faulty())
         e = EIO;
+    if (e == 0 && f->lent) /* bytes between a lend and its give-back: out of order */
+        e = EINVAL;
     if (e == 0)
         e = out_put(f, p, n);
     return e != 0 ? write_failed(f, e, err) : SX_OK;
+}
+
+/*
+ * Lending. A block formatted in a buffer of its own was copied into a stage, a
+ * tenth of a one-process export's time: here the caller formats straight into
+ * the stage whose whole pages the thread writes. lb[cur] holds the bytes not
+ * yet written; the caller's text goes after them ('front'); given back, once
+ * they reach a stage its whole pages go to the thread as they are, and the tail
+ * (less than a page) starts the other stage. Without the two stages nothing is
+ * lent, and the caller's own buffer is written as before.
+ */
+bool sx_out_lend(struct sx_out_file *f, struct sx_buf *b) {
+    if (!f->two || f->lent)
+        return false;
+    /* half a stage and more waiting: written first, so that a buffer holds at most half
+     * a stage and a block (two of them held a stage and a block each: 8 MiB more at
+     * rank 0 than the stage and the block they replace) */
+    if (f->lb[f->cur].len >= f->stage_len / 2 && lb_hand(f) != 0)
+        return false; /* the thread's error: the caller's write reports it */
+    struct sx_buf *l = &f->lb[f->cur];
+    f->parked = *b;
+    *b = *l;
+    b->data += l->len;
+    b->front = l->len;
+    b->cap -= l->len;
+    sx_buf_reset(b);
+    *l = (struct sx_buf){0};
+    f->lent = true;
+    return true;
+}
+
+/* The lent buffer 'b' back, its text after the unwritten bytes: 0, or an errno. */
+static int give_back(struct sx_out_file *f, struct sx_buf *b) {
+    struct sx_buf *l = &f->lb[f->cur];
+    *l = *b;
+    l->data -= b->front;
+    l->len += b->front;
+    l->cap += b->front;
+    l->front = 0;
+    *b = f->parked;
+    f->parked = (struct sx_buf){0};
+    f->lent = false;
+    sx_buf_reset(b);
+    if (l->failed) { /* grown out of memory: its bytes are not whole (the caller's
+                        error); the stage stays a stage */
+        l->failed = false;
+        return ENOMEM;
+    }
+    return l->len >= f->stage_len ? lb_hand(f) : 0;
 }
 
 enum sx_status sx_out_write_buf(struct sx_out_file *f, struct sx_buf *b,
@@ -682,8 +761,12 @@ enum sx_status sx_out_write_buf(struct sx_out_file *f, struct sx_buf *b,
         int e = writer_err(f);
         if (e == 0 && faulty())
             e = EIO;
+        if (f->lent) {
+            const int g = give_back(f, b);
+            return e != 0 || g != 0 ? write_failed(f, e != 0 ? e : g, err) : SX_OK;
+        }
         if (e == 0)
-            e = stage_put(f, b->data, b->len);
+            e = lb_put(f, b->data, b->len);
         if (b->cap > IDLE_KEEP) /* as the thread does with one it wrote */
             sx_buf_free(b);
         sx_buf_reset(b);
@@ -767,8 +850,10 @@ void sx_out_abort(struct sx_out_file *f) {
     unnamed_count(f, false);
     if (f->fd >= 0)
         close(f->fd);
-    if (f->stage_mem != NULL)
-        munmap(f->stage_mem, DIO_STAGE);
+    sx_pages_free(f->stage, DIO_STAGE);
+    sx_buf_free(&f->lb[0]);
+    sx_buf_free(&f->lb[1]);
+    sx_buf_free(&f->parked);
     if (f->tmp != NULL) {
         unlink(f->tmp);
         sx_tmp_forget(f->tmp);

@@ -36,6 +36,13 @@ enum sx_status sx_out_write(struct sx_out_file *f, const void *p, size_t n,
 enum sx_status sx_out_write_buf(struct sx_out_file *f, struct sx_buf *b,
                                 struct sx_error *err);
 /*
+ * Lend 'b' the output's own buffer to append the next bytes to (what 'b' held is kept
+ * aside): the caller formats into it and hands it to sx_out_write_buf, with no write in
+ * between, and gets its own back; what it appended is written without a copy. false:
+ * nothing lent ('b' as it was; no thread, no direct writes, or no memory).
+ */
+bool sx_out_lend(struct sx_out_file *f, struct sx_buf *b);
+/*
  * Ownership, the library's one rule: a function that takes ownership of an argument
  * takes it in every case, on failure too (as jansson's json_array_append_new): the
  * caller neither frees nor uses what it passed, whatever the call returns.

@@ -142,8 +142,16 @@ static int entries(void) {
     return n;
 }
 
-/* Buffers handed over and bytes copied, interleaved, of many sizes: all of them, in
- * order. */
+/* Whether the output lends its buffers (sx_out_lend): with the thread and direct
+ * writes, unless they are switched off. */
+static bool lends(void) {
+    const char *env = getenv("SCOPE_EXPORT_DIRECT_WRITES");
+    return (flags & SX_OUT_THREAD) && (flags & SX_OUT_DIRECT) &&
+           (env == NULL || strcmp(env, "0") != 0);
+}
+
+/* Buffers handed over, lent buffers formatted into and bytes copied, interleaved, of
+ * many sizes: all of them, in order; the caller's own buffer back after each lend. */
 static void test_order(const char *path) {
     size_t cap = (size_t)40 << 20, len = 0;
     char *want = malloc(cap);
@@ -153,11 +161,22 @@ static void test_order(const char *path) {
     sx_error_clear(&e);
     ASSERT(sx_out_open(path, flags, &f, &e) == SX_OK);
     struct sx_buf b = {0};
+    int lent = 0;
     for (int k = 0; k < 400; k++) {
         size_t n = k % 50 == 0 ? (size_t)(rnd() % (4u << 20)) : (size_t)(rnd() % 70000);
+        if (k % 9 == 4)
+            n = (size_t)(rnd() % (12u << 20)); /* lent, and more than a stage */
         char piece[64];
         if (len + n + sizeof piece > cap)
             break;
+        const char *own = b.data;
+        const bool lend = k % 3 != 0 && sx_out_lend(f, &b);
+        CHECK(lend == (k % 3 != 0 && lends()));
+        if (lend) {
+            lent++;
+            CHECK(b.len == 0 && b.data != own &&
+                  !sx_out_lend(f, &b)); /* once at a time */
+        }
         for (size_t i = 0; i < n; i++) {
             char c = (char)('a' + (k + i) % 26);
             sx_buf_putc(&b, c);
@@ -166,12 +185,17 @@ static void test_order(const char *path) {
         ASSERT(!b.failed);
         CHECK(sx_out_write_buf(f, &b, &e) == SX_OK);
         CHECK(b.len == 0); /* it comes back empty */
+        if (lend)
+            CHECK(b.data == own); /* the caller's own */
+        if (k % 7 == 2)           /* lent buffers one after another */
+            continue;
         int m = snprintf(piece, sizeof piece, "<%d>", k);
         CHECK(sx_out_write(f, piece, (size_t)m, &e) == SX_OK);
         memcpy(want + len, piece, (size_t)m);
         len += (size_t)m;
     }
     CHECK(sx_out_commit(f, &e) == SX_OK);
+    CHECK(lends() == (lent > 0));
     size_t got_n = 0;
     char *got = slurp(path, &got_n);
     CHECK(got != NULL && got_n == len && memcmp(got, want, len) == 0);
@@ -179,6 +203,40 @@ static void test_order(const char *path) {
     sx_buf_free(&b);
     free(got);
     free(want);
+}
+
+/* Bytes written between a lend and its give-back, or a commit before it: refused, the
+ * existing output left as it was, no temporary left. */
+static void test_lend_misuse(const char *path) {
+    size_t before_n = 0;
+    char *before = slurp(path, &before_n);
+    ASSERT(before != NULL);
+    for (int commit = 0; commit <= 1; commit++) {
+        struct sx_out_file *f = NULL;
+        struct sx_error e;
+        sx_error_clear(&e);
+        ASSERT(sx_out_open(path, flags, &f, &e) == SX_OK);
+        struct sx_buf b = {0};
+        CHECK(sx_out_lend(f, &b) == lends());
+        sx_buf_append(&b, "lent", 4);
+        if (!lends()) {
+            sx_out_abort(f);
+        } else if (commit) {
+            CHECK(sx_out_commit(f, &e) == SX_ERR_IO);
+        } else {
+            CHECK(sx_out_write(f, "x", 1, &e) == SX_ERR_IO);
+            CHECK(strcmp(e.source, path) == 0);
+            CHECK(sx_out_write_buf(f, &b, &e) == SX_OK); /* the lend itself ends well */
+            sx_out_abort(f);
+        }
+        sx_buf_free(&b);
+    }
+    size_t after_n = 0;
+    char *after = slurp(path, &after_n);
+    CHECK(after != NULL && after_n == before_n && memcmp(after, before, before_n) == 0);
+    CHECK(entries() == 1);
+    free(after);
+    free(before);
 }
 
 /*
@@ -203,6 +261,8 @@ static void test_thread_failure(const char *path) {
     struct sx_buf b = {0};
     enum sx_status st = SX_OK;
     for (int k = 0; k < 5 && st == SX_OK; k++) { /* 10 MiB: more than a stage */
+        if (k % 2)
+            sx_out_lend(f, &b); /* its pages written from where they were made */
         for (int i = 0; i < (1 << 21); i++)
             sx_buf_putc(&b, 'x');
         st = sx_out_write_buf(f, &b, &e);
@@ -239,6 +299,8 @@ static void test_faults(const char *path) {
         struct sx_buf b = {0};
         enum sx_status st = SX_OK;
         for (int k = 0; k < 6 && st == SX_OK; k++) {
+            if (k % 4 == 3)
+                sx_out_lend(f, &b);
             sx_buf_append(&b, "0123456789", 10);
             st = k % 2 ? sx_out_write_buf(f, &b, &e) : sx_out_write(f, "ab", 2, &e);
         }
@@ -350,6 +412,7 @@ int main(void) {
                 CHECK(direct_writes > 0); /* it did go around the cache */
             test_thread_failure(path);
             test_faults(path);
+            test_lend_misuse(path);
         }
     refuse = 0;
     if (fs_takes_direct() && getenv("SCOPE_EXPORT_DIRECT_WRITES") == NULL)
