@@ -391,6 +391,8 @@ static enum sx_status write_received(struct writer *w, const struct block_hdr *h
     const uint64_t n = sent_len(h, w->so->gz);
     for (uint64_t at = 0; at < n;) {
         const uint64_t m = n - at < WRITE_RUN ? n - at : WRITE_RUN;
+        if (st == SX_OK) /* received where the output's pages are written from */
+            sx_out_lend(w->f, run);
         sx_buf_reset(run);
         const bool keep = st == SX_OK && sx_buf_reserve(run, m + 1);
         if (st == SX_OK && !keep)
@@ -444,6 +446,7 @@ struct made {
 };
 
 struct own_queue {
+    struct sx_out_file *f; /* a block made to be written at once is made in its buffer */
     const struct sx_producer *p;
     const struct sx_stream_opts *so;
     struct ahead *ah;
@@ -534,6 +537,9 @@ static bool own_may_ahead(const struct own_queue *oq) {
 static struct made *own_take(struct own_queue *oq, size_t b) {
     if (oq->n == 0) {
         oq->head = 0; /* made now: in the one slot, whose pages are already touched */
+        /* and written next: made in the output's buffer, which is written as it is */
+        if (!oq->so->gz)
+            sx_out_lend(oq->f, &oq->q[0].bo.raw);
         if (!own_make_next(oq, b))
             return NULL;
     }
@@ -594,7 +600,8 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
     int ended = -1; /* the one worker whose 'end' came inside the loop */
     struct block_hdr h;
     struct ahead ah = {0, size, 0, own};
-    struct own_queue oq = {.p = p, .so = so, .ah = &ah, .own = own, .size = size};
+    struct own_queue oq = {
+        .f = w->f, .p = p, .so = so, .ah = &ah, .own = own, .size = size};
 
     *fail_at = -1; /* the head */
     if (so->gz) {
