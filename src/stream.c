@@ -652,6 +652,8 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
         }
         if (root_finishes(p, so, b, size)) {
             st = recv_text(&in, h.raw_len, owner, comm, scratch, so->path, err);
+            if (st == SX_OK) /* its text made in the output's stage (not .gz) */
+                sx_out_lend(w->f, &mine.raw);
             sx_buf_reset(&mine.raw);
             if (st == SX_OK)
                 st = p->finish(p->ctx, b, &in, &mine.raw, err);
