@@ -304,22 +304,23 @@ static enum sx_status write_agg_value(struct sx_buf *b, const struct sx_agg_fiel
     return SX_OK;
 }
 
-static enum sx_status write_head(const struct sx_doc *doc, uint64_t i,
-                                 const struct sx_row *row, struct sx_buf *b,
-                                 struct sx_error *err) {
-    const struct sx_run *run = doc->run;
+/* A row's head up to its rank's digits: '{', its name and the rank's key. */
+static void head_pre(const struct sx_doc *doc, const struct sx_row *row,
+                     struct sx_buf *b) {
     const int ind = doc->indent;
-    if (i > 0)
-        sx_write_sep(b, ind, 2);
-    else
-        sx_write_newline(b, ind, 2);
     sx_buf_putc(b, '{');
     sx_write_newline(b, ind, 3);
     key(b, "name");
-    sx_buf_cstr(b, run->names[row->region]);
+    sx_buf_cstr(b, doc->run->names[row->region]);
     sx_write_sep(b, ind, 3);
     key(b, "rank");
-    sx_buf_i64(b, row->rank);
+}
+
+/* A row's head after its rank: source, tags and, for a summary row, its aggregates. */
+static enum sx_status head_post(const struct sx_doc *doc, const struct sx_row *row,
+                                struct sx_buf *b, struct sx_error *err) {
+    const struct sx_run *run = doc->run;
+    const int ind = doc->indent;
     if (row->source_file != NULL) {
         sx_write_sep(b, ind, 3);
         key(b, "source_file");
@@ -372,6 +373,81 @@ static enum sx_status write_head(const struct sx_doc *doc, uint64_t i,
             sx_buf_puts(b, "false");
         }
     }
+    return SX_OK;
+}
+
+/*
+ * The head of the last event row a block wrote, but for its rank: a region's
+ * rows follow one another rank by rank, and their heads differ in the rank
+ * alone; escaping the same strings again was most of a many-row block's head.
+ */
+struct head_memo {
+    bool ok;
+    uint32_t region;
+    const char *file, *text;
+    char **tags;
+    size_t ntags;
+    bool has_lineno;
+    int64_t lineno;
+    struct sx_buf pre, post;
+};
+
+static bool same_str(const char *a, const char *b) {
+    return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+static bool memo_fits(const struct head_memo *m, const struct sx_row *row) {
+    if (!m->ok || m->region != row->region || m->has_lineno != row->has_lineno ||
+        (row->has_lineno && m->lineno != row->source_lineno) || m->ntags != row->ntags ||
+        !same_str(m->file, row->source_file) || !same_str(m->text, row->source_text))
+        return false;
+    for (size_t t = 0; t < row->ntags && m->tags != row->tags; t++)
+        if (strcmp(m->tags[t], row->tags[t]) != 0)
+            return false;
+    return true;
+}
+
+static enum sx_status write_head(const struct sx_doc *doc, uint64_t i,
+                                 const struct sx_row *row, struct head_memo *m,
+                                 struct sx_buf *b, struct sx_error *err) {
+    if (i > 0)
+        sx_write_sep(b, doc->indent, 2);
+    else
+        sx_write_newline(b, doc->indent, 2);
+    if (row->is_aggregate) {
+        head_pre(doc, row, b);
+        sx_buf_i64(b, row->rank);
+        return head_post(doc, row, b, err);
+    }
+    if (!memo_fits(m, row)) {
+        /* the strings are the reader's, alive while the block is written */
+        sx_buf_reset(&m->pre);
+        sx_buf_reset(&m->post);
+        head_pre(doc, row, &m->pre);
+        enum sx_status st = head_post(doc, row, &m->post, err);
+        if (st != SX_OK)
+            return st;
+        m->ok = !m->pre.failed && !m->post.failed;
+        m->region = row->region;
+        m->file = row->source_file;
+        m->text = row->source_text;
+        m->tags = row->tags;
+        m->ntags = row->ntags;
+        m->has_lineno = row->has_lineno;
+        m->lineno = row->source_lineno;
+        if (!m->ok) {
+            b->failed = true;
+            return SX_OK;
+        }
+    }
+    if (!sx_buf_reserve(b, m->pre.len + m->post.len + 24))
+        return SX_OK;
+    memcpy(b->data + b->len, m->pre.data, m->pre.len);
+    b->len += m->pre.len;
+    b->len += sx_fmt_i64(b->data + b->len, row->rank);
+    memcpy(b->data + b->len, m->post.data, m->post.len);
+    b->len += m->post.len;
+    b->data[b->len] = '\0';
     return SX_OK;
 }
 
@@ -444,6 +520,7 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
     size_t nbr = 0;
     const uint64_t r0 = blk->from.row;
     const long kb = sx_doc_ahead_find(ah, bi);
+    struct head_memo memo = {0};
 
     /* 1. The block's pieces, in text order. */
     st = sx_doc_block_pieces(doc, bi, &pieces, &capp, &np, err);
@@ -570,7 +647,7 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
             const struct sx_row *row = BLOCK_ROW(pc->i);
             int c = sx_seg_col(pc->seg);
             if (pc->seg == SX_SEG_HEAD) {
-                st = write_head(doc, pc->i, row, out, err);
+                st = write_head(doc, pc->i, row, &memo, out, err);
                 if (st != SX_OK)
                     goto out;
             } else if (pc->seg == SX_SEG_TAIL) {
@@ -643,6 +720,8 @@ out:
     free(moff);
     free(mrows);
     sx_buf_free(&mb);
+    sx_buf_free(&memo.pre);
+    sx_buf_free(&memo.post);
     room->arena = arena;
     room->arena_cap = arena_cap;
     room->slices = slices;
