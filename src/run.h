@@ -30,44 +30,47 @@ enum sx_layout {
 #define SX_AGG_MAX 14
 struct sx_agg_field {
     const char *key; /* static string */
+    union {
+        int64_t i;
+        uint64_t u; /* when 'is_unsigned' */
+        double f;   /* when 'is_float' */
+    };
     bool is_float;
-    int64_t i;
-    uint64_t u; /* used when 'is_unsigned' */
     bool is_unsigned;
-    double f;
 };
 
 struct sx_row {
     uint32_t region; /* index into run->names */
-    int64_t rank;
-    char *source_file; /* NULL = None */
-    char *source_text; /* NULL = None */
     bool has_lineno;
-    int64_t source_lineno;
-    char **tags;
-    size_t ntags;
     /* source_file, source_text and tags belong to the reader that filled the row
      * (sx_h5_fill_rows: its pools, alive while the run is open): not freed with it */
     bool borrowed;
     bool has_exclusive;
+    bool is_aggregate;         /* the aggregate branch below, not the event branch */
+    bool event_data_available; /* aggregate rows: false = summary-only */
+    bool has_meta_col;         /* the file has rank_region_index/event_metadata */
+    bool meta_any;             /* some call's metadata dict is non-empty */
+    unsigned cols;             /* SX_COLBIT set of columns this row writes */
+    int64_t rank;
+    char *source_file; /* NULL = None */
+    char *source_text; /* NULL = None */
+    int64_t source_lineno;
+    char **tags;
+    size_t ntags;
     int64_t exclusive_total;
     /* aggregate branch */
-    bool is_aggregate;
-    bool event_data_available; /* aggregate rows: false = summary-only */
     struct sx_agg_field agg[SX_AGG_MAX];
     size_t nagg;
     /* event branch */
-    uint64_t count;    /* calls */
-    unsigned cols;     /* SX_COLBIT set of columns this row writes */
-    bool has_meta_col; /* the file has rank_region_index/event_metadata */
+    uint64_t count; /* calls */
     /* where the events live */
     uint64_t offset;   /* columnar: first event of the row in the event columns */
     uint64_t file_row; /* columnar: index row; schema 1: unused */
     char *group;       /* schema 1: path of the region group */
     /* loaded data (full loads only; NULL otherwise) */
     int64_t *col[SX_NCOLS];
-    char *meta_text; /* canonical JSON text of the event_metadata list, or NULL */
-    bool meta_any;   /* some call's metadata dict is non-empty */
+    char *meta_text; /* canonical JSON text of the event_metadata list, or NULL;
+                        'meta_any' above tells whether it has a non-empty dict */
 };
 
 struct sx_thread {
