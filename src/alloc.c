@@ -1,5 +1,5 @@
 /* alloc.c - the library's allocations, each of which a fault test may make fail */
-#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, madvise */
+#define _GNU_SOURCE /* MAP_ANONYMOUS, madvise, mremap */
 #include "fault.h"
 
 #include <stdlib.h>
@@ -113,4 +113,52 @@ void *sx_pages_alloc(size_t len) {
 void sx_pages_free(void *p, size_t len) {
     if (p != NULL)
         munmap(p, len);
+}
+
+/*
+ * Pages 'p' of 'old' bytes grown to 'len': moved by the kernel, not copied (a
+ * copy at each doubling held the old pages and the new at once: a block of
+ * half a document, twice). At a frame boundary from SX_BIG_MIN, as
+ * sx_pages_alloc maps them: the pages move into a reservation of the size
+ * and a frame more, whose ends are let go. NULL: 'p' as it was.
+ */
+void *sx_pages_grow(void *p, size_t old, size_t len) {
+    if (alloc_should_fail())
+        return NULL;
+#ifdef MREMAP_FIXED
+    if (len >= SX_BIG_MIN && len <= SIZE_MAX - BIG_FRAME && big_wanted()) {
+        char *r = mmap(NULL, len + BIG_FRAME, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (r != MAP_FAILED) {
+            const uintptr_t a =
+                ((uintptr_t)r + BIG_FRAME - 1) & ~(uintptr_t)(BIG_FRAME - 1);
+            void *q = mremap(p, old, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)a);
+            if (q != MAP_FAILED) {
+                const size_t head = (size_t)(a - (uintptr_t)r);
+                if (head > 0)
+                    munmap(r, head);
+                if (BIG_FRAME - head > 0)
+                    munmap((char *)a + len, BIG_FRAME - head);
+#ifdef MADV_HUGEPAGE
+                madvise(q, len, MADV_HUGEPAGE); /* advice, as in big_map */
+#endif
+                return q;
+            }
+            munmap(r, len + BIG_FRAME);
+        }
+    }
+    void *q = mremap(p, old, len, MREMAP_MAYMOVE);
+    return q != MAP_FAILED ? q : NULL;
+#else /* no mremap: a copy */
+    char *q = sx_pages_alloc(len);
+    if (q != NULL) {
+        memcpy(q, p, old < len ? old : len);
+        sx_pages_free(p, old);
+    }
+    return q;
+#endif
+}
+
+bool sx_pages_trim(void *p, size_t old, size_t len) {
+    return len >= old || munmap((char *)p + len, old - len) == 0;
 }

@@ -22,13 +22,11 @@ static bool align_grow(struct sx_buf *b, size_t cap) {
     if (cap > SIZE_MAX - b->front - PAGE)
         return false;
     const size_t total = (b->front + cap + PAGE - 1) & ~(size_t)(PAGE - 1);
-    char *p = sx_pages_alloc(total);
+    char *p = b->data == NULL
+                  ? sx_pages_alloc(total)
+                  : sx_pages_grow(b->data - b->front, b->front + b->cap, total);
     if (p == NULL)
         return false;
-    if (b->data != NULL) {
-        memcpy(p, b->data - b->front, b->front + b->len + 1);
-        sx_pages_free(b->data - b->front, b->front + b->cap);
-    }
     b->data = p + b->front;
     b->cap = total - b->front;
     return true;
@@ -43,6 +41,16 @@ bool sx_buf_align(struct sx_buf *b, size_t cap) {
     }
     b->data[0] = '\0';
     return true;
+}
+
+void sx_buf_align_trim(struct sx_buf *b, size_t cap) {
+    if (!b->aligned || b->data == NULL)
+        return;
+    const size_t total = (b->front + cap + 1 + PAGE - 1) & ~(size_t)(PAGE - 1);
+    if (b->len + 1 > total - b->front || total >= b->front + b->cap)
+        return;
+    if (sx_pages_trim(b->data - b->front, b->front + b->cap, total))
+        b->cap = total - b->front;
 }
 
 void sx_buf_reset(struct sx_buf *b) {

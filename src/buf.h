@@ -29,5 +29,8 @@ void sx_buf_putc(struct sx_buf *b, char c);
 /* An empty buffer whose storage begins at a page and stays so as it grows, with room
  * for 'cap' bytes; false (and b->failed) on allocation failure. Frees what 'b' held. */
 bool sx_buf_align(struct sx_buf *b, size_t cap);
+/* An aligned buffer grown past room for 'cap' bytes (and its text) back to it: its
+ * pages beyond let go. Nothing else changes; a refusal keeps them. */
+void sx_buf_align_trim(struct sx_buf *b, size_t cap);
 
 #endif /* SX_BUF_H */

@@ -69,5 +69,10 @@ void sx_big_free(struct sx_big *b);
  * may fail it). Unmapped by sx_pages_free with the same length; accepts NULL. */
 void *sx_pages_alloc(size_t len);
 void sx_pages_free(void *p, size_t len);
+/* Pages of sx_pages_alloc, 'p' of 'old' bytes, grown to 'len' (whole pages) without a
+ * copy; NULL: no memory (a fault test may fail it), 'p' as it was. */
+void *sx_pages_grow(void *p, size_t old, size_t len);
+/* Its pages from 'len' (whole pages) on let go: true, or false and 'p' as it was. */
+bool sx_pages_trim(void *p, size_t old, size_t len);
 
 #endif /* SX_INTERNAL_H */

@@ -172,6 +172,9 @@ static int lb_hand(struct sx_out_file *f) {
     if (e != 0)
         return e;
     struct sx_buf *l = &f->lb[f->cur], *o = &f->lb[f->cur ^ 1];
+    /* a stage grown for a block lent to the caller, written now: a stage again, so that
+     * a large block does not keep its size in both */
+    sx_buf_align_trim(o, f->stage_len);
     const size_t pages = l->len & ~(size_t)(DIO_ALIGN - 1);
     o->len = l->len - pages; /* its room is a stage at least */
     memcpy(o->data, l->data + pages, o->len + 1);

@@ -1,5 +1,7 @@
 /* test_alloc.c - large buffers (sx_big): kept bytes, growth, large frames advised on
- * their own mapping, and malloc's when the switch is off or the buffer small */
+ * their own mapping, and malloc's when the switch is off or the buffer small; the
+ * page-aligned buffers of the output's stages: grown without a copy, trimmed back */
+#include "buf.h"
 #include "internal.h"
 #include "sx_test.h"
 
@@ -95,5 +97,42 @@ int main(void) {
     CHECK(sx_big_reserve(&b, 20 * MIB, 6 * MIB));
     CHECK(b.map > 0 && pattern_ok(b.p, 6 * MIB, 3));
     sx_big_free(&b);
+
+    /*
+     * An aligned sx_buf (an output's stage): its text, after a front, kept as it grows
+     * from pages to frames (moved, not copied), at a page and, once large, at a frame;
+     * trimmed back to its first size with the text kept, and not below its text.
+     */
+    struct sx_buf s = {0};
+    CHECK(sx_buf_align(&s, 64 * 1024));
+    CHECK(s.data != NULL && (uintptr_t)s.data % 4096 == 0 && s.cap > 64 * 1024);
+    const size_t first_cap = s.cap;
+    pattern((unsigned char *)s.data, 5000, 4);
+    s.len = 5000;
+    s.data += 4000; /* as a lend leaves it: the unwritten bytes before 'data' */
+    s.front = 4000;
+    s.cap -= 4000;
+    s.len = 1000;
+    CHECK(sx_buf_reserve(&s, 9 * MIB)); /* past SX_BIG_MIN: frames */
+    CHECK(s.cap >= 9 * MIB + 1000 && (uintptr_t)(s.data - s.front) % (2 * MIB) == 0);
+    CHECK(pattern_ok((unsigned char *)s.data - s.front, 5000, 4));
+    pattern((unsigned char *)s.data + s.len, 9 * MIB, 5); /* all of it writable */
+    vm_flags(s.data, flags, sizeof flags);
+    if (flags[0] != '\0')
+        CHECK(strstr(flags, " hg") != NULL);
+    s.data -= s.front; /* given back */
+    s.cap += s.front;
+    s.front = 0;
+    s.len = 5000;
+    sx_buf_align_trim(&s, 64 * 1024);
+    CHECK(s.cap == first_cap && pattern_ok((unsigned char *)s.data, 5000, 4));
+    sx_buf_align_trim(&s, 64 * 1024); /* at its size: nothing */
+    CHECK(s.cap == first_cap);
+    CHECK(sx_buf_reserve(&s, 2 * MIB));
+    pattern((unsigned char *)s.data, s.len + 2 * MIB, 6);
+    s.len += 2 * MIB;
+    sx_buf_align_trim(&s, 64 * 1024); /* its text stays */
+    CHECK(s.cap > s.len && pattern_ok((unsigned char *)s.data, s.len, 6));
+    sx_buf_free(&s);
     TEST_DONE();
 }
