@@ -153,8 +153,11 @@ enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
     ah->rows = ah->rows_mem.p;
     if (ah->rows_mem.cap != had && ah->rows_mem.map == 0) /* a mapping reads as zeros */
         memset(ah->rows, 0, ah->rows_mem.cap);
-    for (size_t r = 0; r < nrow; r++)
+    for (size_t r = 0; r < nrow; r++) {
+        if (r + SX_PLAN_AHEAD < nrow && run->index != NULL)
+            __builtin_prefetch(&run->index[doc->order[ah->rowi[r + SX_PLAN_AHEAD]]]);
         sx_plan_row_again(run, doc->order[ah->rowi[r]], &ah->rows[r]);
+    }
 
     /* Their events: one slice per piece, one read. */
     if (ah->nent > 0) {

@@ -106,6 +106,63 @@ static int cmp_doc_rows(const void *a, const void *b, void *ctx) {
     return (i > j) - (i < j);
 }
 
+/* Row r's region and rank, from the index or the loaded rows. */
+static void row_key(const struct sx_run *run, uint64_t r, uint32_t *region,
+                    int64_t *rank) {
+    if (sx_run_is_lazy(run)) {
+        *region = run->index[r].region;
+        *rank = run->index[r].rank;
+    } else {
+        *region = run->rows[r].region;
+        *rank = run->rows[r].rank;
+    }
+}
+
+/*
+ * 'order' (rows ascending) sorted as cmp_doc_rows sorts it: counted into its
+ * regions in one pass over the rows in their order, which keeps the rows of a
+ * region in theirs (a run's file has them rank by rank: sorted already); a
+ * region whose ranks are not is sorted alone. A sort of the whole through the
+ * comparator read the index in no order at all, a cache miss a comparison.
+ * Without memory for the counts, that sort.
+ */
+static void sort_doc_rows(const struct sx_run *run, uint64_t *order, size_t n) {
+    size_t *start = sx_calloc(run->nnames + 2, sizeof *start);
+    uint64_t *to = sx_malloc((n + 1) * sizeof *to);
+    int64_t *ranks = sx_malloc((n + 1) * sizeof *ranks);
+    if (start == NULL || to == NULL || ranks == NULL) {
+        qsort_r(order, n, sizeof *order, cmp_doc_rows, (void *)run);
+        goto out;
+    }
+    uint32_t region;
+    int64_t rank;
+    for (size_t j = 0; j < n; j++) {
+        row_key(run, order[j], &region, &rank);
+        start[region + 1]++;
+    }
+    for (size_t g = 0; g < run->nnames; g++)
+        start[g + 1] += start[g];
+    for (size_t j = 0; j < n; j++) {
+        row_key(run, order[j], &region, &rank);
+        const size_t at = start[region]++; /* the next region's start once done */
+        to[at] = order[j];
+        ranks[at] = rank;
+    }
+    memcpy(order, to, n * sizeof *order);
+    for (size_t g = 0, from = 0; g < run->nnames; from = start[g++]) {
+        size_t j = from + 1;
+        while (j < start[g] && ranks[j - 1] <= ranks[j])
+            j++;
+        if (j < start[g]) /* equal ranks keep their rows' order: cmp_doc_rows's */
+            qsort_r(order + from, start[g] - from, sizeof *order, cmp_doc_rows,
+                    (void *)run);
+    }
+out:
+    free(start);
+    free(to);
+    free(ranks);
+}
+
 static size_t str_weight(const char *s) { return s ? strlen(s) + 24 : 0; }
 
 /* Estimated bytes of one event of a segment: weights only balance blocks. */
@@ -177,10 +234,11 @@ enum sx_status sx_doc_plan(struct sx_doc *doc, const struct sx_run *run,
             doc->order[n++] = r;
     }
     /* Region-major (region table order), then rank ascending. */
-    qsort_r(doc->order, n, sizeof *doc->order, cmp_doc_rows, (void *)run);
+    sort_doc_rows(run, doc->order, n);
     /* A (name, rank) written twice: the later row wins, as in the reader's dict. */
     uint64_t k = 0;
     for (uint64_t i = 0; i < n; i++) {
+        SX_PLAN_PREFETCH(run, doc->order, i + 1, n);
         const struct sx_row *row = sx_plan_row_again(run, doc->order[i], &tmp);
         if (i + 1 < n) {
             const struct sx_row *nx = sx_plan_row_again(run, doc->order[i + 1], &tmp2);
@@ -200,6 +258,7 @@ enum sx_status sx_doc_plan(struct sx_doc *doc, const struct sx_run *run,
     struct sx_pos from = {0, 0, 0};
     uint64_t acc = 0, acc_units = 0;
     for (uint64_t i = 0; i < doc->nrows; i++) {
+        SX_PLAN_PREFETCH(run, doc->order, i, doc->nrows);
         const struct sx_row *row = sx_plan_row_again(run, doc->order[i], &tmp);
         /* a lazy block reads its rows in full: bound how many it holds */
         if (sx_run_is_lazy(run) && acc > 0 && i - from.row >= SX_BLOCK_ROWS) {
@@ -279,6 +338,8 @@ enum sx_status sx_doc_block_pieces(const struct sx_doc *doc, size_t bi,
     for (uint64_t i = blk->from.row; i < doc->nrows && i <= blk->to.row; i++) {
         if (i == blk->to.row && blk->to.seg == 0 && blk->to.ev == 0)
             break;
+        SX_PLAN_PREFETCH(run, doc->order, i,
+                         blk->to.row + 1 < doc->nrows ? blk->to.row + 1 : doc->nrows);
         const struct sx_row *row = sx_plan_row_again(run, doc->order[i], &tmp);
         unsigned s0 = i == blk->from.row ? blk->from.seg : 0;
         for (unsigned seg = s0; seg < SX_NSEGS; seg++) {
