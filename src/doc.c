@@ -442,10 +442,11 @@ static enum sx_status write_head(const struct sx_doc *doc, uint64_t i,
     }
     if (!sx_buf_reserve(b, m->pre.len + m->post.len + 24))
         return SX_OK;
-    memcpy(b->data + b->len, m->pre.data, m->pre.len);
+    memcpy(b->data + b->len, m->pre.data, m->pre.len); /* never empty: '{', a name */
     b->len += m->pre.len;
     b->len += sx_fmt_i64(b->data + b->len, row->rank);
-    memcpy(b->data + b->len, m->post.data, m->post.len);
+    if (m->post.len > 0) /* a row without source or tags: nothing after its rank */
+        memcpy(b->data + b->len, m->post.data, m->post.len);
     b->len += m->post.len;
     b->data[b->len] = '\0';
     return SX_OK;
