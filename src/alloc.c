@@ -39,6 +39,24 @@ static bool big_wanted(void) {
     return e == NULL || strcmp(e, "0") != 0;
 }
 
+/* The first frame boundary of a reservation 'm' of 'len' bytes and a frame more. */
+static char *frame_start(char *m) {
+    return (char *)(((uintptr_t)m + BIG_FRAME - 1) & ~(uintptr_t)(BIG_FRAME - 1));
+}
+
+/* The reservation 'm' let go but for its 'len' bytes at 'a' (frame_start), advised. */
+static void *frame_keep(char *m, char *a, size_t len) {
+    const size_t head = (size_t)(a - m);
+    if (head > 0)
+        munmap(m, head);
+    if (BIG_FRAME - head > 0)
+        munmap(a + len, BIG_FRAME - head);
+#ifdef MADV_HUGEPAGE
+    madvise(a, len, MADV_HUGEPAGE); /* advice: refused, 4 KiB pages as before */
+#endif
+    return a;
+}
+
 /* 'len' bytes (whole frames) mapped at a frame boundary and advised; NULL: none. */
 static void *big_map(size_t len) {
     if (len > SIZE_MAX - BIG_FRAME)
@@ -47,16 +65,7 @@ static void *big_map(size_t len) {
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
         return NULL;
-    const uintptr_t a = ((uintptr_t)m + BIG_FRAME - 1) & ~(uintptr_t)(BIG_FRAME - 1);
-    const size_t head = (size_t)(a - (uintptr_t)m);
-    if (head > 0)
-        munmap(m, head);
-    if (BIG_FRAME - head > 0)
-        munmap((char *)a + len, BIG_FRAME - head);
-#ifdef MADV_HUGEPAGE
-    madvise((void *)a, len, MADV_HUGEPAGE); /* advice: refused, 4 KiB pages as before */
-#endif
-    return (void *)a;
+    return frame_keep(m, frame_start(m), len);
 }
 
 bool sx_big_reserve(struct sx_big *b, size_t bytes, size_t keep) {
@@ -130,20 +139,9 @@ void *sx_pages_grow(void *p, size_t old, size_t len) {
         char *r = mmap(NULL, len + BIG_FRAME, PROT_NONE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (r != MAP_FAILED) {
-            const uintptr_t a =
-                ((uintptr_t)r + BIG_FRAME - 1) & ~(uintptr_t)(BIG_FRAME - 1);
-            void *q = mremap(p, old, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)a);
-            if (q != MAP_FAILED) {
-                const size_t head = (size_t)(a - (uintptr_t)r);
-                if (head > 0)
-                    munmap(r, head);
-                if (BIG_FRAME - head > 0)
-                    munmap((char *)a + len, BIG_FRAME - head);
-#ifdef MADV_HUGEPAGE
-                madvise(q, len, MADV_HUGEPAGE); /* advice, as in big_map */
-#endif
-                return q;
-            }
+            char *a = frame_start(r);
+            if (mremap(p, old, len, MREMAP_MAYMOVE | MREMAP_FIXED, a) != MAP_FAILED)
+                return frame_keep(r, a, len);
             munmap(r, len + BIG_FRAME);
         }
     }
