@@ -3,6 +3,9 @@
 
 #include <math.h>
 #include <stdio.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -256,46 +259,89 @@ static inline uint64_t digits8(uint32_t v) {
     return t | ((y - t * 10) << 8);
 }
 
+/* Up to 24 digits as characters, the bytes of three words (first digit lowest). */
+struct digit_words {
+    uint64_t w0, w1, w2;
+};
+
+/*
+ * The 16 digits of 'r' < 10^16 as the bytes of two words, each 0..9 (not yet
+ * characters): its four groups of 4 digits, each x in four 16-bit lanes that become
+ * x / 1000, x / 100, x / 10 and x by two high-half multiplies (of 4x by 8389, 5243,
+ * 3277, 32768, then by 2^7, 2^11, 2^15, 2^15: exact for x < 10^4, checked for every x
+ * by test_float_repr), then each lane less ten times the one before it; packed to
+ * bytes. Fewer instructions than digits8 twice, where SSE2 is (x86-64 always).
+ */
+static inline void digits16(uint64_t r, uint64_t *first, uint64_t *second) {
+    const uint32_t h = (uint32_t)(r / 100000000u), l = (uint32_t)(r % 100000000u);
+#if defined(__SSE2__)
+    const uint64_t groups = (uint64_t)(h / 10000) | (uint64_t)(h % 10000) << 16 |
+                            (uint64_t)(l / 10000) << 32 | (uint64_t)(l % 10000) << 48;
+    const __m128i g = _mm_cvtsi64_si128((long long)groups);
+    const __m128i gg = _mm_unpacklo_epi16(g, g);   /* A A B B C C D D */
+    const __m128i ab = _mm_unpacklo_epi32(gg, gg); /* A A A A B B B B */
+    const __m128i cd = _mm_unpackhi_epi32(gg, gg); /* C C C C D D D D */
+    const __m128i m1 =
+        _mm_set_epi16((short)32768, 3277, 5243, 8389, (short)32768, 3277, 5243, 8389);
+    const __m128i m2 = _mm_set_epi16((short)32768, (short)32768, 2048, 128, (short)32768,
+                                     (short)32768, 2048, 128);
+    const __m128i ten = _mm_set1_epi16(10);
+    __m128i q0 = _mm_mulhi_epu16(_mm_mulhi_epu16(_mm_slli_epi16(ab, 2), m1), m2);
+    __m128i q1 = _mm_mulhi_epu16(_mm_mulhi_epu16(_mm_slli_epi16(cd, 2), m1), m2);
+    q0 = _mm_sub_epi16(q0, _mm_slli_epi64(_mm_mullo_epi16(q0, ten), 16));
+    q1 = _mm_sub_epi16(q1, _mm_slli_epi64(_mm_mullo_epi16(q1, ten), 16));
+    const __m128i d = _mm_packus_epi16(q0, q1);
+    *first = (uint64_t)_mm_cvtsi128_si64(d);
+    *second = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(d, d));
+#else
+    *first = digits8(h);
+    *second = digits8(l);
+#endif
+}
+
+void sx_fmt_digits16(char *out, uint64_t r) {
+    uint64_t a, b;
+    digits16(r, &a, &b);
+    store_le(out, a | ZEROS);
+    store_le(out + 8, b | ZEROS);
+}
+
 /*
  * The shortest digits 'c' x 10^-k (16 or 17 digits, trailing zeros included) in 'w'
  * as characters padded with '0'; returns their number without the trailing zeros
- * (the leading zero bytes of the digit words) and sets '*decpt'.
+ * (the leading zero bytes of the digit words) and sets '*decpt'. Laid out as 17
+ * digits, then moved down a byte when the first is 0: selections, not branches (the
+ * two lengths come about equally often, in no order).
  */
-static inline size_t words_of(uint64_t c, int k, uint64_t w[3], int *decpt) {
+static inline size_t words_of(uint64_t c, int k, struct digit_words *w, int *decpt) {
     const uint64_t e16 = UINT64_C(10000000000000000);
     const uint64_t d0 = c / e16, rest = c - d0 * e16;
-    const uint64_t a = digits8((uint32_t)(rest / 100000000u));
-    const uint64_t b = digits8((uint32_t)(rest % 100000000u));
-    const size_t z = b != 0 ? (size_t)__builtin_clzll(b) / 8
-                            : 8 + (a != 0 ? (size_t)__builtin_clzll(a) / 8 : 8);
-    if (d0 == 0) {
-        w[0] = a | ZEROS;
-        w[1] = b | ZEROS;
-        w[2] = ZEROS;
-        *decpt = 16 - k;
-        return 16 - z;
-    }
-    w[0] = (d0 | a << 8) | ZEROS;
-    w[1] = (a >> 56 | b << 8) | ZEROS;
-    w[2] = (b >> 56) | ZEROS;
-    *decpt = 17 - k;
-    return 17 - z;
+    uint64_t a, b;
+    digits16(rest, &a, &b);
+    const uint64_t last = b != 0 ? b : a;
+    const size_t z =
+        (b != 0 ? 0 : 8) + (last != 0 ? (size_t)__builtin_clzll(last) / 8 : 8);
+    const bool short16 = d0 == 0;
+    w->w0 = (short16 ? a : (d0 | a << 8)) | ZEROS;
+    w->w1 = (short16 ? b : (a >> 56 | b << 8)) | ZEROS;
+    w->w2 = (short16 ? 0 : b >> 56) | ZEROS;
+    *decpt = 17 - (int)short16 - k;
+    return 17 - (size_t)short16 - z;
 }
 
 /*
  * The shortest digits' integer among [lo, hi] (units of 10^-k, narrower than 10): the
  * multiple of 10 if there is one, else the nearest to v, 'vi' rounded up when 'up' (half
- * to even); 0 when that is not inside (the caller's slower path decides).
+ * to even); 0 when that is not inside (the caller's slower path decides). Which case
+ * holds is a coin toss from one number to the next: selections, not branches.
  */
 static inline uint64_t pick(uint64_t lo, uint64_t hi, uint64_t vi, bool up) {
-    uint64_t c = hi / 10 * 10;
-    if (c >= lo)
-        return c;
-    c = vi + up;
-    if (c < lo)
-        c++;
-    else if (c > hi)
-        c--;
+    const uint64_t ten = hi / 10 * 10;
+    uint64_t c = vi + up;
+    c += c < lo;
+    c -= c > hi;
+    const uint64_t take = -(uint64_t)(ten >= lo); /* a mask: compilers keep it a select */
+    c = (ten & take) | (c & ~take);
     return c >= lo && c <= hi ? c : 0;
 }
 
@@ -315,7 +361,7 @@ static inline uint64_t pick(uint64_t lo, uint64_t hi, uint64_t vi, bool up) {
  * characters padded with '0', and sets '*decpt' (v = 0.DIGITS x 10^decpt); 0 outside
  * that range: the caller takes the slow path.
  */
-static size_t fast_digits(double v, uint64_t w[3], int *decpt) {
+static inline size_t fast_digits(double v, struct digit_words *w, int *decpt) {
     uint64_t bits;
     memcpy(&bits, &v, sizeof bits);
     const uint64_t frac = bits & ((UINT64_C(1) << 52) - 1);
@@ -333,18 +379,16 @@ static size_t fast_digits(double v, uint64_t w[3], int *decpt) {
     const bool even = (M & 1) == 0;
     /* the top: vi + (r + 5^k) / 2^s; r + 5^k < 6 x 2^60 */
     const uint64_t t = r + p5;
-    uint64_t hi = vi + (t >> s);
-    if ((t & m) == 0 && !even)
-        hi--;
+    const uint64_t hi = vi + (t >> s) - ((t & m) == 0 && !even);
     /* the bottom: vi + (r - 5^k) / 2^s, at a power of two (2r - 5^k) / 2^(s+1) */
-    const int sl = frac == 0 ? s + 1 : s;
-    const int64_t bl =
-        frac == 0 ? (int64_t)(2 * r) - (int64_t)p5 : (int64_t)r - (int64_t)p5;
-    uint64_t lo = vi + (uint64_t)(bl >> sl);
-    if (((uint64_t)bl & ((UINT64_C(1) << sl) - 1)) != 0 || !even)
-        lo++;
+    const int sl = s + (frac == 0);
+    const int64_t bl = (int64_t)(frac == 0 ? 2 * r : r) - (int64_t)p5;
+    const uint64_t lo = vi + (uint64_t)(bl >> sl) +
+                        (((uint64_t)bl & ((UINT64_C(1) << sl) - 1)) != 0 || !even);
     const uint64_t half = UINT64_C(1) << (s - 1);
-    const uint64_t c = pick(lo, hi, vi, r > half || (r == half && (vi & 1)));
+    /* bitwise, not '||': short-circuit evaluation is a branch, taken half the time */
+    const bool up = (r > half) | ((r == half) & (bool)(vi & 1));
+    const uint64_t c = pick(lo, hi, vi, up);
     return c == 0 ? 0 : words_of(c, k, w, decpt);
 }
 
@@ -355,7 +399,7 @@ static size_t fast_digits(double v, uint64_t w[3], int *decpt) {
  * (p+1)-digit ones, so "some p-digit number reads back" is monotone in p and a binary
  * search finds the shortest; 17 digits always suffice.
  */
-static size_t slow_digits(double v, uint64_t w[3], int *decpt) {
+static size_t slow_digits(double v, struct digit_words *w, int *decpt) {
     uint64_t m = 0;
     int e = 0;
     int lo = 1, hi = 17;
@@ -383,10 +427,16 @@ static size_t slow_digits(double v, uint64_t w[3], int *decpt) {
     memset(text, '0', sizeof text);
     const size_t n = sx_fmt_u64(text, m);
     text[n] = '0';
-    for (int i = 0; i < 3; i++)
-        w[i] = load_le(text + 8 * i);
+    w->w0 = load_le(text);
+    w->w1 = load_le(text + 8);
+    w->w2 = load_le(text + 16);
     *decpt = e + (int)n;
     return n;
+}
+
+/* The bytes of a word below byte 'i' (any int; none below 0, all from 8). */
+static inline uint64_t low_bytes(int i) {
+    return i <= 0 ? 0 : i >= 8 ? ~UINT64_C(0) : (UINT64_C(1) << (8 * i)) - 1;
 }
 
 size_t sx_fmt_double(char *out, double v) {
@@ -407,44 +457,39 @@ size_t sx_fmt_double(char *out, double v) {
         memcpy(out, "0.0", 4);
         return (size_t)(out - start) + 3;
     }
-    uint64_t w[3];
+    struct digit_words w;
     int d;
-    size_t n = fast_digits(v, w, &d);
+    size_t n = fast_digits(v, &w, &d);
     if (n == 0)
-        n = slow_digits(v, w, &d);
-    /* Whole words stored where the digits go, then the part after the point stored
-     * again one byte on: at most 30 bytes with the sign, and 'out' has room for 32. The
-     * words are padded with '0', the zeros of "12300.0". */
+        n = slow_digits(v, &w, &d);
+    /* Whole words stored where the text goes: at most 30 bytes with the sign, and 'out'
+     * has room for 32. The words are padded with '0', the zeros of "12300.0". */
     size_t len;
     if (d > 0 && d <= 16) {
-        /* Fixed notation, always with a fractional part. */
-        store_le(out, w[0]);
-        store_le(out + 8, w[1]);
-        store_le(out + 16, w[2]);
-        if ((size_t)d < n) {
-            const unsigned i = (unsigned)d / 8, r = (unsigned)d % 8;
-            store_le(out + d + 1, w[i] >> (8 * r));
-            for (unsigned j = i + 1; j < 3; j++)
-                store_le(out + 8 * j + 1, w[j]);
-            out[d] = '.';
-            len = n + 1;
-        } else {
-            memcpy(out + d, ".0", 2);
-            len = (size_t)d + 2;
-        }
+        /* Fixed notation, always with a fractional part: the digits before byte 'd'
+         * from the words as they are, those after from the words moved up a byte (the
+         * whole text in three stores, made in registers), then the point. */
+        const uint64_t m0 = low_bytes(d), m1 = low_bytes(d - 8), m2 = low_bytes(d - 16);
+        const uint64_t u0 = w.w0 << 8, u1 = w.w1 << 8 | w.w0 >> 56,
+                       u2 = w.w2 << 8 | w.w1 >> 56;
+        store_le(out, (w.w0 & m0) | (u0 & ~m0));
+        store_le(out + 8, (w.w1 & m1) | (u1 & ~m1));
+        store_le(out + 16, (w.w2 & m2) | (u2 & ~m2));
+        out[d] = '.';
+        len = ((size_t)d < n ? n : (size_t)d + 1) + 1;
     } else if (d <= 0 && d > -4) {
         memcpy(out, "0.000000", 8);
         char *p = out + 2 - d;
-        store_le(p, w[0]);
-        store_le(p + 8, w[1]);
-        store_le(p + 16, w[2]);
+        store_le(p, w.w0);
+        store_le(p + 8, w.w1);
+        store_le(p + 16, w.w2);
         len = (size_t)(2 - d) + n;
     } else {
         /* Scientific: no ".0" for one digit, at least two exponent digits. */
-        store_le(out + 1, w[0]);
-        store_le(out + 9, w[1]);
-        store_le(out + 17, w[2]);
-        out[0] = (char)(w[0] & 0xff);
+        store_le(out + 1, w.w0);
+        store_le(out + 9, w.w1);
+        store_le(out + 17, w.w2);
+        out[0] = (char)(w.w0 & 0xff);
         len = 1;
         if (n > 1) {
             out[1] = '.';

@@ -25,6 +25,9 @@ void sx_buf_cstr(struct sx_buf *b, const char *s); /* NUL-terminated */
 size_t sx_fmt_i64(char *out, int64_t v);
 size_t sx_fmt_u64(char *out, uint64_t v);
 size_t sx_fmt_double(char *out, double v); /* room for 32 bytes: it stores whole words */
+/* The 16 digits of 'r' < 10^16, zero-padded, in 'out[0..16)' (no NUL): sx_fmt_double's
+ * digit step, for its test. */
+void sx_fmt_digits16(char *out, uint64_t r);
 /*
  * 'n' integers separated by ", " (and one before the first unless 'first'),
  * as the one-line document writes event columns. 'out' has room for 24

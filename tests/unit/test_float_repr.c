@@ -121,9 +121,36 @@ static void stays_in_room(void) {
     }
 }
 
+/* The digit step, for every group of four digits in each of its four places (its
+ * reciprocals are exact for 0..9999 and nothing else is tried), and at random. */
+static void every_digit_group(void) {
+    static const uint64_t place[] = {1000000000000u, 100000000u, 10000u, 1u};
+    char out[17], want[32];
+    for (size_t p = 0; p < 4; p++)
+        for (uint64_t x = 0; x < 10000; x++) {
+            const uint64_t r = x * place[p] + (9999 - x) * place[(p + 1) % 4];
+            sx_fmt_digits16(out, r);
+            out[16] = '\0';
+            snprintf(want, sizeof want, "%016llu", (unsigned long long)r);
+            if (strcmp(out, want) != 0) {
+                fprintf(stderr, "digits of %s: %s\n", want, out);
+                sx_test_failures++;
+                return;
+            }
+        }
+    for (int i = 0; i < 100000; i++) {
+        const uint64_t r = next() % 10000000000000000u;
+        sx_fmt_digits16(out, r);
+        out[16] = '\0';
+        snprintf(want, sizeof want, "%016llu", (unsigned long long)r);
+        CHECK_STR(out, want);
+    }
+}
+
 int main(void) {
     char out[64], want[32], got[32];
     long checked = 0;
+    every_digit_group();
     stays_in_room();
     CHECK(every_exponent() > 10000);
     for (int i = 0; i < 400000; i++) {
