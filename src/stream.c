@@ -35,7 +35,7 @@ struct block_hdr {
     uint64_t raw_len;
     uint64_t data_len; /* deflated bytes (gz only) */
     uint32_t crc;
-    uint32_t pad;
+    uint32_t pre; /* 1: the data is the block's first step, rank 0 finishes it */
     struct sx_error error;
 };
 
@@ -63,11 +63,12 @@ static int owner_of(const struct sx_stream_opts *so, const int *own, size_t b, i
     return sx_stream_owner(b, size, so->gz || so->compact);
 }
 
-/* Rank 0 finishes block 'b', which its owner only began (sx_producer.pre). */
-static bool root_finishes(const struct sx_producer *p, const struct sx_stream_opts *so,
-                          size_t b, int size) {
+/* Rank 0 may finish the blocks the one worker only begins (sx_producer.pre); the
+ * worker decides block by block (stream_worker) and says so in the block's header. */
+static bool root_may_finish(const struct sx_producer *p, const struct sx_stream_opts *so,
+                            int size) {
     return p->pre != NULL && p->finish != NULL && so->root_writes_only && !so->gz &&
-           size == 2 && b % SX_STREAM_FINISH != SX_STREAM_FINISH - 1;
+           size == 2;
 }
 
 /*
@@ -650,7 +651,13 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
             remote_failed = true;
             break;
         }
-        if (root_finishes(p, so, b, size)) {
+        if (h.pre != 0 && !root_may_finish(p, so, size)) {
+            st = sx_error_set(err, SX_ERR_INTERNAL, so->path,
+                              "%s: block %zu came unfinished from rank %d", so->path, b,
+                              owner);
+            break;
+        }
+        if (h.pre != 0) {
             st = recv_text(&in, h.raw_len, owner, comm, scratch, so->path, err);
             if (st == SX_OK) /* its text made in the output's stage (not .gz) */
                 sx_out_lend(w->f, &mine.raw);
@@ -733,6 +740,14 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
 /* Blocks in flight of a worker whose blocks rank 0 finishes. */
 enum { FINISH_AHEAD = 32 };
 
+/*
+ * Of a worker whose blocks rank 0 may finish, the blocks sent and not yet taken by
+ * rank 0 from which it makes the next block's text itself. Either end can be the slower
+ * (speedscope's worker sorts each rank's calls, rank 0 writes every byte): a worker
+ * ahead of rank 0 takes text off it, one behind hands it over, and the two stay busy.
+ */
+enum { FINISH_BACKLOG = 16 };
+
 /* One block in flight: its text, header and the requests of its sends. */
 struct sendset {
     struct block_out bo;
@@ -753,7 +768,9 @@ static enum sx_status post_sends(struct sendset *s, bool gz, MPI_Comm comm,
         s->reqs = r;
         s->cap = need;
     }
+    const uint32_t pre = s->hdr.pre;
     memset(&s->hdr, 0, sizeof s->hdr);
+    s->hdr.pre = pre;
     s->hdr.raw_len = s->bo.raw.len;
     s->hdr.data_len = gz ? s->bo.z.len : 0;
     s->hdr.crc = s->bo.crc;
@@ -782,12 +799,11 @@ static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
      * is made while rank 0 makes its own; blocks rank 0 finishes, enough for it to go on
      * while the worker begins the next part (they are small); else two: one sent while
      * the next is made. */
-    const int nsets = own != NULL                     ? SX_STREAM_TURN
-                      : root_finishes(p, so, 0, size) ? FINISH_AHEAD
-                                                      : 2;
+    const bool may_pre = root_may_finish(p, so, size);
+    const int nsets = own != NULL ? SX_STREAM_TURN : may_pre ? FINISH_AHEAD : 2;
     struct sendset *set = sx_calloc((size_t)nsets, sizeof *set);
     int got_ctrl = 0, ctrl = 0;
-    size_t k = 0;
+    size_t k = 0, taken = 0; /* blocks sent; of those, the first 'taken' received */
     struct ahead ah = {rank, size, 0, own};
     if (set == NULL) {
         st = sx_error_set(err, SX_ERR_NOMEM, "", "out of memory sending blocks");
@@ -815,7 +831,28 @@ static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
             break;
         }
         s->nreq = 0;
-        st = make_block(p, so, &ah, b, root_finishes(p, so, b, size), &s->bo, err);
+        if (k >= (size_t)nsets && taken < k + 1 - (size_t)nsets)
+            taken = k + 1 - (size_t)nsets; /* block k - nsets: waited for above */
+        bool pre = false;
+        if (may_pre) { /* how far rank 0 is behind */
+            int done = 1;
+            while (taken < k && done) {
+                struct sendset *o = &set[taken % (size_t)nsets];
+                if (MPI_Testall(o->nreq, o->reqs, &done, MPI_STATUSES_IGNORE) !=
+                    MPI_SUCCESS) {
+                    st = mpi_failed("MPI_Testall", err);
+                    break;
+                }
+                if (done) {
+                    o->nreq = 0;
+                    taken++;
+                }
+            }
+            pre = k - taken < FINISH_BACKLOG;
+        }
+        s->hdr.pre = pre;
+        if (st == SX_OK)
+            st = make_block(p, so, &ah, b, pre, &s->bo, err);
         if (st == SX_OK)
             st = sx_fault_at(SX_FAIL_SEND, err);
         if (st == SX_OK)

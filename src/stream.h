@@ -42,19 +42,15 @@ struct sx_producer {
      * Optional, both or neither: a block made in two steps, so that rank 0 can take the
      * second. 'pre', on the block's owner, appends what 'finish', on rank 0, turns
      * into the block's text (appended to the empty 'out'): 'block''s text, exactly.
-     * A stream in 'root_writes_only' at two processes has rank 0 finish most of the
-     * worker's blocks (SX_STREAM_FINISH), when the first step is the costly part that
-     * a block repeats (speedscope's sort of a rank) and the second is most of the
-     * rest (its text).
+     * A stream in 'root_writes_only' at two processes has rank 0 finish the worker's
+     * blocks while it keeps up with them (the worker makes the text itself when rank 0
+     * falls behind), when the first step is the costly part that a block repeats
+     * (speedscope's sort of a rank) and the second is most of the rest (its text).
      */
     enum sx_status (*pre)(void *ctx, size_t b, struct sx_buf *out, struct sx_error *err);
     enum sx_status (*finish)(void *ctx, size_t b, const struct sx_buf *in,
                              struct sx_buf *out, struct sx_error *err);
 };
-
-/* Of each SX_STREAM_FINISH blocks of the one worker, rank 0 finishes all but the last
- * (sx_producer.pre). */
-enum { SX_STREAM_FINISH = 4 };
 
 /* Blocks one 'prepare' call is told of, at most. */
 enum { SX_STREAM_AHEAD = 64 };
