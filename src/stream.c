@@ -758,7 +758,8 @@ struct sendset {
 
 static int pieces(uint64_t n) { return (int)((n + PIECE - 1) / PIECE); }
 
-static enum sx_status post_sends(struct sendset *s, bool gz, MPI_Comm comm,
+/* Send the block of 's'; 'pre': its first step only, for rank 0 to finish. */
+static enum sx_status post_sends(struct sendset *s, bool gz, bool pre, MPI_Comm comm,
                                  struct sx_error *err) {
     int need = 1 + pieces(gz ? s->bo.z.len : s->bo.raw.len);
     if (need > s->cap) {
@@ -768,7 +769,6 @@ static enum sx_status post_sends(struct sendset *s, bool gz, MPI_Comm comm,
         s->reqs = r;
         s->cap = need;
     }
-    const uint32_t pre = s->hdr.pre;
     memset(&s->hdr, 0, sizeof s->hdr);
     s->hdr.pre = pre;
     s->hdr.raw_len = s->bo.raw.len;
@@ -831,10 +831,9 @@ static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
             break;
         }
         s->nreq = 0;
-        if (k >= (size_t)nsets && taken < k + 1 - (size_t)nsets)
-            taken = k + 1 - (size_t)nsets; /* block k - nsets: waited for above */
         bool pre = false;
-        if (may_pre) { /* how far rank 0 is behind */
+        if (may_pre) { /* how far rank 0 is behind: its sends complete in order (the
+                        * set just waited for, block k - nsets, has none left) */
             int done = 1;
             while (taken < k && done) {
                 struct sendset *o = &set[taken % (size_t)nsets];
@@ -850,13 +849,12 @@ static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
             }
             pre = k - taken < FINISH_BACKLOG;
         }
-        s->hdr.pre = pre;
         if (st == SX_OK)
             st = make_block(p, so, &ah, b, pre, &s->bo, err);
         if (st == SX_OK)
             st = sx_fault_at(SX_FAIL_SEND, err);
         if (st == SX_OK)
-            st = post_sends(s, so->gz, comm, err);
+            st = post_sends(s, so->gz, pre, comm, err);
         if (st != SX_OK)
             break;
         k++;
