@@ -442,14 +442,14 @@ static size_t merge_spans(const struct span *sp, size_t n, size_t i, uint64_t ga
  * covering reads, select them with one OR-ed hyperslab, read once, and
  * scatter to the slices.
  */
-static enum sx_status read_col_spans(struct sx_h5 *h5, hid_t d, struct span *sp, size_t n,
-                                     struct sx_slice *s, int c, const char *src,
-                                     struct sx_error *err) {
+static enum sx_status read_col_spans(struct sx_h5 *h5, hid_t d, struct span *sp,
+                                     struct span *room, size_t n, struct sx_slice *s,
+                                     int c, const char *src, struct sx_error *err) {
     enum sx_status st = SX_OK;
     enum { GAP = 4096 };
     hid_t fs = -1, ms = -1;
     int64_t *buf = NULL;
-    sp = sort_spans(sp, sp + n, n);
+    sp = sort_spans(sp, room, n);
     if ((h5->raw[c].ok || h5->raw[c].zip) && h5->ev[c] == d) {
         struct sx_direct_span *ds = sx_malloc((n + 1) * sizeof *ds);
         SX_CHECK(ds != NULL, SX_ERR_NOMEM, err, src, "out of memory");
@@ -517,6 +517,7 @@ static enum sx_status read_slices(struct sx_h5 *h5, const struct sx_run *run,
     enum sx_status st = SX_OK;
     struct h5_quiet q;
     struct span *sp = NULL;
+    size_t *twin = NULL;
     int64_t *tmp = NULL;
     char src[1100];
     sx_h5_quiet_begin(&q);
@@ -528,20 +529,72 @@ static enum sx_status read_slices(struct sx_h5 *h5, const struct sx_run *run,
         }
         goto out;
     }
-    sp = sx_malloc((2 * ns + 1) * sizeof *sp); /* the spans, and room to sort them */
-    SX_CHECK(sp != NULL, SX_ERR_NOMEM, err, h5->path, "out of memory");
+    /*
+     * Three passes over the slices (a read-ahead holds tens of thousands, more than the
+     * caches): count each column's spans, make them, and after the reads make the
+     * times of the deltas. Delta-encoded ends need the starts too. An END-only slice
+     * whose events the START slice just before it reads too (a row's times, one after
+     * the other) takes that slice's starts ('twin'); the others read their starts'
+     * deltas into temp room.
+     */
     const bool delta = run->delta_encoded;
-    for (int c = 0; c < SX_NCOLS; c++) {
-        /* delta-encoded ends need the starts too: read deltas for END slices into tmp */
-        size_t n = 0;
-        for (size_t i = 0; i < ns; i++) {
-            bool want = (s[i].cols & SX_COLBIT(c)) != 0;
-            if (delta && c == SX_COL_START && (s[i].cols & SX_COLBIT(SX_COL_END)))
-                want = true;
-            if (want && s[i].n > 0)
-                sp[n++] = (struct span){s[i].row->offset + s[i].first, s[i].n, i};
+    const unsigned s_bit = SX_COLBIT(SX_COL_START), e_bit = SX_COLBIT(SX_COL_END);
+    size_t count[SX_NCOLS] = {0}, base[SX_NCOLS], total = 0;
+    uint64_t extra = 0;
+    twin = sx_malloc((ns + 1) * sizeof *twin);
+    SX_CHECK(twin != NULL, SX_ERR_NOMEM, err, h5->path, "out of memory");
+    for (size_t i = 0; i < ns; i++) {
+        const unsigned cols = s[i].cols;
+        twin[i] = SIZE_MAX;
+        if (s[i].n == 0)
+            continue;
+        for (int c = 0; c < SX_NCOLS; c++)
+            count[c] += (cols >> c) & 1u;
+        if (!delta || (cols & (s_bit | e_bit)) != e_bit)
+            continue;
+        for (size_t k = i > 2 ? i - 2 : 0; k < i; k++)
+            if ((s[k].cols & s_bit) && s[k].row == s[i].row && s[k].n == s[i].n &&
+                s[k].first == s[i].first)
+                twin[i] = k;
+        if (twin[i] == SIZE_MAX) {
+            count[SX_COL_START]++;
+            extra += s[i].n;
         }
-        if (n == 0 || h5->ev[c] < 0)
+    }
+    for (int c = 0; c < SX_NCOLS; c++) {
+        base[c] = total;
+        total += count[c];
+    }
+    sp = sx_malloc((2 * total + 1) * sizeof *sp); /* the spans, and room to sort them */
+    SX_CHECK(sp != NULL, SX_ERR_NOMEM, err, h5->path, "out of memory");
+    if (extra > 0) {
+        SX_CHECK(sx_big_reserve(&h5->end_deltas, (extra + 1) * sizeof *tmp, 0),
+                 SX_ERR_NOMEM, err, h5->path, "out of memory");
+        tmp = h5->end_deltas.p;
+    }
+    size_t fill[SX_NCOLS];
+    memcpy(fill, base, sizeof fill);
+    uint64_t used = 0;
+    for (size_t i = 0; i < ns; i++) {
+        const unsigned cols = s[i].cols;
+        if (s[i].n == 0)
+            continue;
+        const uint64_t at = s[i].row->offset + s[i].first;
+        for (int c = 0; c < SX_NCOLS; c++)
+            if ((cols >> c) & 1u)
+                sp[fill[c]++] = (struct span){at, s[i].n, i};
+        if (!delta || (cols & (s_bit | e_bit)) != e_bit)
+            continue;
+        if (twin[i] != SIZE_MAX) {
+            s[i].col[SX_COL_START] = s[twin[i]].col[SX_COL_START];
+        } else {
+            s[i].col[SX_COL_START] = tmp + used;
+            used += s[i].n;
+            sp[fill[SX_COL_START]++] = (struct span){at, s[i].n, i};
+        }
+    }
+    for (int c = 0; c < SX_NCOLS; c++) {
+        if (count[c] == 0 || h5->ev[c] < 0)
             continue;
         char obj[64];
         snprintf(obj, sizeof obj, "/events/%s",
@@ -549,59 +602,42 @@ static enum sx_status read_slices(struct sx_h5 *h5, const struct sx_run *run,
                  : delta && c == SX_COL_END ? "durations"
                                             : sx_h5_col_names[c]);
         sx_h5_src_name(src, sizeof src, h5->path, obj);
-        if (delta && c == SX_COL_START) {
-            /* START slices read in place; END-only slices read deltas into temp room */
-            uint64_t extra = 0;
-            for (size_t i = 0; i < ns; i++)
-                if (!(s[i].cols & SX_COLBIT(SX_COL_START)) &&
-                    (s[i].cols & SX_COLBIT(SX_COL_END)))
-                    extra += s[i].n;
-            SX_CHECK(sx_big_reserve(&h5->end_deltas, (extra + 1) * sizeof *tmp, 0),
-                     SX_ERR_NOMEM, err, src, "out of memory");
-            tmp = h5->end_deltas.p;
-            uint64_t used = 0;
-            for (size_t i = 0; i < ns; i++)
-                if (!(s[i].cols & SX_COLBIT(SX_COL_START)) &&
-                    (s[i].cols & SX_COLBIT(SX_COL_END))) {
-                    s[i].col[SX_COL_START] = tmp + used;
-                    used += s[i].n;
-                }
-        }
-        st = read_col_spans(h5, h5->ev[c], sp, n, s, c, src, err);
+        st = read_col_spans(h5, h5->ev[c], sp + base[c], sp + total + base[c], count[c],
+                            s, c, src, err);
         if (st != SX_OK)
             goto out;
-        if (delta && c == SX_COL_START) {
-            for (size_t i = 0; i < ns; i++) {
-                if (s[i].col[SX_COL_START] == NULL || s[i].n == 0)
-                    continue;
-                uint64_t prefix = 0;
-                if (s[i].first > 0) {
-                    uint64_t from = 0, base = 0, sum = 0;
-                    ckpt_find(h5, s[i].row, s[i].first, &from, &base);
-                    st = sum_deltas(h5, s[i].row->offset + from,
-                                    s[i].row->offset + s[i].first, &sum, src, err);
-                    if (st != SX_OK)
-                        goto out;
-                    prefix = base + sum;
-                }
-                int64_t *v = s[i].col[SX_COL_START];
-                uint64_t acc = prefix;
-                for (uint64_t k = 0; k < s[i].n; k++) {
-                    acc += (uint64_t)v[k];
-                    v[k] = (int64_t)acc;
-                }
-                ckpt_add(h5, s[i].row, s[i].first + s[i].n, acc);
+    }
+    if (!delta)
+        goto out;
+    /* the times: starts from their deltas (a twin's before the END slice that takes
+     * them), then ends from their starts */
+    sx_h5_src_name(src, sizeof src, h5->path, "/events/start_deltas");
+    for (size_t i = 0; i < ns; i++) {
+        int64_t *v = s[i].col[SX_COL_START];
+        const uint64_t m = s[i].n;
+        if (v != NULL && m > 0 && twin[i] == SIZE_MAX && h5->ev[SX_COL_START] >= 0) {
+            uint64_t prefix = 0;
+            if (s[i].first > 0) {
+                uint64_t from = 0, b = 0, sum = 0;
+                ckpt_find(h5, s[i].row, s[i].first, &from, &b);
+                st = sum_deltas(h5, s[i].row->offset + from,
+                                s[i].row->offset + s[i].first, &sum, src, err);
+                if (st != SX_OK)
+                    goto out;
+                prefix = b + sum;
             }
+            uint64_t acc = prefix;
+            for (uint64_t k = 0; k < m; k++) {
+                acc += (uint64_t)v[k];
+                v[k] = (int64_t)acc;
+            }
+            ckpt_add(h5, s[i].row, s[i].first + m, acc);
         }
-        if (delta && c == SX_COL_END) {
-            for (size_t i = 0; i < ns; i++) {
-                if (!(s[i].cols & SX_COLBIT(SX_COL_END)))
-                    continue;
-                const int64_t *st0 = s[i].col[SX_COL_START];
-                int64_t *v = s[i].col[SX_COL_END];
-                for (uint64_t k = 0; k < s[i].n; k++)
-                    v[k] = (int64_t)((uint64_t)st0[k] + (uint64_t)v[k]);
-            }
+        if ((s[i].cols & e_bit) && h5->ev[SX_COL_END] >= 0) {
+            const int64_t *restrict st0 = s[i].col[SX_COL_START];
+            int64_t *restrict e = s[i].col[SX_COL_END];
+            for (uint64_t k = 0; k < m; k++)
+                e[k] = (int64_t)((uint64_t)st0[k] + (uint64_t)e[k]);
         }
     }
 out:
@@ -609,6 +645,7 @@ out:
     for (size_t i = 0; i < ns; i++)
         if (!(s[i].cols & SX_COLBIT(SX_COL_START)))
             s[i].col[SX_COL_START] = NULL;
+    free(twin);
     free(sp);
     sx_h5_quiet_end(&q);
     return st;
