@@ -1,6 +1,5 @@
 /* h5_direct.c - reads of a run's file that go around libhdf5, and their fall-back to it
  */
-#define _GNU_SOURCE /* sched_getaffinity: the CPUs this process may run on */
 #include "h5_direct.h"
 
 #include "fault.h"
@@ -14,7 +13,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -92,7 +91,6 @@ struct sx_direct {
     struct sx_vlen_file vfile; /* the file's sizes for its string datasets */
 };
 
-static bool helper_allowed(void);
 static void helper_stop(struct sx_direct *dr);
 static void zdec_free(struct zdec *zd);
 
@@ -126,7 +124,7 @@ void sx_direct_open(int hfd, const char *path, struct sx_direct **out) {
     if (dr == NULL)
         return;
     dr->host_be = sx_direct_host_big_endian();
-    dr->help_ok = helper_allowed();
+    dr->help_ok = sx_helper_allowed();
     dr->fd = open(path, O_RDONLY | O_CLOEXEC);
     /* the path is looked up again: it must still name the file HDF5 opened (a run
      * replaced meanwhile is read by HDF5 alone, never half from each) */
@@ -461,10 +459,10 @@ static bool decode_chunk(struct zdec *zd, const struct sx_direct_col *c, bool ho
 }
 
 /*
- * The helper thread: it decodes the second half of a batch's chunks while the caller
- * decodes the first. It runs only while a reader is open (sx_direct_close joins it),
- * only when the process may run on more than one CPU (its affinity: an MPI rank bound
- * to a core gets none) and may run a thread at all (MPI's thread level, as the
+ * The helper thread: it decodes a batch's chunks beside the caller, each the next not
+ * yet taken (decode_jobs). It runs only while a reader is open (sx_direct_close joins
+ * it), only when the process may run on more than one CPU (its affinity: an MPI rank
+ * bound to a core gets none) and may run a thread at all (MPI's thread level, as the
  * output's writer thread), and never when SCOPE_EXPORT_THREADS is 0 or 1. It makes no
  * HDF5 or MPI call and allocates nothing: the caller reads the chunks' bytes and makes
  * its room ready.
@@ -474,12 +472,14 @@ struct zhelp {
     unsigned long gen, done; /* the batch given, the batch done */
     struct sx_direct *dr;
     const struct sx_direct_col *c;
-    size_t from, to; /* its jobs */
+    size_t n;            /* the batch's jobs */
+    atomic_size_t taken; /* jobs taken, by either thread */
+    size_t decoded;      /* by the helper */
     struct zdec zd;
 };
 
-static void decode_jobs(struct sx_direct *dr, struct zdec *zd,
-                        const struct sx_direct_col *c, size_t from, size_t to);
+static size_t decode_jobs(struct sx_direct *dr, struct zdec *zd,
+                          const struct sx_direct_col *c, atomic_size_t *taken, size_t n);
 
 static void *helper_main(void *arg) {
     struct zhelp *h = arg;
@@ -490,24 +490,13 @@ static void *helper_main(void *arg) {
         if (h->t.quit)
             break;
         pthread_mutex_unlock(&h->t.mu);
-        decode_jobs(h->dr, &h->zd, h->c, h->from, h->to);
+        h->decoded = decode_jobs(h->dr, &h->zd, h->c, &h->taken, h->n);
         pthread_mutex_lock(&h->t.mu);
         h->done = h->gen;
         pthread_cond_broadcast(&h->t.cv);
     }
     pthread_mutex_unlock(&h->t.mu);
     return NULL;
-}
-
-/* Whether this process may run a helper thread beside the caller. */
-static bool helper_allowed(void) {
-    const char *v = getenv("SCOPE_EXPORT_THREADS");
-    if ((v != NULL && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0)) ||
-        !sx_mpi_threads_ok_here())
-        return false;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    return sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) >= 2;
 }
 
 /* The helper thread, started at the first batch it can share; NULL: none. */
@@ -537,12 +526,19 @@ static void helper_stop(struct sx_direct *dr) {
     dr->help = NULL;
 }
 
-static void decode_jobs(struct sx_direct *dr, struct zdec *zd,
-                        const struct sx_direct_col *c, size_t from, size_t to) {
-    for (size_t i = from; i < to; i++) {
+/* Decode the batch's jobs, one at a time, each the next not yet taken: the caller and
+ * the helper share them, whichever runs more decodes more (the helper thread shares its
+ * core with the caller's others, a read-ahead beside the formatting: a fixed half each
+ * left one of them waiting on the other at every batch). */
+static size_t decode_jobs(struct sx_direct *dr, struct zdec *zd,
+                          const struct sx_direct_col *c, atomic_size_t *taken, size_t n) {
+    size_t done = 0;
+    for (size_t i; (i = atomic_fetch_add_explicit(taken, 1, memory_order_relaxed)) < n;
+         done++) {
         struct zjob *j = &dr->zjob[i];
         j->ok = decode_chunk(zd, c, dr->host_be, dr->zin + j->at, j->n, j->val);
     }
+    return done;
 }
 
 /* Column 'c''s ring: its own, a free one, or the first made over; NULL: no memory. */
@@ -589,7 +585,7 @@ static void batch_clear(struct sx_direct *dr, struct zkept *z, bool drop) {
 }
 
 /*
- * The batch's chunks decoded (half of them by the helper thread when there is one),
+ * The batch's chunks decoded (shared with the helper thread when there is one),
  * then its copies made in order. SX_ERR_UNSUPPORTED when a chunk does not inflate.
  */
 static enum sx_status batch_run(struct sx_direct *dr, const struct sx_direct_col *c,
@@ -599,24 +595,26 @@ static enum sx_status batch_run(struct sx_direct *dr, const struct sx_direct_col
     struct zhelp *h = n >= 2 ? helper_of(dr) : NULL;
     SX_CHECK(zdec_ready(&dr->zd, c) && (h == NULL || zdec_ready(&h->zd, c)), SX_ERR_NOMEM,
              err, src, "out of memory");
-    size_t mine = n;
+    atomic_size_t alone;
+    atomic_size_t *taken = &alone;
+    atomic_init(&alone, 0);
     if (h != NULL) {
-        mine = (n + 1) / 2;
         pthread_mutex_lock(&h->t.mu);
         h->c = c;
-        h->from = mine;
-        h->to = n;
+        h->n = n;
+        atomic_store_explicit(&h->taken, 0, memory_order_relaxed);
         h->gen++;
         pthread_cond_broadcast(&h->t.cv);
         pthread_mutex_unlock(&h->t.mu);
+        taken = &h->taken;
     }
-    decode_jobs(dr, &dr->zd, c, 0, mine);
+    decode_jobs(dr, &dr->zd, c, taken, n);
     if (h != NULL) {
         pthread_mutex_lock(&h->t.mu);
         while (h->done != h->gen)
             pthread_cond_wait(&h->t.cv, &h->t.mu);
         pthread_mutex_unlock(&h->t.mu);
-        dr->helped += n - mine;
+        dr->helped += h->decoded;
     }
     for (size_t i = 0; i < n && st == SX_OK; i++)
         if (!dr->zjob[i].ok)

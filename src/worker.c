@@ -1,7 +1,13 @@
 /* worker.c - a thread of the library's own beside the caller's */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include "worker.h"
 
+#include "mpi_util.h"
+
+#include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <string.h>
 
 bool sx_worker_start(struct sx_worker *t, void *(*fn)(void *), void *arg) {
     sigset_t all, old;
@@ -32,4 +38,14 @@ void sx_worker_stop(struct sx_worker *t) {
     pthread_join(t->th, NULL);
     pthread_cond_destroy(&t->cv);
     pthread_mutex_destroy(&t->mu);
+}
+
+bool sx_helper_allowed(void) {
+    const char *v = getenv("SCOPE_EXPORT_THREADS");
+    if ((v != NULL && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0)) ||
+        !sx_mpi_threads_ok_here())
+        return false;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    return sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) >= 2;
 }

@@ -25,4 +25,12 @@ bool sx_worker_start(struct sx_worker *t, void *(*fn)(void *), void *arg);
 /* Ask the thread to quit (it sees 'quit' under 'mu' after a broadcast) and join it. */
 void sx_worker_stop(struct sx_worker *t);
 
+/*
+ * Whether this process may run a helper thread beside the caller (the direct reader's
+ * decoder, the JSON profile's read-ahead): only when it may run on more than one CPU
+ * (its affinity: an MPI rank bound to a core has one), may run a thread at all (MPI's
+ * thread level, as the output's writer thread), and SCOPE_EXPORT_THREADS is not 0 or 1.
+ */
+bool sx_helper_allowed(void);
+
 #endif /* SX_WORKER_H */

@@ -409,10 +409,12 @@ static bool many_cpus(void) {
 }
 
 /*
- * A batch of chunks is decoded half by the helper thread where the process may run on
- * two CPUs, and by the caller alone with SCOPE_EXPORT_THREADS=0: the same values either
- * way. A chunk that does not inflate in the helper's half fails the call (left to HDF5)
- * and leaves nothing half done: the reads after it give the right values.
+ * A batch of chunks is shared with the helper thread where the process may run on two
+ * CPUs, and decoded by the caller alone with SCOPE_EXPORT_THREADS=0: the same values
+ * either way. Which thread takes which chunk is the threads' race: the read is repeated
+ * until the helper has taken some (a helper that never runs fails). A chunk that does
+ * not inflate, whichever thread takes it, fails the call (left to HDF5) and leaves
+ * nothing half done: the reads after it give the right values.
  */
 static void test_zip_helper(const char *dir) {
     enum { N = 40 * 512, CH = 512 };
@@ -440,6 +442,13 @@ static void test_zip_helper(const char *dir) {
                                        {27 * CH + 3, N - 27 * CH - 3, got + 27 * CH + 3}};
         CHECK(sx_direct_read_zspans(o.dr, &o.c, sp, 3, "t", &e) == SX_OK);
         CHECK(memcmp(got, want, sizeof got) == 0);
+        for (int again = 0;
+             again < 200 && off == 0 && many_cpus() && sx_direct_helped(o.dr) == 0;
+             again++) {
+            memset(got, 0, sizeof got);
+            CHECK(sx_direct_read_zspans(o.dr, &o.c, sp, 3, "t", &e) == SX_OK);
+            CHECK(memcmp(got, want, sizeof got) == 0);
+        }
         if (off == 1 || !many_cpus())
             CHECK(sx_direct_helped(o.dr) == 0);
         else
@@ -447,7 +456,7 @@ static void test_zip_helper(const char *dir) {
         close_col(&o);
     }
     ASSERT(unsetenv("SCOPE_EXPORT_THREADS") == 0);
-    /* chunk 30 damaged: in the second half of a batch of 40 */
+    /* chunk 30 of a batch of 40 damaged */
     struct opened o;
     open_col(path, &o);
     damage_chunk(&o, path, 30 * CH);
