@@ -528,8 +528,10 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
     if (st != SX_OK)
         goto out;
 
-    /* A lazy run's rows of this block, read in full (one read per index column). */
-    if (sx_run_is_lazy(run) && np > 0) {
+    /* A lazy run's rows of this block, read in full (one read per index column), or
+     * read ahead with its events. */
+    const struct sx_row *arows = sx_doc_ahead_rows(ah, kb);
+    if (sx_run_is_lazy(run) && np > 0 && arows == NULL) {
         nbr = (size_t)(pieces[np - 1].i - r0 + 1);
         brows = sx_calloc(nbr, sizeof *brows);
         bix = sx_malloc(nbr * sizeof *bix);
@@ -541,7 +543,10 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
         if (st != SX_OK)
             goto out;
     }
-#define BLOCK_ROW(i) (brows != NULL ? &brows[(i)-r0] : &run->rows[doc->order[i]])
+#define BLOCK_ROW(i)                                                                     \
+    (arows != NULL   ? &arows[(i)-r0]                                                    \
+     : brows != NULL ? &brows[(i)-r0]                                                    \
+                     : &run->rows[doc->order[i]])
 
     /* 2. The event_metadata of every row of the block, in one read (or read ahead). */
     for (size_t k = 0; src->ops != NULL && k < np; k++)

@@ -23,16 +23,32 @@ enum { AHEAD_LONG = 1024 };
 
 void sx_doc_ahead_init(struct sx_doc_ahead *ah) { memset(ah, 0, sizeof *ah); }
 
+/* The rows of the last read-ahead let go of (the source's strings stay its own; a row
+ * that holds nothing of its own is left as it is: the next fill writes it whole). */
+static void rows_release(struct sx_doc_ahead *ah) {
+    for (size_t r = 0; r < ah->nrows; r++) {
+        struct sx_row *row = &ah->rows[r];
+        bool owns = !row->borrowed || row->group != NULL || row->meta_text != NULL;
+        for (int c = 0; c < SX_NCOLS && !owns; c++)
+            owns = row->col[c] != NULL;
+        if (owns)
+            sx_row_clear(row);
+    }
+    ah->nrows = 0;
+}
+
 void sx_doc_ahead_free(struct sx_doc_ahead *ah) {
     if (ah == NULL)
         return;
+    rows_release(ah);
     free(ah->block);
     free(ah->first);
     free(ah->ent);
     sx_big_free(&ah->arena_mem);
     sx_big_free(&ah->rows_mem);
     sx_big_free(&ah->slices_mem);
-    free(ah->rowi);
+    free(ah->rfirst);
+    free(ah->rix);
     free(ah->mfirst);
     free(ah->mrow);
     free(ah->mrows);
@@ -72,18 +88,20 @@ static bool grow(void **p, size_t *cap, size_t n, size_t size) {
 enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
                                  const struct sx_event_source *src,
                                  struct sx_doc_ahead *ah, const size_t *blocks, size_t n,
-                                 struct sx_error *err) {
+                                 bool longs, struct sx_error *err) {
     enum sx_status st = SX_OK;
     const struct sx_run *run = doc->run;
     struct sx_piece *pieces = NULL;
     size_t capp = 0, np = 0, nrow = 0;
     struct sx_row tmp;
     memset(&tmp, 0, sizeof tmp);
+    rows_release(ah);
     ah->nblock = ah->nent = ah->nmeta = 0;
     ah->metas = src->ops != NULL && src->ops->read_metas != NULL;
-    if (src->ops == NULL || src->ops->read_slices == NULL || !sx_run_is_lazy(run))
+    if (src->ops == NULL || src->ops->read_slices == NULL ||
+        src->ops->fill_rows == NULL || !sx_run_is_lazy(run))
         goto out;
-    uint64_t values = 0, calls = 0, last = UINT64_MAX;
+    uint64_t values = 0, calls = 0;
     for (size_t k = 0; k < n; k++) {
         st = sx_doc_block_pieces(doc, blocks[k], &pieces, &capp, &np, err);
         if (st != SX_OK)
@@ -99,11 +117,16 @@ enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
                 nm++;
             }
         }
-        /* long pieces are read well block by block, and reading them early
-         * would only hold back the block stream (decompressing, say) */
+        /* long pieces are read well block by block, and reading them early in the
+         * thread that formats would only hold back the block stream (decompressing,
+         * say) */
         if (values + evs > AHEAD_VALUES || ah->nent + nev > AHEAD_PIECES ||
-            calls + mcalls > AHEAD_META_CALLS || (nev > 0 && evs / nev >= AHEAD_LONG))
+            calls + mcalls > AHEAD_META_CALLS ||
+            (!longs && nev > 0 && evs / nev >= AHEAD_LONG))
             break;
+        /* the block's rows: from its first to its last piece's */
+        const uint64_t r0 = doc->blocks[blocks[k]].from.row;
+        const size_t nbr = np > 0 ? (size_t)(pieces[np - 1].i - r0 + 1) : 0;
         SX_CHECK(
             grow((void **)&ah->block, &ah->block_cap, ah->nblock + 1,
                  sizeof *ah->block) &&
@@ -111,53 +134,48 @@ enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
                      sizeof *ah->first) &&
                 grow((void **)&ah->mfirst, &ah->mfirst_cap, ah->nblock + 2,
                      sizeof *ah->mfirst) &&
+                grow((void **)&ah->rfirst, &ah->rfirst_cap, ah->nblock + 2,
+                     sizeof *ah->rfirst) &&
                 grow((void **)&ah->ent, &ah->ent_cap, ah->nent + nev, sizeof *ah->ent) &&
                 grow((void **)&ah->mrow, &ah->mrow_cap, ah->nmeta + nm,
                      sizeof *ah->mrow) &&
-                grow((void **)&ah->rowi, &ah->rowi_cap, nrow + nev + nm,
-                     sizeof *ah->rowi),
+                grow((void **)&ah->rix, &ah->rix_cap, nrow + nbr, sizeof *ah->rix),
             SX_ERR_NOMEM, err, run->path, "out of memory");
         ah->block[ah->nblock] = blocks[k];
         ah->first[ah->nblock] = ah->nent;
         ah->mfirst[ah->nblock] = ah->nmeta;
+        ah->rfirst[ah->nblock] = nrow;
+        for (size_t r = 0; r < nbr; r++)
+            ah->rix[nrow + r] = &run->index[doc->order[r0 + r]];
         for (size_t q = 0; q < np; q++) {
             const struct sx_piece *pc = &pieces[q];
-            bool ev = sx_seg_col(pc->seg) >= 0;
-            if (!ev && !(pc->seg == SX_SEG_META && ah->metas))
-                continue;
-            if (pc->i != last) { /* the pieces' rows, each once */
-                ah->rowi[nrow++] = pc->i;
-                last = pc->i;
-            }
-            if (ev) {
+            const size_t row = nrow + (size_t)(pc->i - r0);
+            if (sx_seg_col(pc->seg) >= 0) {
                 ah->ent[ah->nent++] = (struct sx_doc_ahead_ent){
-                    pc->i, pc->seg, pc->a, pc->z - pc->a, values, nrow - 1};
+                    pc->i, pc->seg, pc->a, pc->z - pc->a, values, row};
                 values += pc->z - pc->a;
-            } else {
-                ah->mrow[ah->nmeta++] = nrow - 1;
+            } else if (pc->seg == SX_SEG_META && ah->metas) {
+                ah->mrow[ah->nmeta++] = row;
             }
         }
+        nrow += nbr;
         calls += mcalls;
         ah->nblock++;
         ah->first[ah->nblock] = ah->nent;
         ah->mfirst[ah->nblock] = ah->nmeta;
+        ah->rfirst[ah->nblock] = nrow;
     }
     if (nrow == 0)
         goto out;
 
-    /* The rows the pieces name, as the index gives them (zeroed when the room grows:
-     * what the index does not give stays as a zeroed row has it). */
-    const size_t had = ah->rows_mem.cap;
+    /* The rows, as the source fills them: what a block read ahead writes of them. */
     SX_CHECK(sx_big_reserve(&ah->rows_mem, nrow * sizeof *ah->rows, 0), SX_ERR_NOMEM, err,
              run->path, "out of memory");
     ah->rows = ah->rows_mem.p;
-    if (ah->rows_mem.cap != had && ah->rows_mem.map == 0) /* a mapping reads as zeros */
-        memset(ah->rows, 0, ah->rows_mem.cap);
-    for (size_t r = 0; r < nrow; r++) {
-        if (r + SX_PLAN_AHEAD < nrow && run->index != NULL)
-            __builtin_prefetch(&run->index[doc->order[ah->rowi[r + SX_PLAN_AHEAD]]]);
-        sx_plan_row_again(run, doc->order[ah->rowi[r]], &ah->rows[r]);
-    }
+    st = src->ops->fill_rows(src->ctx, run, ah->rix, nrow, ah->rows, err);
+    ah->nrows = nrow; /* fill_rows zeroes every row before it reads into any */
+    if (st != SX_OK)
+        goto out;
 
     /* Their events: one slice per piece, one read. */
     if (ah->nent > 0) {
@@ -200,4 +218,10 @@ out:
         ah->nblock = ah->nent = ah->nmeta = 0;
     free(pieces);
     return st;
+}
+
+const struct sx_row *sx_doc_ahead_rows(const struct sx_doc_ahead *ah, long k) {
+    return ah != NULL && ah->rows != NULL && k >= 0 && (size_t)k < ah->nblock
+               ? ah->rows + ah->rfirst[k]
+               : NULL;
 }

@@ -31,12 +31,17 @@ struct sx_doc_ahead {
      * sx_big); each pointer is its room's memory */
     int64_t *arena; /* the pieces' events */
     struct sx_big arena_mem;
-    struct sx_row *rows; /* rows for the reads */
+    /* the blocks' rows as the source fills them: block k's, from its first row r0
+     * (sx_block.from.row) to the row of its last piece, are rows[rfirst[k] + i - r0];
+     * a row two blocks share is there twice */
+    struct sx_row *rows;
     struct sx_big rows_mem;
+    size_t nrows;
+    size_t *rfirst, rfirst_cap;
+    const struct sx_index_row **rix; /* the index rows they are filled from */
+    size_t rix_cap;
     struct sx_slice *slices;
     struct sx_big slices_mem;
-    uint64_t *rowi; /* rows[r] is the document's row rowi[r] */
-    size_t rowi_cap;
     /* event_metadata, when the source reads it: block k's are those of the
      * pieces mfirst[k] .. mfirst[k + 1], text at mtext[moff[m] .. moff[m + 1]) */
     bool metas;
@@ -58,14 +63,20 @@ long sx_doc_ahead_find(const struct sx_doc_ahead *ah, size_t b);
 /* Whether block 'b' was read ahead. */
 bool sx_doc_ahead_has(const struct sx_doc_ahead *ah, size_t b);
 /*
- * Read ahead the events and event_metadata of 'blocks[0 .. n)' (in document
- * order), as many of them, from the first, as fit a bounded room; none if the
- * source has no reader or the first alone does not fit. What was read ahead
- * before is gone.
+ * Read ahead the rows, events and event_metadata of 'blocks[0 .. n)' (in
+ * document order), as many of them, from the first, as fit a bounded room; none
+ * if the source has no reader or the first alone does not fit. Without 'longs',
+ * blocks of long pieces are left to be read block by block (read in the thread
+ * that formats them, their batches stream better). What was read ahead before is
+ * gone. A block read ahead asks nothing more of the source (sx_doc_block), which
+ * is then free to read the next blocks meanwhile.
  */
 enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
                                  const struct sx_event_source *src,
                                  struct sx_doc_ahead *ah, const size_t *blocks, size_t n,
-                                 struct sx_error *err);
+                                 bool longs, struct sx_error *err);
+
+/* Block k's rows read ahead (see 'rows'), or NULL when k is none of its blocks. */
+const struct sx_row *sx_doc_ahead_rows(const struct sx_doc_ahead *ah, long k);
 
 #endif /* SX_DOC_AHEAD_H */

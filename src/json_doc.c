@@ -6,14 +6,39 @@
 #include "pipeline.h"
 #include "run.h"
 #include "stream.h"
+#include "worker.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+/*
+ * The next blocks read ahead in a helper thread while the caller formats those read
+ * before: reading a block (the index rows, the event columns' pages, their decoding)
+ * costs a third to a half of making it in a many-row run. The thread reads into the
+ * read-ahead the caller does not format from, one job at a time, given by json_prepare
+ * and collected by it; the caller asks nothing of the source while a job runs (a block
+ * read ahead needs nothing more of it, and any other waits for the job first), so the
+ * source is never used by two threads at once. Only where a helper thread may run
+ * (sx_helper_allowed): one process, or ranks not bound to one core each.
+ */
+struct reader {
+    struct sx_worker t;
+    struct json_doc *j;
+    bool given, done; /* a job given; and done (under t.mu) */
+    size_t next[SX_STREAM_AHEAD], n;
+    struct sx_doc_ahead *ah;
+    enum sx_status st;
+    struct sx_error err;
+};
 
 /* The JSON profile as a stream producer: the plan's blocks, events from 'src'. */
 struct json_doc {
     struct sx_doc doc;
     struct sx_event_source src;
-    struct sx_doc_ahead ahead;
+    struct sx_doc_ahead ahead[2]; /* ahead[cur] is formatted from, the other read into */
+    int cur;
+    struct reader *rd; /* NULL: none (yet, or to be had) */
+    bool rd_tried;
     struct sx_doc_room room;
 };
 
@@ -25,23 +50,115 @@ static enum sx_status json_tail(void *ctx, struct sx_buf *out, struct sx_error *
     return sx_doc_trailer(&((const struct json_doc *)ctx)->doc, out, err);
 }
 
-/* Read this rank's next blocks together, unless the first of them was read already. */
+static void *reader_main(void *arg) {
+    struct reader *r = arg;
+    pthread_mutex_lock(&r->t.mu);
+    for (;;) {
+        while (!r->t.quit && (!r->given || r->done))
+            pthread_cond_wait(&r->t.cv, &r->t.mu);
+        if (r->t.quit)
+            break;
+        pthread_mutex_unlock(&r->t.mu);
+        sx_error_clear(&r->err);
+        r->st = sx_doc_ahead_fill(&r->j->doc, &r->j->src, r->ah, r->next, r->n, true,
+                                  &r->err);
+        pthread_mutex_lock(&r->t.mu);
+        r->done = true;
+        pthread_cond_broadcast(&r->t.cv);
+    }
+    pthread_mutex_unlock(&r->t.mu);
+    return NULL;
+}
+
+/* Wait for the job given, if any, and with 'collect' take it back (its read-ahead and
+ * status are the caller's again): false when there was none. */
+static bool reader_wait(struct reader *r, bool collect) {
+    if (r == NULL || !r->given) /* 'given' is the caller's to change */
+        return false;
+    pthread_mutex_lock(&r->t.mu);
+    while (!r->done)
+        pthread_cond_wait(&r->t.cv, &r->t.mu);
+    if (collect)
+        r->given = false;
+    pthread_mutex_unlock(&r->t.mu);
+    return true;
+}
+
+/* Give the reader blocks next[0 .. n) to read into 'ah' (no job is given). */
+static void reader_give(struct reader *r, struct sx_doc_ahead *ah, const size_t *next,
+                        size_t n) {
+    pthread_mutex_lock(&r->t.mu);
+    memcpy(r->next, next, n * sizeof *next);
+    r->n = n;
+    r->ah = ah;
+    r->given = true;
+    r->done = false;
+    pthread_cond_broadcast(&r->t.cv);
+    pthread_mutex_unlock(&r->t.mu);
+}
+
+/* The reader thread, started at the first job it can take; NULL: none. */
+static struct reader *reader_of(struct json_doc *j) {
+    if (j->rd != NULL || j->rd_tried)
+        return j->rd;
+    j->rd_tried = true;
+    if (!sx_helper_allowed())
+        return NULL;
+    struct reader *r = sx_calloc(1, sizeof *r);
+    if (r == NULL)
+        return NULL; /* read in the caller's thread, as without a helper */
+    r->j = j;
+    if (!sx_worker_start(&r->t, reader_main, r)) {
+        free(r);
+        return NULL;
+    }
+    j->rd = r;
+    return r;
+}
+
+static void reader_stop(struct json_doc *j) {
+    if (j->rd == NULL)
+        return;
+    sx_worker_stop(&j->rd->t); /* a job under way ends first */
+    free(j->rd);
+    j->rd = NULL;
+}
+
+/*
+ * Make this rank's next blocks ready: those the reader read, else read here; then give
+ * the reader the blocks after those ready.
+ */
 static enum sx_status json_prepare(void *ctx, const size_t *next, size_t n, size_t *ready,
                                    struct sx_error *err) {
     struct json_doc *j = ctx;
     enum sx_status st = SX_OK;
-    if (n > 0 && !sx_doc_ahead_has(&j->ahead, next[0]))
-        st = sx_doc_ahead_fill(&j->doc, &j->src, &j->ahead, next, n, err);
     *ready = 0;
-    while (*ready < n && sx_doc_ahead_has(&j->ahead, next[*ready]))
+    struct reader *r = n > 0 ? reader_of(j) : j->rd;
+    if (reader_wait(r, true)) {
+        if (r->st != SX_OK) {
+            *err = r->err;
+            return r->st;
+        }
+        if (n > 0 && sx_doc_ahead_has(&j->ahead[1 - j->cur], next[0]))
+            j->cur = 1 - j->cur;
+    }
+    struct sx_doc_ahead *ah = &j->ahead[j->cur];
+    if (n > 0 && !sx_doc_ahead_has(ah, next[0]))
+        st = sx_doc_ahead_fill(&j->doc, &j->src, ah, next, n, r != NULL, err);
+    while (*ready < n && sx_doc_ahead_has(ah, next[*ready]))
         ++*ready;
+    if (r != NULL && st == SX_OK && *ready > 0 && *ready < n)
+        reader_give(r, &j->ahead[1 - j->cur], next + *ready, n - *ready);
     return st;
 }
 
 static enum sx_status json_block(void *ctx, size_t b, struct sx_buf *out,
                                  struct sx_error *err) {
     struct json_doc *j = ctx;
-    return sx_doc_block(&j->doc, &j->src, &j->ahead, &j->room, b, out, err);
+    const struct sx_doc_ahead *ah = &j->ahead[j->cur];
+    if (!sx_doc_ahead_has(ah, b)) /* it reads the source itself: not beside the reader */
+        reader_wait(j->rd, false);
+    return sx_doc_block(&j->doc, &j->src, ah, &j->room, b, out, err);
 }
 
 static uint64_t json_units(void *ctx, size_t b) {
@@ -53,7 +170,9 @@ static void json_free(void *ctx) {
     struct json_doc *j = ctx;
     if (j == NULL)
         return;
-    sx_doc_ahead_free(&j->ahead);
+    reader_stop(j);
+    sx_doc_ahead_free(&j->ahead[0]);
+    sx_doc_ahead_free(&j->ahead[1]);
     sx_doc_room_free(&j->room);
     sx_doc_free(&j->doc);
     free(j);
@@ -66,7 +185,8 @@ static enum sx_status json_plan(const struct sx_pipe *p, struct sx_doc_state *d,
     d->ctx = j;
     d->free = json_free;
     SX_CHECK(j != NULL, SX_ERR_NOMEM, err, p->input, "out of memory");
-    sx_doc_ahead_init(&j->ahead);
+    sx_doc_ahead_init(&j->ahead[0]);
+    sx_doc_ahead_init(&j->ahead[1]);
     j->src = sx_h5_event_source(p->h5);
     st = sx_doc_plan(&j->doc, p->run, p->filter, p->o->indent, p->o->block_bytes, err);
     d->prod = (struct sx_producer){.ctx = j,
