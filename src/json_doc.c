@@ -143,8 +143,10 @@ static enum sx_status json_prepare(void *ctx, const size_t *next, size_t n, size
             j->cur = 1 - j->cur;
     }
     struct sx_doc_ahead *ah = &j->ahead[j->cur];
+    /* with a reader, only the first block here: the reader reads the next meanwhile */
     if (n > 0 && !sx_doc_ahead_has(ah, next[0]))
-        st = sx_doc_ahead_fill(&j->doc, &j->src, ah, next, n, r != NULL, err);
+        st = sx_doc_ahead_fill(&j->doc, &j->src, ah, next, r != NULL ? 1 : n, r != NULL,
+                               err);
     while (*ready < n && sx_doc_ahead_has(ah, next[*ready]))
         ++*ready;
     if (r != NULL && st == SX_OK && *ready > 0 && *ready < n)
