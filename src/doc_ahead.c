@@ -88,7 +88,7 @@ static bool grow(void **p, size_t *cap, size_t n, size_t size) {
 enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
                                  const struct sx_event_source *src,
                                  struct sx_doc_ahead *ah, const size_t *blocks, size_t n,
-                                 bool longs, struct sx_error *err) {
+                                 struct sx_error *err) {
     enum sx_status st = SX_OK;
     const struct sx_run *run = doc->run;
     struct sx_piece *pieces = NULL;
@@ -117,12 +117,11 @@ enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
                 nm++;
             }
         }
-        /* long pieces are read well block by block, and reading them early in the
-         * thread that formats would only hold back the block stream (decompressing,
-         * say) */
+        /* long pieces are read well block by block, in bounded batches: read ahead,
+         * they would only hold the room of whole blocks (and hold back the block
+         * stream, decompressing, say) */
         if (values + evs > AHEAD_VALUES || ah->nent + nev > AHEAD_PIECES ||
-            calls + mcalls > AHEAD_META_CALLS ||
-            (!longs && nev > 0 && evs / nev >= AHEAD_LONG))
+            calls + mcalls > AHEAD_META_CALLS || (nev > 0 && evs / nev >= AHEAD_LONG))
             break;
         /* the block's rows: from its first to its last piece's */
         const uint64_t r0 = doc->blocks[blocks[k]].from.row;

@@ -65,16 +65,15 @@ bool sx_doc_ahead_has(const struct sx_doc_ahead *ah, size_t b);
 /*
  * Read ahead the rows, events and event_metadata of 'blocks[0 .. n)' (in
  * document order), as many of them, from the first, as fit a bounded room; none
- * if the source has no reader or the first alone does not fit. Without 'longs',
- * blocks of long pieces are left to be read block by block (read in the thread
- * that formats them, their batches stream better). What was read ahead before is
- * gone. A block read ahead asks nothing more of the source (sx_doc_block), which
- * is then free to read the next blocks meanwhile.
+ * if the source has no reader or the first alone does not fit. Blocks of long
+ * pieces are left to be read block by block, in bounded batches. What was read
+ * ahead before is gone. A block read ahead asks nothing more of the source
+ * (sx_doc_block), which is then free to read the next blocks meanwhile.
  */
 enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
                                  const struct sx_event_source *src,
                                  struct sx_doc_ahead *ah, const size_t *blocks, size_t n,
-                                 bool longs, struct sx_error *err);
+                                 struct sx_error *err);
 
 /* Block k's rows read ahead (see 'rows'), or NULL when k is none of its blocks. */
 const struct sx_row *sx_doc_ahead_rows(const struct sx_doc_ahead *ah, long k);

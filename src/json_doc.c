@@ -60,8 +60,7 @@ static void *reader_main(void *arg) {
             break;
         pthread_mutex_unlock(&r->t.mu);
         sx_error_clear(&r->err);
-        r->st = sx_doc_ahead_fill(&r->j->doc, &r->j->src, r->ah, r->next, r->n, true,
-                                  &r->err);
+        r->st = sx_doc_ahead_fill(&r->j->doc, &r->j->src, r->ah, r->next, r->n, &r->err);
         pthread_mutex_lock(&r->t.mu);
         r->done = true;
         pthread_cond_broadcast(&r->t.cv);
@@ -145,8 +144,7 @@ static enum sx_status json_prepare(void *ctx, const size_t *next, size_t n, size
     struct sx_doc_ahead *ah = &j->ahead[j->cur];
     /* with a reader, only the first block here: the reader reads the next meanwhile */
     if (n > 0 && !sx_doc_ahead_has(ah, next[0]))
-        st = sx_doc_ahead_fill(&j->doc, &j->src, ah, next, r != NULL ? 1 : n, r != NULL,
-                               err);
+        st = sx_doc_ahead_fill(&j->doc, &j->src, ah, next, r != NULL ? 1 : n, err);
     while (*ready < n && sx_doc_ahead_has(ah, next[*ready]))
         ++*ready;
     if (r != NULL && st == SX_OK && *ready > 0 && *ready < n)
