@@ -4,7 +4,8 @@
 # library under every command (tests/sweep/test_sweep_interpose.c, every N under 60 and
 # a stride beyond), then the command itself, whose allocations (main.c's included) end
 # in status 1 on every rank with one line on stderr, or in the normal run's output; never
-# a crash, a hang, an output or a temporary file left
+# a crash, a hang, an output or a temporary file left; and the command alone, without MPI,
+# on a run it reads ahead in a helper thread
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/mpi_lib.sh"
 
@@ -93,6 +94,43 @@ command_sweep() { # NAME RUN.h5
     done
     echo "command sweep -n 2 ($what): $runs runs, $crashes crashes, $hangs hangs"
 }
+# One process without MPI, which reads a many-row run's next blocks in a helper thread
+# (json_doc.c) when it may run on two CPUs: an allocation failing in either thread.
+alone_sweep() {
+    local h5="$TMP/rows.h5" out="$TMP/alone" ref="$TMP/alone.ref.json" count rc why
+    "$BIN/scope-export-synth" --ranks 300 --regions 24 --events 30000 --zero-rows \
+        --columns all --seed 11 "$h5" >/dev/null || { bad "cannot make the many-row run"; return; }
+    "$X" export "$h5" -o "$ref" -q --block-size 16384 || { bad "the normal run failed"; return; }
+    rm -rf "$TMP/count" "$out" && mkdir -p "$TMP/count" "$out"
+    mpi 0 env LD_PRELOAD="$SHIM" SX_FAILMALLOC_OUT="$TMP/count" SX_FAILMALLOC_MATCH=scope-export \
+        "$X" export "$h5" -o "$out/p.json" -q --block-size 16384 || bad "the counting run failed"
+    count=$(cut -d' ' -f1 "$TMP/count/count.0" 2>/dev/null)
+    [ -n "$count" ] && [ "$count" -gt 100 ] || { bad "no count of the one-process run"; return; }
+    runs=0
+    for ((i = 1; i <= 40; i++)); do
+        n=$((1 + (i * 7919) % count))
+        rm -f "$out/p.json"
+        rc=0
+        mpi 0 env LD_PRELOAD="$SHIM" SX_FAILMALLOC_MATCH=scope-export SX_FAILMALLOC=$n \
+            "$X" export "$h5" -o "$out/p.json" -q --block-size 16384 >/dev/null \
+            2>"$TMP/err.txt" || rc=$?
+        runs=$((runs + 1))
+        why=""
+        case $rc in
+        0) cmp -s "$out/p.json" "$ref" || why="; status 0 but not the normal output" ;;
+        1) [ ! -e "$out/p.json" ] || why="; an output after a failure"
+           [ "$(grep -c '' "$TMP/err.txt")" = 1 ] || why="$why; $(grep -c '' "$TMP/err.txt") lines on stderr"
+           grep -q 'out of memory' "$TMP/err.txt" || why="$why; not called out of memory" ;;
+        124 | 137) why="; a hang" ;;
+        *) why="; exit status $rc" ;;
+        esac
+        for f in "$out"/.[!.]*; do [ -e "$f" ] && why="$why; $(basename "$f") left"; done
+        [ -z "$why" ] && ok || bad "one process: allocation $n of $count:${why#;}: $(head -c 300 "$TMP/err.txt")"
+    done
+    echo "command sweep, one process (read-ahead thread): $runs runs of $count allocations"
+}
+alone_sweep
+
 command_sweep golden "$G"
 "$BIN/scope-export-synth" --ranks 3 --regions 4 --events 30000 --chunk 1000 --deflate 3 \
     --seed 4 "$TMP/zip.h5" >/dev/null || bad "cannot make the deflated run"

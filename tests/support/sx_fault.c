@@ -1,15 +1,19 @@
 /* sx_fault.c - fault injection for the tests: the library's hook, armed per kind */
 #include "sx_fault.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static long counts[SX_NFAULTS];
+/* The counts and 'fired' are atomic: the library's helper threads (the JSON profile's
+ * read-ahead) allocate and read beside the caller's thread. Arming is done before an
+ * export, on one thread. */
+static atomic_long counts[SX_NFAULTS];
 static enum sx_fault_kind armed_kind;
 static long armed_nth;
 static int armed_stage;
-static bool fired;
+static atomic_bool fired;
 static int count_rank = -1; /* SX_FAULT=count: the rank to print at exit */
 
 static bool hook(enum sx_fault_kind kind, int stage) {
@@ -20,8 +24,8 @@ static bool hook(enum sx_fault_kind kind, int stage) {
         }
         return false;
     }
-    counts[kind]++;
-    if (armed_nth > 0 && kind == armed_kind && counts[kind] == armed_nth) {
+    const long n = atomic_fetch_add(&counts[kind], 1) + 1;
+    if (armed_nth > 0 && kind == armed_kind && n == armed_nth) {
         fired = true;
         return true;
     }
@@ -29,7 +33,8 @@ static bool hook(enum sx_fault_kind kind, int stage) {
 }
 
 void sx_fault_arm(enum sx_fault_kind kind, long nth) {
-    memset(counts, 0, sizeof counts);
+    for (int k = 0; k < SX_NFAULTS; k++)
+        atomic_store(&counts[k], 0);
     armed_kind = kind;
     armed_nth = nth;
     armed_stage = 0;
