@@ -519,6 +519,7 @@ static enum sx_status read_slices(struct sx_h5 *h5, const struct sx_run *run,
     struct span *sp = NULL;
     size_t *twin = NULL;
     int64_t *tmp = NULL;
+    bool lent = false; /* END-only slices hold starts (tmp, or a twin's) */
     char src[1100];
     sx_h5_quiet_begin(&q);
     if (run->layout != SX_LAYOUT_COLUMNAR) {
@@ -532,10 +533,10 @@ static enum sx_status read_slices(struct sx_h5 *h5, const struct sx_run *run,
     /*
      * Three passes over the slices (a read-ahead holds tens of thousands, more than the
      * caches): count each column's spans, make them, and after the reads make the
-     * times of the deltas. Delta-encoded ends need the starts too. An END-only slice
-     * whose events the START slice just before it reads too (a row's times, one after
-     * the other) takes that slice's starts ('twin'); the others read their starts'
-     * deltas into temp room.
+     * times of the deltas (and take back the starts lent to END-only slices).
+     * Delta-encoded ends need the starts too. An END-only slice whose events the START
+     * slice just before it reads too (a row's times, one after the other) takes that
+     * slice's starts ('twin'); the others read their starts' deltas into temp room.
      */
     const bool delta = run->delta_encoded;
     const unsigned s_bit = SX_COLBIT(SX_COL_START), e_bit = SX_COLBIT(SX_COL_END);
@@ -552,7 +553,7 @@ static enum sx_status read_slices(struct sx_h5 *h5, const struct sx_run *run,
             count[c] += (cols >> c) & 1u;
         if (!delta || (cols & (s_bit | e_bit)) != e_bit)
             continue;
-        for (size_t k = i > 2 ? i - 2 : 0; k < i; k++)
+        for (size_t k = i - 1; k + 2 >= i && k < i && twin[i] == SIZE_MAX; k--)
             if ((s[k].cols & s_bit) && s[k].row == s[i].row && s[k].n == s[i].n &&
                 s[k].first == s[i].first)
                 twin[i] = k;
@@ -585,6 +586,7 @@ static enum sx_status read_slices(struct sx_h5 *h5, const struct sx_run *run,
                 sp[fill[c]++] = (struct span){at, s[i].n, i};
         if (!delta || (cols & (s_bit | e_bit)) != e_bit)
             continue;
+        lent = true;
         if (twin[i] != SIZE_MAX) {
             s[i].col[SX_COL_START] = s[twin[i]].col[SX_COL_START];
         } else {
@@ -639,10 +641,13 @@ static enum sx_status read_slices(struct sx_h5 *h5, const struct sx_run *run,
             for (uint64_t k = 0; k < m; k++)
                 e[k] = (int64_t)((uint64_t)st0[k] + (uint64_t)e[k]);
         }
+        if (!(s[i].cols & s_bit)) /* an END-only slice keeps no pointer into tmp */
+            s[i].col[SX_COL_START] = NULL;
     }
+    lent = false;
 out:
-    /* END-only slices must not keep pointers into tmp */
-    for (size_t i = 0; i < ns; i++)
+    /* a failure on the way: the END-only slices lent starts let go of them */
+    for (size_t i = 0; lent && i < ns; i++)
         if (!(s[i].cols & SX_COLBIT(SX_COL_START)))
             s[i].col[SX_COL_START] = NULL;
     free(twin);

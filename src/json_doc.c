@@ -13,13 +13,13 @@
 
 /*
  * The next blocks read ahead in a helper thread while the caller formats those read
- * before: reading a block (the index rows, the event columns' pages, their decoding)
- * costs a third to a half of making it in a many-row run. The thread reads into the
- * read-ahead the caller does not format from, one job at a time, given by json_prepare
- * and collected by it; the caller asks nothing of the source while a job runs (a block
- * read ahead needs nothing more of it, and any other waits for the job first), so the
- * source is never used by two threads at once. Only where a helper thread may run
- * (sx_helper_allowed): one process, or ranks not bound to one core each.
+ * before: in a many-row run, reading a block (the index rows, the event columns'
+ * pages, their deltas, the event metadata) costs about twice its formatting. The thread
+ * reads into the read-ahead the caller does not format from, one job at a time, given by
+ * json_prepare and collected by it; the caller asks nothing of the source while a job
+ * runs (a block read ahead needs nothing more of it, and any other waits for the job
+ * first), so the source is never used by two threads at once. Only where a helper thread
+ * may run (sx_helper_allowed): one process, or ranks not bound to one core each.
  */
 struct reader {
     struct sx_worker t;
