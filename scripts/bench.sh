@@ -692,6 +692,17 @@ if [[ " ${native_runs[*]} " == *" 256 "* ]]; then
             pth_time "nat:s$n" "$n" "$X" export "$W/tiny.h5" -o "$W/tiny.json" --quiet ||
                 pth_fail "launch -n $n"
         done
+        # The disk's yardstick: the same bytes written around the page cache, as the
+        # export writes a large output (a trace's 2 GB), by dd in 8 MiB writes. Where the
+        # one-process trace writes near this rate, more ranks cannot write it faster.
+        if [ -f "$W/nat.tr1/nat.trace.json" ]; then
+            NATTB=$(fsize "$W/nat.tr1/nat.trace.json")
+            warm "$W/nat.tr1/nat.trace.json"
+            rm -f "$W/nat.dd"
+            pth_time "nat:dd" 0 dd if="$W/nat.tr1/nat.trace.json" of="$W/nat.dd" bs=8M \
+                oflag=direct status=none || echo "bench: dd oflag=direct refused here" >&2
+            rm -f "$W/nat.dd"
+        fi
         if [ "$rep" = 1 ] && [ -f "$W/nat.tr2/nat.trace.json" ]; then
             if cmp -s "$W/nat.tr1/nat.trace.json" "$W/nat.tr2/nat.trace.json"; then
                 verified=$((verified + 1))
@@ -1369,7 +1380,7 @@ paths_report() {
     mede() { [ -n "${PE[$1]// /}" ] && median ${PE[$1]}; }
     echo
     echo "== other paths: speedscope (${RUN_LABEL[large]} nested calls, 8 x 20, every rank), native 256 files, text rates"
-    for k in ss:1 ss:2 ss:s1 ss:s2 ss:cat nat:bare nat:imp nat:exp nat:cat nat:tr1 nat:tr2 nat:s1 nat:s2; do
+    for k in ss:1 ss:2 ss:s1 ss:s2 ss:cat nat:bare nat:imp nat:exp nat:cat nat:tr1 nat:tr2 nat:s1 nat:s2 nat:dd; do
         [ -n "${PW[$k]:-}" ] || continue
         # shellcheck disable=SC2086
         printf '%-9s wall %7s s  exp %6s s  r0 %7s MiB  every rank <= %7s MiB\n' "$k" "$(med "$k")" \
@@ -1397,6 +1408,9 @@ paths_report() {
         a=$(calc 3 "$(med nat:tr1) - $(med nat:s1)") b=$(calc 3 "$(med nat:tr2) - $(med nat:s2)")
         r=$(ratio_of "$a" "$b")
         verdict "$(le 1.6 "$r")" "native 256 files, Chrome trace of every rank: 1 -> 2 ranks net $a s -> $b s = ${r}x faster; target >= 1.6x"
+        if [ -n "${PW[nat:dd]:-}" ] && [ -n "$(mede nat:tr1)" ]; then
+            echo "INFO  native Chrome trace $(calc 0 "${NATTB:-0} / 1e6") MB: one process writes $(calc 0 "${NATTB:-0} / 1e6 / $(mede nat:tr1)") MB/s (export's own time); the disk takes $(calc 0 "${NATTB:-0} / 1e6 / $(med nat:dd)") MB/s around the page cache (dd oflag=direct, 8 MiB writes, $(med nat:dd) s); 1.6x of one process is $(calc 0 "1.6 * ${NATTB:-0} / 1e6 / $(mede nat:tr1)") MB/s"
+        fi
     else verdict SKIP "native both ways: not measured"; fi
     for run in gz6m rows1k; do
         have "$run:json.s" || continue
