@@ -554,6 +554,7 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
     const char *mtext = NULL; /* piece m's text: mtext[mo[m] .. mo[m + 1]) */
     const size_t *mo = NULL;
     const bool *ma = NULL;
+    bool stored = false; /* the texts as stored (read ahead): made canonical as written */
     if (nmeta > 0 && kb >= 0 && ah->metas) {
         SX_CHECK(ah->mfirst[kb + 1] - ah->mfirst[kb] == nmeta, SX_ERR_INTERNAL, err,
                  run->path, "%s: the event metadata read ahead is not that of block %zu",
@@ -561,6 +562,7 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
         mtext = ah->mtext.data;
         mo = ah->moff + ah->mfirst[kb];
         ma = ah->many + ah->mfirst[kb];
+        stored = true;
     } else if (nmeta > 0) {
         mrows = sx_malloc(nmeta * sizeof *mrows);
         moff = sx_malloc((nmeta + 1) * sizeof *moff);
@@ -571,7 +573,8 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
         for (size_t k = 0; k < np; k++)
             if (pieces[k].seg == SX_SEG_META)
                 mrows[m++] = BLOCK_ROW(pieces[k].i);
-        st = src->ops->read_metas(src->ctx, run, mrows, nmeta, &mb, moff, many, err);
+        st = src->ops->read_metas(src->ctx, run, mrows, nmeta, false, &mb, moff, many,
+                                  err);
         if (st != SX_OK)
             goto out;
         mtext = mb.data;
@@ -661,9 +664,20 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
             } else if (pc->seg == SX_SEG_META) {
                 if (src->ops != NULL) {
                     size_t m = mi++;
-                    if (ma[m]) {
-                        st = write_meta(doc, row, mtext + mo[m], mo[m + 1] - mo[m], out,
-                                        err);
+                    const char *text = mtext + mo[m];
+                    size_t len = mo[m + 1] - mo[m];
+                    bool any = ma[m];
+                    if (any && stored) {
+                        sx_buf_reset(&mb);
+                        st = src->ops->canon_meta(src->ctx, row, text, len, &mb, &any,
+                                                  err);
+                        if (st != SX_OK)
+                            goto out;
+                        text = mb.data;
+                        len = mb.len;
+                    }
+                    if (any) {
+                        st = write_meta(doc, row, text, len, out, err);
                         if (st != SX_OK)
                             goto out;
                     }

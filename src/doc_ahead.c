@@ -97,7 +97,8 @@ enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
     memset(&tmp, 0, sizeof tmp);
     rows_release(ah);
     ah->nblock = ah->nent = ah->nmeta = 0;
-    ah->metas = src->ops != NULL && src->ops->read_metas != NULL;
+    ah->metas =
+        src->ops != NULL && src->ops->read_metas != NULL && src->ops->canon_meta != NULL;
     if (src->ops == NULL || src->ops->read_slices == NULL ||
         src->ops->fill_rows == NULL || !sx_run_is_lazy(run))
         goto out;
@@ -209,7 +210,7 @@ enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
             SX_ERR_NOMEM, err, run->path, "out of memory");
         for (size_t m = 0; m < ah->nmeta; m++)
             ah->mrows[m] = &ah->rows[ah->mrow[m]];
-        st = src->ops->read_metas(src->ctx, run, ah->mrows, ah->nmeta, &ah->mtext,
+        st = src->ops->read_metas(src->ctx, run, ah->mrows, ah->nmeta, true, &ah->mtext,
                                   ah->moff, ah->many, err);
     }
 out:

@@ -43,7 +43,8 @@ struct sx_doc_ahead {
     struct sx_slice *slices;
     struct sx_big slices_mem;
     /* event_metadata, when the source reads it: block k's are those of the
-     * pieces mfirst[k] .. mfirst[k + 1], text at mtext[moff[m] .. moff[m + 1]) */
+     * pieces mfirst[k] .. mfirst[k + 1], text at mtext[moff[m] .. moff[m + 1]), as
+     * stored: the formatting makes it canonical (canon_meta), beside the next reads */
     bool metas;
     size_t *mfirst, mfirst_cap;
     size_t *mrow, mrow_cap; /* each meta piece's row in rows */

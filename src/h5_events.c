@@ -277,8 +277,46 @@ out:
     return st;
 }
 
+/* The name of the event_metadata dataset of 'h5' in messages. */
+static const char *meta_src(const struct sx_h5 *h5, char *buf, size_t n) {
+    return sx_h5_src_name(buf, n, h5->path, "/rank_region_index/event_metadata");
+}
+
+/*
+ * Row 'row''s stored event_metadata 'text' (len > 0) canonical, appended to 'out' ('src'
+ * names the dataset in messages): '*any' whether some dict of it is non-empty; a list
+ * of no entries appends nothing. No HDF5 call: it may run beside the file's reads.
+ */
+static enum sx_status canon_one(const char *src, const struct sx_row *row,
+                                const char *text, size_t len, struct sx_buf *out,
+                                bool *any, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const size_t at = out->len;
+    uint64_t cnt = 0;
+    char where[1200]; /* the row, named only when it fails: a row is a few us */
+    *any = false;
+    st = sx_json_canon_meta(text, len, out, any, &cnt, err);
+    if (st != SX_OK || (cnt != 0 && cnt != row->count))
+        snprintf(where, sizeof where, "%s[%" PRIu64 "]", src, row->file_row);
+    if (st != SX_OK) {
+        if (err != NULL && err->source[0] == '\0')
+            snprintf(err->source, sizeof err->source, "%.500s", where);
+        goto out;
+    }
+    SX_CHECK(cnt == 0 || cnt == row->count, SX_ERR_FORMAT, err, where,
+             "%s: event metadata must match the call count (%" PRIu64
+             " entries for %" PRIu64 " calls)",
+             where, cnt, row->count);
+    if (cnt == 0) {
+        out->len = at;
+        *any = false;
+    }
+out:
+    return st;
+}
+
 static enum sx_status read_metas(struct sx_h5 *h5, const struct sx_run *run,
-                                 const struct sx_row *const *rows, size_t n,
+                                 const struct sx_row *const *rows, size_t n, bool stored,
                                  struct sx_buf *out, size_t *off, bool *any,
                                  struct sx_error *err) {
     enum sx_status st = SX_OK;
@@ -295,45 +333,33 @@ static enum sx_status read_metas(struct sx_h5 *h5, const struct sx_run *run,
         any[k] = false;
     if (h5->meta < 0 || run->layout != SX_LAYOUT_COLUMNAR || n == 0)
         goto out;
-    sx_h5_src_name(src, sizeof src, h5->path, "/rank_region_index/event_metadata");
+    meta_src(h5, src, sizeof src);
     pts = sx_malloc(n * sizeof *pts);
-    roff = sx_malloc((n + 1) * sizeof *roff);
+    roff = stored ? off : sx_malloc((n + 1) * sizeof *roff);
     SX_CHECK(pts != NULL && roff != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     for (size_t k = 0; k < n; k++)
         pts[k] = rows[k]->file_row;
-    st = sx_direct_read_strings(h5->direct, &h5->meta_vlen, h5->meta, pts, 0, n, &raw,
-                                roff, src, err);
-    if (st != SX_OK)
+    st = sx_direct_read_strings(h5->direct, &h5->meta_vlen, h5->meta, pts, 0, n,
+                                stored ? out : &raw, roff, src, err);
+    if (st != SX_OK || stored) {
+        for (size_t k = 0; st == SX_OK && k < n; k++)
+            any[k] = off[k + 1] > off[k];
         goto out;
+    }
     for (size_t k = 0; k < n; k++) {
-        size_t len = roff[k + 1] - roff[k];
-        size_t at = out->len;
-        uint64_t cnt = 0;
+        const size_t len = roff[k + 1] - roff[k];
         if (len > 0) {
-            char where[1200]; /* the row, named only when it fails: a row is a few us */
-            st = sx_json_canon_meta(raw.data + roff[k], len, out, &any[k], &cnt, err);
-            if (st != SX_OK || (cnt != 0 && cnt != rows[k]->count))
-                snprintf(where, sizeof where, "%s[%" PRIu64 "]", src, rows[k]->file_row);
-            if (st != SX_OK) {
-                if (err != NULL && err->source[0] == '\0')
-                    snprintf(err->source, sizeof err->source, "%.500s", where);
+            st = canon_one(src, rows[k], raw.data + roff[k], len, out, &any[k], err);
+            if (st != SX_OK)
                 goto out;
-            }
-            SX_CHECK(cnt == 0 || cnt == rows[k]->count, SX_ERR_FORMAT, err, where,
-                     "%s: event metadata must match the call count (%" PRIu64
-                     " entries for %" PRIu64 " calls)",
-                     where, cnt, rows[k]->count);
-            if (cnt == 0) {
-                out->len = at;
-                any[k] = false;
-            }
         }
         off[k + 1] = out->len;
     }
     SX_CHECK(!out->failed, SX_ERR_NOMEM, err, src, "out of memory");
 out:
     sx_buf_free(&raw);
-    free(roff);
+    if (roff != off)
+        free(roff);
     free(pts);
     sx_h5_quiet_end(&q);
     return st;
@@ -676,13 +702,27 @@ enum sx_status sx_h5_read_meta(struct sx_h5 *h5, const struct sx_run *run,
 }
 
 enum sx_status sx_h5_read_metas(struct sx_h5 *h5, const struct sx_run *run,
-                                const struct sx_row *const *rows, size_t n,
+                                const struct sx_row *const *rows, size_t n, bool stored,
                                 struct sx_buf *out, size_t *off, bool *any,
                                 struct sx_error *err) {
     sx_h5_enter(h5->path);
-    enum sx_status st = read_metas(h5, run, rows, n, out, off, any, err);
+    enum sx_status st = read_metas(h5, run, rows, n, stored, out, off, any, err);
     sx_h5_leave();
     return st;
+}
+
+enum sx_status sx_h5_canon_meta(const struct sx_h5 *h5, const struct sx_row *row,
+                                const char *text, size_t len, struct sx_buf *out,
+                                bool *any, struct sx_error *err) {
+    char src[1100];
+    *any = false;
+    if (len == 0)
+        return SX_OK;
+    const enum sx_status st =
+        canon_one(meta_src(h5, src, sizeof src), row, text, len, out, any, err);
+    return st == SX_OK && out->failed
+               ? sx_error_set(err, SX_ERR_NOMEM, src, "out of memory")
+               : st;
 }
 
 enum sx_status sx_h5_gpu_present(struct sx_h5 *h5, const struct sx_run *run,
@@ -710,9 +750,15 @@ static enum sx_status src_fill_rows(void *ctx, const struct sx_run *run,
 
 static enum sx_status src_read_metas(void *ctx, const struct sx_run *run,
                                      const struct sx_row *const *rows, size_t n,
-                                     struct sx_buf *out, size_t *off, bool *any,
-                                     struct sx_error *err) {
-    return sx_h5_read_metas(ctx, run, rows, n, out, off, any, err);
+                                     bool stored, struct sx_buf *out, size_t *off,
+                                     bool *any, struct sx_error *err) {
+    return sx_h5_read_metas(ctx, run, rows, n, stored, out, off, any, err);
+}
+
+static enum sx_status src_canon_meta(const void *ctx, const struct sx_row *row,
+                                     const char *text, size_t len, struct sx_buf *out,
+                                     bool *any, struct sx_error *err) {
+    return sx_h5_canon_meta(ctx, row, text, len, out, any, err);
 }
 
 static enum sx_status src_read_slices(void *ctx, const struct sx_run *run,
@@ -722,8 +768,10 @@ static enum sx_status src_read_slices(void *ctx, const struct sx_run *run,
 }
 
 struct sx_event_source sx_h5_event_source(struct sx_h5 *h5) {
-    static const struct sx_event_ops ops = {src_fill_rows, src_read_metas,
-                                            src_read_slices};
+    static const struct sx_event_ops ops = {.fill_rows = src_fill_rows,
+                                            .read_metas = src_read_metas,
+                                            .canon_meta = src_canon_meta,
+                                            .read_slices = src_read_slices};
     if (h5 == NULL)
         return (struct sx_event_source){NULL, NULL};
     return (struct sx_event_source){&ops, h5};

@@ -75,12 +75,21 @@ enum sx_status sx_h5_read_meta(struct sx_h5 *h5, const struct sx_run *run,
 /*
  * The same for 'n' rows in one read: row k's text is out->data[off[k] ..
  * off[k + 1]) (empty when it has none; 'off' has n + 1 entries) and any[k]
- * tells whether some dict of it is non-empty. Local.
+ * tells whether some dict of it is non-empty. With 'stored', each row's text
+ * as stored, for sx_h5_canon_meta, and any[k] whether it has one. Local.
  */
 enum sx_status sx_h5_read_metas(struct sx_h5 *h5, const struct sx_run *run,
-                                const struct sx_row *const *rows, size_t n,
+                                const struct sx_row *const *rows, size_t n, bool stored,
                                 struct sx_buf *out, size_t *off, bool *any,
                                 struct sx_error *err);
+/*
+ * Row 'row''s stored event_metadata 'text' (as sx_h5_read_metas gives it with 'stored')
+ * canonical, appended to 'out', and '*any' as sx_h5_read_metas says it. No HDF5 call and
+ * nothing of 'h5' that its reads change: it may run beside them in another thread.
+ */
+enum sx_status sx_h5_canon_meta(const struct sx_h5 *h5, const struct sx_row *row,
+                                const char *text, size_t len, struct sx_buf *out,
+                                bool *any, struct sx_error *err);
 
 /* Whether 'row''s GPU slice has a value >= 0 (else the row writes no GPU column). */
 enum sx_status sx_h5_gpu_present(struct sx_h5 *h5, const struct sx_run *run,

@@ -66,7 +66,7 @@ static enum sx_status native_read_slices(void *ctx, const struct sx_run *run,
     return st;
 }
 
-static const struct sx_event_ops native_event_ops = {NULL, NULL, native_read_slices};
+static const struct sx_event_ops native_event_ops = {.read_slices = native_read_slices};
 
 enum sx_status sx_native_events_new(const struct sx_native *nr,
                                     struct sx_event_source *src, struct sx_error *err) {

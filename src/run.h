@@ -207,11 +207,16 @@ struct sx_event_ops {
     enum sx_status (*fill_rows)(void *ctx, const struct sx_run *run,
                                 const struct sx_index_row *const *ix, size_t n,
                                 struct sx_row *out, struct sx_error *err);
-    /* The canonical event_metadata text of n rows (sx_h5_read_metas). */
+    /* The canonical event_metadata text of n rows, or with 'stored' the texts as stored
+     * (sx_h5_read_metas). */
     enum sx_status (*read_metas)(void *ctx, const struct sx_run *run,
-                                 const struct sx_row *const *rows, size_t n,
+                                 const struct sx_row *const *rows, size_t n, bool stored,
                                  struct sx_buf *out, size_t *off, bool *any,
                                  struct sx_error *err);
+    /* A stored text made canonical (sx_h5_canon_meta): may run beside the reads. */
+    enum sx_status (*canon_meta)(const void *ctx, const struct sx_row *row,
+                                 const char *text, size_t len, struct sx_buf *out,
+                                 bool *any, struct sx_error *err);
     /* Many slices of events at once (sx_h5_read_slices). */
     enum sx_status (*read_slices)(void *ctx, const struct sx_run *run, struct sx_slice *s,
                                   size_t ns, struct sx_error *err);
