@@ -179,9 +179,12 @@ enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
 
     /* Their events: one slice per piece, one read. */
     if (ah->nent > 0) {
-        SX_CHECK(sx_big_reserve(&ah->arena_mem, (values + 1) * sizeof *ah->arena, 0) &&
-                     sx_big_reserve(&ah->slices_mem, ah->nent * sizeof *ah->slices, 0),
-                 SX_ERR_NOMEM, err, run->path, "out of memory");
+        /* at their bounds at once: grown in steps, each step's fresh room would fault
+         * its pages in again (pages not written are never touched) */
+        SX_CHECK(
+            sx_big_reserve(&ah->arena_mem, (AHEAD_VALUES + 1) * sizeof *ah->arena, 0) &&
+                sx_big_reserve(&ah->slices_mem, AHEAD_PIECES * sizeof *ah->slices, 0),
+            SX_ERR_NOMEM, err, run->path, "out of memory");
         ah->arena = ah->arena_mem.p;
         ah->slices = ah->slices_mem.p;
         struct sx_slice *slices = ah->slices;
