@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /*
  * Bounds of one read-ahead: event values (8 bytes each), event pieces and
@@ -85,7 +86,7 @@ static bool grow(void **p, size_t *cap, size_t n, size_t size) {
     return true;
 }
 
-enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
+enum sx_status sx_doc_ahead_plan(const struct sx_doc *doc,
                                  const struct sx_event_source *src,
                                  struct sx_doc_ahead *ah, const size_t *blocks, size_t n,
                                  struct sx_error *err) {
@@ -95,7 +96,6 @@ enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
     size_t capp = 0, np = 0, nrow = 0;
     struct sx_row tmp;
     memset(&tmp, 0, sizeof tmp);
-    rows_release(ah);
     ah->nblock = ah->nent = ah->nmeta = 0;
     ah->metas =
         src->ops != NULL && src->ops->read_metas != NULL && src->ops->canon_meta != NULL;
@@ -165,6 +165,51 @@ enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
         ah->mfirst[ah->nblock] = ah->nmeta;
         ah->rfirst[ah->nblock] = nrow;
     }
+out:
+    if (st != SX_OK)
+        ah->nblock = ah->nent = ah->nmeta = 0;
+    free(pieces);
+    return st;
+}
+
+/* Swap the 'n' bytes at 'x' and 'y' (n <= 16). */
+static void swap16(void *x, void *y, size_t n) {
+    unsigned char t[16];
+    memcpy(t, x, n);
+    memcpy(x, y, n);
+    memcpy(y, t, n);
+}
+
+void sx_doc_ahead_swap_plan(struct sx_doc_ahead *a, struct sx_doc_ahead *b) {
+#define SWAP(f) swap16(&a->f, &b->f, sizeof a->f)
+    SWAP(block);
+    SWAP(nblock);
+    SWAP(block_cap);
+    SWAP(first);
+    SWAP(first_cap);
+    SWAP(ent);
+    SWAP(nent);
+    SWAP(ent_cap);
+    SWAP(rfirst);
+    SWAP(rfirst_cap);
+    SWAP(rix);
+    SWAP(rix_cap);
+    SWAP(metas);
+    SWAP(mfirst);
+    SWAP(mfirst_cap);
+    SWAP(mrow);
+    SWAP(mrow_cap);
+    SWAP(nmeta);
+#undef SWAP
+}
+
+enum sx_status sx_doc_ahead_read(const struct sx_doc *doc,
+                                 const struct sx_event_source *src,
+                                 struct sx_doc_ahead *ah, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const struct sx_run *run = doc->run;
+    const size_t nrow = ah->nblock > 0 ? ah->rfirst[ah->nblock] : 0;
+    rows_release(ah);
     if (nrow == 0)
         goto out;
 
@@ -219,8 +264,26 @@ enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
 out:
     if (st != SX_OK)
         ah->nblock = ah->nent = ah->nmeta = 0;
-    free(pieces);
     return st;
+}
+
+enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
+                                 const struct sx_event_source *src,
+                                 struct sx_doc_ahead *ah, const size_t *blocks, size_t n,
+                                 struct sx_error *err) {
+    enum sx_status st = sx_doc_ahead_plan(doc, src, ah, blocks, n, err);
+    return st == SX_OK ? sx_doc_ahead_read(doc, src, ah, err) : st;
+}
+
+void sx_doc_ahead_warm(struct sx_doc_ahead *ah) {
+    const long page = sysconf(_SC_PAGESIZE);
+    const size_t step = page > 0 ? (size_t)page : 4096;
+    if (sx_big_reserve(&ah->arena_mem, (AHEAD_VALUES + 1) * sizeof *ah->arena, 0))
+        for (size_t at = 0; at < ah->arena_mem.cap; at += step)
+            ((volatile char *)ah->arena_mem.p)[at] = 0;
+    if (sx_big_reserve(&ah->slices_mem, AHEAD_PIECES * sizeof *ah->slices, 0))
+        for (size_t at = 0; at < ah->slices_mem.cap; at += step)
+            ((volatile char *)ah->slices_mem.p)[at] = 0;
 }
 
 const struct sx_row *sx_doc_ahead_rows(const struct sx_doc_ahead *ah, long k) {

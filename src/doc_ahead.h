@@ -76,6 +76,25 @@ enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
                                  struct sx_doc_ahead *ah, const size_t *blocks, size_t n,
                                  struct sx_error *err);
 
+/*
+ * sx_doc_ahead_fill in two steps: the plan (which blocks, their pieces and rows: nothing
+ * of the source is read), and the read of what 'ah' plans. A plan may be made in one
+ * read-ahead and moved to another (sx_doc_ahead_swap_plan swaps them), while another
+ * thread reads: the plan of the next blocks made beside the read of those before.
+ */
+enum sx_status sx_doc_ahead_plan(const struct sx_doc *doc,
+                                 const struct sx_event_source *src,
+                                 struct sx_doc_ahead *ah, const size_t *blocks, size_t n,
+                                 struct sx_error *err);
+enum sx_status sx_doc_ahead_read(const struct sx_doc *doc,
+                                 const struct sx_event_source *src,
+                                 struct sx_doc_ahead *ah, struct sx_error *err);
+void sx_doc_ahead_swap_plan(struct sx_doc_ahead *a, struct sx_doc_ahead *b);
+
+/* Fault in the rooms of the events a read-ahead holds at most (nothing of the source is
+ * read; no memory: left as they are, for the read to find). */
+void sx_doc_ahead_warm(struct sx_doc_ahead *ah);
+
 /* Block k's rows read ahead (see 'rows'), or NULL when k is none of its blocks. */
 const struct sx_row *sx_doc_ahead_rows(const struct sx_doc_ahead *ah, long k);
 

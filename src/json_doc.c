@@ -24,9 +24,9 @@
 struct reader {
     struct sx_worker t;
     struct json_doc *j;
-    bool given, done; /* a job given; and done (under t.mu) */
-    size_t next[SX_STREAM_AHEAD], n;
-    struct sx_doc_ahead *ah;
+    bool given, done;        /* a job given; and done (under t.mu) */
+    struct sx_doc_ahead *ah; /* planned by the caller, read by the thread */
+    bool warm;               /* the job is sx_doc_ahead_warm: the source is not read */
     enum sx_status st;
     struct sx_error err;
 };
@@ -37,8 +37,11 @@ struct json_doc {
     struct sx_event_source src;
     struct sx_doc_ahead ahead[2]; /* ahead[cur] is formatted from, the other read into */
     int cur;
+    /* with a reader, the plan of its next job, made while it reads the one before (its
+     * rooms for the rest unused); nblock 0: none */
+    struct sx_doc_ahead plan;
     struct reader *rd; /* NULL: none (yet, or to be had) */
-    bool rd_tried;
+    bool rd_tried, warmed;
     struct sx_doc_room room;
 };
 
@@ -60,7 +63,10 @@ static void *reader_main(void *arg) {
             break;
         pthread_mutex_unlock(&r->t.mu);
         sx_error_clear(&r->err);
-        r->st = sx_doc_ahead_fill(&r->j->doc, &r->j->src, r->ah, r->next, r->n, &r->err);
+        if (r->warm)
+            sx_doc_ahead_warm(r->ah);
+        else
+            r->st = sx_doc_ahead_read(&r->j->doc, &r->j->src, r->ah, &r->err);
         pthread_mutex_lock(&r->t.mu);
         r->done = true;
         pthread_cond_broadcast(&r->t.cv);
@@ -83,13 +89,13 @@ static bool reader_wait(struct reader *r, bool collect) {
     return true;
 }
 
-/* Give the reader blocks next[0 .. n) to read into 'ah' (no job is given). */
-static void reader_give(struct reader *r, struct sx_doc_ahead *ah, const size_t *next,
-                        size_t n) {
+/* Give the reader the blocks 'ah' plans to read into it, or with 'warm' its rooms to
+ * fault in (no job is given). */
+static void reader_give(struct reader *r, struct sx_doc_ahead *ah, bool warm) {
     pthread_mutex_lock(&r->t.mu);
-    memcpy(r->next, next, n * sizeof *next);
-    r->n = n;
     r->ah = ah;
+    r->warm = warm;
+    r->st = SX_OK;
     r->given = true;
     r->done = false;
     pthread_cond_broadcast(&r->t.cv);
@@ -124,6 +130,29 @@ static void reader_stop(struct json_doc *j) {
 }
 
 /*
+ * Give the reader next[0 .. n): the plan made for them before, else made now, into the
+ * read-ahead not formatted from; then plan the job after it, made here while the reader
+ * reads (planning is about a tenth of a job, and the reader is the slower of the two).
+ */
+static enum sx_status give_next(struct json_doc *j, const size_t *next, size_t n,
+                                struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_doc_ahead *into = &j->ahead[1 - j->cur];
+    if (j->plan.nblock > 0 && j->plan.block[0] == next[0])
+        sx_doc_ahead_swap_plan(into, &j->plan);
+    else
+        st = sx_doc_ahead_plan(&j->doc, &j->src, into, next, n, err);
+    j->plan.nblock = 0;
+    if (st != SX_OK || into->nblock == 0)
+        return st;
+    reader_give(j->rd, into, false);
+    if (into->nblock < n)
+        st = sx_doc_ahead_plan(&j->doc, &j->src, &j->plan, next + into->nblock,
+                               n - into->nblock, err);
+    return st;
+}
+
+/*
  * Make this rank's next blocks ready: those the reader read, else read here; then give
  * the reader the blocks after those ready.
  */
@@ -142,13 +171,20 @@ static enum sx_status json_prepare(void *ctx, const size_t *next, size_t n, size
             j->cur = 1 - j->cur;
     }
     struct sx_doc_ahead *ah = &j->ahead[j->cur];
-    /* with a reader, only the first block here: the reader reads the next meanwhile */
+    /* with a reader, only the first block here: the reader reads the next meanwhile; the
+     * first time, it faults in the rooms it reads them into meanwhile (a read-ahead's
+     * first read took about twice the time of the next, and the caller waited for it) */
+    if (r != NULL && !j->warmed && n > 0) {
+        j->warmed = true;
+        reader_give(r, &j->ahead[1 - j->cur], true);
+    }
     if (n > 0 && !sx_doc_ahead_has(ah, next[0]))
         st = sx_doc_ahead_fill(&j->doc, &j->src, ah, next, r != NULL ? 1 : n, err);
+    reader_wait(r, true); /* the warming, if any */
     while (*ready < n && sx_doc_ahead_has(ah, next[*ready]))
         ++*ready;
     if (r != NULL && st == SX_OK && *ready > 0 && *ready < n)
-        reader_give(r, &j->ahead[1 - j->cur], next + *ready, n - *ready);
+        st = give_next(j, next + *ready, n - *ready, err);
     return st;
 }
 
@@ -156,8 +192,8 @@ static enum sx_status json_block(void *ctx, size_t b, struct sx_buf *out,
                                  struct sx_error *err) {
     struct json_doc *j = ctx;
     const struct sx_doc_ahead *ah = &j->ahead[j->cur];
-    if (!sx_doc_ahead_has(ah, b)) /* it reads the source itself: not beside the reader */
-        reader_wait(j->rd, false);
+    if (!sx_doc_ahead_has(ah, b) && (j->rd == NULL || !j->rd->warm))
+        reader_wait(j->rd, false); /* it reads the source itself: not beside the reader */
     return sx_doc_block(&j->doc, &j->src, ah, &j->room, b, out, err);
 }
 
@@ -173,6 +209,7 @@ static void json_free(void *ctx) {
     reader_stop(j);
     sx_doc_ahead_free(&j->ahead[0]);
     sx_doc_ahead_free(&j->ahead[1]);
+    sx_doc_ahead_free(&j->plan);
     sx_doc_room_free(&j->room);
     sx_doc_free(&j->doc);
     free(j);
@@ -187,6 +224,7 @@ static enum sx_status json_plan(const struct sx_pipe *p, struct sx_doc_state *d,
     SX_CHECK(j != NULL, SX_ERR_NOMEM, err, p->input, "out of memory");
     sx_doc_ahead_init(&j->ahead[0]);
     sx_doc_ahead_init(&j->ahead[1]);
+    sx_doc_ahead_init(&j->plan);
     j->src = sx_h5_event_source(p->h5);
     st = sx_doc_plan(&j->doc, p->run, p->filter, p->o->indent, p->o->block_bytes, err);
     d->prod = (struct sx_producer){.ctx = j,
