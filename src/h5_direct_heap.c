@@ -104,13 +104,61 @@ static int cmp_at(const void *a, const void *b) {
     return x->at < y->at ? -1 : x->at > y->at;
 }
 
-/* qsort, for requests that often come sorted already (a column read in row order). */
+/*
+ * Sort requests that often come sorted already (a column read in row order), or in a few
+ * sorted runs (a column's strings lie in the heap in row order but for a few; a
+ * read-ahead's rows are those of a few blocks, each in order): up to FEW_RUNS runs are
+ * merged, a pass per two runs, instead of a whole qsort (a merge sort that copies every
+ * element log n times: 5% of the many-row export's setup). No memory for the merge:
+ * qsort, as before.
+ */
+enum { FEW_RUNS = 16 };
+
 static void sort_reqs(struct req *rq, size_t n, int (*cmp)(const void *, const void *)) {
+    size_t at[FEW_RUNS + 1], nrun = 1; /* run k: rq[at[k] .. at[k + 1]) */
+    at[0] = 0;
     for (size_t i = 1; i < n; i++)
         if (cmp(&rq[i - 1], &rq[i]) > 0) {
-            qsort(rq, n, sizeof *rq, cmp);
-            return;
+            if (nrun == FEW_RUNS) {
+                qsort(rq, n, sizeof *rq, cmp);
+                return;
+            }
+            at[nrun++] = i;
         }
+    if (nrun == 1)
+        return;
+    at[nrun] = n;
+    struct req *tmp = sx_malloc(n * sizeof *tmp);
+    if (tmp == NULL) {
+        qsort(rq, n, sizeof *rq, cmp);
+        return;
+    }
+    struct req *from = rq, *to = tmp;
+    while (nrun > 1) {
+        size_t k = 0, m = 0;
+        for (; k + 1 < nrun; k += 2) { /* runs k and k + 1 into one */
+            size_t a = at[k], b = at[k + 1], o = at[k];
+            const size_t ae = at[k + 1], be = at[k + 2];
+            while (a < ae && b < be)
+                to[o++] = cmp(&from[b], &from[a]) < 0 ? from[b++] : from[a++];
+            memcpy(&to[o], &from[a], (ae - a) * sizeof *to);
+            o += ae - a;
+            memcpy(&to[o], &from[b], (be - b) * sizeof *to);
+            at[m++] = at[k];
+        }
+        if (k < nrun) { /* an odd run out, as it is */
+            memcpy(&to[at[k]], &from[at[k]], (n - at[k]) * sizeof *to);
+            at[m++] = at[k];
+        }
+        at[m] = n;
+        nrun = m;
+        struct req *t = from;
+        from = to;
+        to = t;
+    }
+    if (from != rq)
+        memcpy(rq, from, n * sizeof *rq);
+    free(tmp);
 }
 
 /* 'n' bytes at file offset 'at' into 'buf'; may fail on purpose (SX_FAULT_READ). */

@@ -321,6 +321,18 @@ static void check_dataset(const char *path, const char *name, int rounds) {
         rows[k] = x.n - 1 - k;
     CHECK(same_rows(&x, rows, x.n));
     CHECK(same_rows(&x, rows, 0));
+    /* a few ascending runs, as the rows of blocks read ahead together: merged (up to
+     * 16 runs), else sorted whole; a run that starts where the one before ended */
+    for (size_t s = 2; s <= 17; s += 5) {
+        size_t m = 0;
+        for (size_t r = 0; r < s; r++)
+            for (size_t k = r; k < x.n; k += s)
+                rows[m++] = k;
+        CHECK(same_rows(&x, rows, m));
+    }
+    for (size_t k = 0; k < x.n; k++)
+        rows[k] = k < x.n / 2 ? 2 * k : k - x.n / 2;
+    CHECK(same_rows(&x, rows, x.n));
     /* ranges of rows, asked without a list */
     CHECK(same_range(&x, NULL, 0, x.n));
     for (int r = 0; r < 8; r++) {
