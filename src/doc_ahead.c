@@ -275,15 +275,27 @@ enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
     return st == SX_OK ? sx_doc_ahead_read(doc, src, ah, err) : st;
 }
 
-void sx_doc_ahead_warm(struct sx_doc_ahead *ah) {
+/* Write a byte of each page of b->p[0 .. n): their frames faulted in. */
+static void touch(const struct sx_big *b, size_t n) {
     const long page = sysconf(_SC_PAGESIZE);
     const size_t step = page > 0 ? (size_t)page : 4096;
+    for (size_t at = 0; at < n && at < b->cap; at += step)
+        ((volatile char *)b->p)[at] = 0;
+}
+
+void sx_doc_ahead_warm(struct sx_doc_ahead *ah) {
+    const size_t nrow = ah->nblock > 0 ? ah->rfirst[ah->nblock] : 0;
+    const struct sx_doc_ahead_ent *last = ah->nent > 0 ? &ah->ent[ah->nent - 1] : NULL;
+    const uint64_t values = last != NULL ? last->at + last->n : 0;
+    /* the rooms as sx_doc_ahead_read reserves them, so that it finds them so */
+    if (nrow > 0 && sx_big_reserve(&ah->rows_mem, nrow * sizeof *ah->rows, 0))
+        touch(&ah->rows_mem, nrow * sizeof *ah->rows);
+    if (ah->nent == 0)
+        return;
     if (sx_big_reserve(&ah->arena_mem, (AHEAD_VALUES + 1) * sizeof *ah->arena, 0))
-        for (size_t at = 0; at < ah->arena_mem.cap; at += step)
-            ((volatile char *)ah->arena_mem.p)[at] = 0;
+        touch(&ah->arena_mem, (values + 1) * sizeof *ah->arena);
     if (sx_big_reserve(&ah->slices_mem, AHEAD_PIECES * sizeof *ah->slices, 0))
-        for (size_t at = 0; at < ah->slices_mem.cap; at += step)
-            ((volatile char *)ah->slices_mem.p)[at] = 0;
+        touch(&ah->slices_mem, ah->nent * sizeof *ah->slices);
 }
 
 const struct sx_row *sx_doc_ahead_rows(const struct sx_doc_ahead *ah, long k) {

@@ -91,8 +91,9 @@ enum sx_status sx_doc_ahead_read(const struct sx_doc *doc,
                                  struct sx_doc_ahead *ah, struct sx_error *err);
 void sx_doc_ahead_swap_plan(struct sx_doc_ahead *a, struct sx_doc_ahead *b);
 
-/* Fault in the rooms of the events a read-ahead holds at most (nothing of the source is
- * read; no memory: left as they are, for the read to find). */
+/* Fault in the rooms sx_doc_ahead_read of what 'ah' plans will write (nothing of the
+ * source is read, nor of 'ah' but its rooms; no memory: left as they are, for the read
+ * to find). */
 void sx_doc_ahead_warm(struct sx_doc_ahead *ah);
 
 /* Block k's rows read ahead (see 'rows'), or NULL when k is none of its blocks. */

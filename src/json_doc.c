@@ -138,7 +138,9 @@ static enum sx_status give_next(struct json_doc *j, const size_t *next, size_t n
                                 struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_doc_ahead *into = &j->ahead[1 - j->cur];
-    if (j->plan.nblock > 0 && j->plan.block[0] == next[0])
+    if (into->nblock > 0 && into->block[0] == next[0])
+        ; /* planned and warmed (a plan left from blocks formatted lies before next[0]) */
+    else if (j->plan.nblock > 0 && j->plan.block[0] == next[0])
         sx_doc_ahead_swap_plan(into, &j->plan);
     else
         st = sx_doc_ahead_plan(&j->doc, &j->src, into, next, n, err);
@@ -171,14 +173,18 @@ static enum sx_status json_prepare(void *ctx, const size_t *next, size_t n, size
             j->cur = 1 - j->cur;
     }
     struct sx_doc_ahead *ah = &j->ahead[j->cur];
-    /* with a reader, only the first block here: the reader reads the next meanwhile; the
-     * first time, it faults in the rooms it reads them into meanwhile (a read-ahead's
-     * first read took about twice the time of the next, and the caller waited for it) */
-    if (r != NULL && !j->warmed && n > 0) {
+    /* with a reader, only the first block here: the reader reads the next meanwhile. The
+     * first time, it faults in the rooms of its first job meanwhile, planned first (a
+     * read-ahead's first read took about twice the time of the next, the caller waiting
+     * for it): a block not read ahead is read here beside it, as it reads no source. */
+    if (r != NULL && !j->warmed && n > 1 && !sx_doc_ahead_has(ah, next[0])) {
         j->warmed = true;
-        reader_give(r, &j->ahead[1 - j->cur], true);
+        st = sx_doc_ahead_plan(&j->doc, &j->src, &j->ahead[1 - j->cur], next + 1, n - 1,
+                               err);
+        if (st == SX_OK && j->ahead[1 - j->cur].nblock > 0)
+            reader_give(r, &j->ahead[1 - j->cur], true);
     }
-    if (n > 0 && !sx_doc_ahead_has(ah, next[0]))
+    if (st == SX_OK && n > 0 && !sx_doc_ahead_has(ah, next[0]))
         st = sx_doc_ahead_fill(&j->doc, &j->src, ah, next, r != NULL ? 1 : n, err);
     reader_wait(r, true); /* the warming, if any */
     while (*ready < n && sx_doc_ahead_has(ah, next[*ready]))
