@@ -283,21 +283,23 @@ static const char *meta_src(const struct sx_h5 *h5, char *buf, size_t n) {
 }
 
 /*
- * Row 'row''s stored event_metadata 'text' (len > 0) canonical, appended to 'out' ('src'
- * names the dataset in messages): '*any' whether some dict of it is non-empty; a list
- * of no entries appends nothing. No HDF5 call: it may run beside the file's reads.
+ * Row 'row''s stored event_metadata 'text' (len > 0) of 'h5' canonical, appended to
+ * 'out': '*any' whether some dict of it is non-empty; a list of no entries appends
+ * nothing. The dataset is named only in messages (a row is a few us). No HDF5 call: it
+ * may run beside the file's reads.
  */
-static enum sx_status canon_one(const char *src, const struct sx_row *row,
+static enum sx_status canon_one(const struct sx_h5 *h5, const struct sx_row *row,
                                 const char *text, size_t len, struct sx_buf *out,
                                 bool *any, struct sx_error *err) {
     enum sx_status st = SX_OK;
     const size_t at = out->len;
     uint64_t cnt = 0;
-    char where[1200]; /* the row, named only when it fails: a row is a few us */
+    char src[1100], where[1200];
     *any = false;
     st = sx_json_canon_meta(text, len, out, any, &cnt, err);
     if (st != SX_OK || (cnt != 0 && cnt != row->count))
-        snprintf(where, sizeof where, "%s[%" PRIu64 "]", src, row->file_row);
+        snprintf(where, sizeof where, "%s[%" PRIu64 "]", meta_src(h5, src, sizeof src),
+                 row->file_row);
     if (st != SX_OK) {
         if (err != NULL && err->source[0] == '\0')
             snprintf(err->source, sizeof err->source, "%.500s", where);
@@ -349,7 +351,7 @@ static enum sx_status read_metas(struct sx_h5 *h5, const struct sx_run *run,
     for (size_t k = 0; k < n; k++) {
         const size_t len = roff[k + 1] - roff[k];
         if (len > 0) {
-            st = canon_one(src, rows[k], raw.data + roff[k], len, out, &any[k], err);
+            st = canon_one(h5, rows[k], raw.data + roff[k], len, out, &any[k], err);
             if (st != SX_OK)
                 goto out;
         }
@@ -718,10 +720,10 @@ enum sx_status sx_h5_canon_meta(const struct sx_h5 *h5, const struct sx_row *row
     *any = false;
     if (len == 0)
         return SX_OK;
-    const enum sx_status st =
-        canon_one(meta_src(h5, src, sizeof src), row, text, len, out, any, err);
+    const enum sx_status st = canon_one(h5, row, text, len, out, any, err);
     return st == SX_OK && out->failed
-               ? sx_error_set(err, SX_ERR_NOMEM, src, "out of memory")
+               ? sx_error_set(err, SX_ERR_NOMEM, meta_src(h5, src, sizeof src),
+                              "out of memory")
                : st;
 }
 

@@ -62,6 +62,11 @@ static const char usage_text[] =
     "                   [rank_region_index/event_counts]\n"
     "  bad-tags         rank_region_index/tags row 0 is not JSON\n"
     "                   [rank_region_index/tags]\n"
+    "  bad-meta         rank_region_index/event_metadata row 0 is not JSON (BASE made\n"
+    "                   with event metadata) [rank_region_index/event_metadata]\n"
+    "  meta-count       rank_region_index/event_metadata row 0 is a list of one\n"
+    "                   entry (its row has more calls) "
+    "[rank_region_index/event_metadata]\n"
     "  soft-index       rank_region_index is a soft link to the group, renamed\n"
     "                   z_index (valid: the same run)\n"
     "  linked-twice     the events group is also linked as a_events, a name walked\n"
@@ -723,21 +728,22 @@ out:
     return rc;
 }
 
-static int damage_bad_tags(hid_t f) {
+/* Row 0 of the string dataset 'name' made 'value'. */
+static int damage_row0_string(hid_t f, const char *name, const char *value) {
     int rc = -1;
     hid_t t = utf8_vlen(), d = -1, fs = -1, ms = -1;
     hsize_t one = 1, zero = 0;
-    const char *v[1] = {"[\"unclosed"};
+    const char *v[1] = {value};
     H5TRY(t, "make a string type");
-    d = H5Dopen2(f, "rank_region_index/tags", H5P_DEFAULT);
-    H5TRY(d, "open rank_region_index/tags");
+    d = H5Dopen2(f, name, H5P_DEFAULT);
+    H5TRY(d, name);
     fs = H5Dget_space(d);
     ms = H5Screate_simple(1, &one, NULL);
     H5TRY(fs, "get a dataspace");
     H5TRY(ms, "create a dataspace");
     H5TRY(H5Sselect_hyperslab(fs, H5S_SELECT_SET, &zero, NULL, &one, NULL),
           "select row 0");
-    H5TRY(H5Dwrite(d, t, ms, fs, H5P_DEFAULT, v), "write rank_region_index/tags");
+    H5TRY(H5Dwrite(d, t, ms, fs, H5P_DEFAULT, v), name);
     rc = 0;
 out:
     sx_h5_close_id(ms);
@@ -786,7 +792,7 @@ static const char *const modes[] = {
     "vlen-name",      "vlen-meta",    "external-storage", "external-link",
     "virtual",        "rank-huge",    "count-negative",   "bad-tags",
     "vlen-overrun",   "virtual-meta", "virtual-perf",     "soft-index",
-    "linked-twice"};
+    "linked-twice",   "bad-meta",     "meta-count"};
 
 int main(int argc, char **argv) {
     int rc = 1;
@@ -860,7 +866,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(mode, "count-negative"))
         r = damage_count_negative(f);
     else if (!strcmp(mode, "bad-tags"))
-        r = damage_bad_tags(f);
+        r = damage_row0_string(f, "rank_region_index/tags", "[\"unclosed");
+    else if (!strcmp(mode, "bad-meta"))
+        r = damage_row0_string(f, "rank_region_index/event_metadata", "[{\"unclosed");
+    else if (!strcmp(mode, "meta-count"))
+        r = damage_row0_string(f, "rank_region_index/event_metadata", "[{\"k\": 1}]");
     else if (!strcmp(mode, "soft-index") || !strcmp(mode, "linked-twice"))
         r = relink(f, !strcmp(mode, "soft-index"));
     if (r != 0)

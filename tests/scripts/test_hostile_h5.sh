@@ -90,6 +90,22 @@ virtual-meta|/rank_region_index/event_metadata|
 virtual-perf|/rank0/perf_events/main/values|--format chrome-trace
 EOF
 
+# event_metadata that is not JSON, or lists fewer entries than its row has calls: the
+# row named. One process reads it ahead in a thread and makes it canonical as it
+# writes the row; without the thread, and at two ranks, the same.
+while IFS='|' read -r mode needles; do
+    f="$TMP/$mode.h5"
+    "$DAMAGE" "$mode" "$base2" "$f" || { bad "scope-export-damage $mode failed"; continue; }
+    for np in 0 2; do
+        LIMIT=30 refused "$mode" "$np" "$f:/rank_region_index/event_metadata[0]|$needles" "$f"
+    done
+    SCOPE_EXPORT_THREADS=1 LIMIT=30 refused "$mode, no thread" 0 \
+        "$f:/rank_region_index/event_metadata[0]|$needles" "$f"
+done <<'EOF'
+bad-meta|event metadata is not valid JSON
+meta-count|must match the call count (1 entries for
+EOF
+
 # The same refusals from the trace formats and validate, which read the same way.
 f="$TMP/external-storage.h5"
 LIMIT=30 refused "external-storage, chrome trace" 0 "$f|external storage" "$f" \
