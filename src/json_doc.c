@@ -14,12 +14,14 @@
 /*
  * The next blocks read ahead in a helper thread while the caller formats those read
  * before: in a many-row run, reading a block (the index rows, the event columns'
- * pages, their deltas, the event metadata) costs about twice its formatting. The thread
- * reads into the read-ahead the caller does not format from, one job at a time, given by
- * json_prepare and collected by it; the caller asks nothing of the source while a job
- * runs (a block read ahead needs nothing more of it, and any other waits for the job
- * first), so the source is never used by two threads at once. Only where a helper thread
- * may run (sx_helper_allowed): one process, or ranks not bound to one core each.
+ * pages, their deltas, the event metadata as stored) costs about its formatting. The
+ * thread reads into the read-ahead the caller does not format from, one job at a time,
+ * planned, given and collected by json_prepare (the caller plans the next job while the
+ * thread reads, and makes the event metadata canonical as it formats: neither reads the
+ * source); the caller asks nothing of the source while a job runs (a block read ahead
+ * needs nothing more of it, and any other waits for the job first), so the source is
+ * never used by two threads at once. Only where a helper thread may run
+ * (sx_helper_allowed): one process, or ranks not bound to one core each.
  */
 struct reader {
     struct sx_worker t;
