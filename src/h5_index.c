@@ -186,6 +186,12 @@ static enum sx_status open_lazy_cols(struct sx_h5 *h5, uint64_t nrows,
     enum sx_status st = SX_OK;
     hid_t t = -1;
     char src[1100];
+    /* the string columns' pools, read together after the loop */
+    char names[RD_TAGS + 1][1100];
+    const char *pnames[RD_TAGS + 1];
+    hid_t pd[RD_TAGS + 1];
+    struct pool *pp[RD_TAGS + 1];
+    int np = 0;
     for (int k = 0; k < RD_N; k++) {
         char p[128];
         snprintf(p, sizeof p, "rank_region_index/%s", sx_h5_rd_names[k]);
@@ -210,13 +216,18 @@ static enum sx_status open_lazy_cols(struct sx_h5 *h5, uint64_t nrows,
         sx_h5_close_id(dcpl);
         if (st == SX_OK)
             st = sx_h5_req_len(h5, p, (uint64_t)n, nrows, err);
-        if (st == SX_OK && strings && !h5->open_only)
-            st = sx_h5_read_pool(h5->direct, h5->rd[k], nrows, &h5->pool[k], src, err);
+        if (st == SX_OK && strings && !h5->open_only) {
+            snprintf(names[np], sizeof names[np], "%s", src);
+            pnames[np] = names[np];
+            pd[np] = h5->rd[k];
+            pp[np++] = &h5->pool[k];
+        }
         if (st != SX_OK)
             goto out;
         sx_h5_close_id(t);
         t = -1;
     }
+    st = sx_h5_read_pools(h5->direct, pd, np, nrows, pp, pnames, err);
 out:
     sx_h5_close_id(t);
     return st;

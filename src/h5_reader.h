@@ -97,6 +97,16 @@ void sx_h5_pool_free(struct pool *p);
  */
 enum sx_status sx_h5_read_pool(struct sx_direct *dr, hid_t d, uint64_t nrows,
                                struct pool *p, const char *src, struct sx_error *err);
+/*
+ * The pools of 'n' string columns d[k] (named src[k]) into *p[k], as sx_h5_read_pool
+ * reads each: the last in a helper thread beside the others where one may run
+ * (sx_helper_allowed) and the heap walker reads it (a run's setup reads its three
+ * string columns of a row each: a sixth of the 1024 x 64 run's export). The error is
+ * the first column's that failed; a collection the walker leaves to HDF5 is read here.
+ */
+enum sx_status sx_h5_read_pools(struct sx_direct *dr, const hid_t *d, int n,
+                                uint64_t nrows, struct pool *const *p,
+                                const char *const *src, struct sx_error *err);
 
 /* h5_summary.c */
 
