@@ -131,6 +131,11 @@ static void reader_stop(struct json_doc *j) {
     j->rd = NULL;
 }
 
+/* The reader's first job: its blocks at most. The caller waits for it (after the blocks
+ * it reads itself), and a job of a few blocks keeps it waiting less: the 1024 x 64 run's
+ * first job of six blocks had it wait ~8 ms (export 0.127 -> 0.121 s with two). */
+enum { FIRST_JOB = 2 };
+
 /*
  * Give the reader next[0 .. n): the plan made for them before, else made now, into the
  * read-ahead not formatted from; then plan the job after it, made here while the reader
@@ -181,8 +186,8 @@ static enum sx_status json_prepare(void *ctx, const size_t *next, size_t n, size
      * for it): a block not read ahead is read here beside it, as it reads no source. */
     if (r != NULL && !j->warmed && n > 1 && !sx_doc_ahead_has(ah, next[0])) {
         j->warmed = true;
-        st = sx_doc_ahead_plan(&j->doc, &j->src, &j->ahead[1 - j->cur], next + 1, n - 1,
-                               err);
+        st = sx_doc_ahead_plan(&j->doc, &j->src, &j->ahead[1 - j->cur], next + 1,
+                               n - 1 > FIRST_JOB ? FIRST_JOB : n - 1, err);
         if (st == SX_OK && j->ahead[1 - j->cur].nblock > 0)
             reader_give(r, &j->ahead[1 - j->cur], true);
     }
