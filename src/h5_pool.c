@@ -162,11 +162,14 @@ enum sx_status sx_h5_read_pools(struct sx_direct *dr, const hid_t *d, int n,
     struct pool_job job = {.nrows = nrows};
     int helped = -1; /* the column the helper reads */
     /* the last column to the helper, when the walker reads it (it is opened here: HDF5
-     * calls stay in this thread) */
+     * calls stay in this thread); one that does not open is read in its turn, which
+     * meets the same error after the others' */
     if (n >= 2 && dr != NULL && sx_helper_allowed()) {
-        st = sx_direct_strings_open(dr, d[n - 1], src[n - 1], &job.v, err);
-        if (st != SX_OK)
-            return st;
+        if (sx_direct_strings_open(dr, d[n - 1], src[n - 1], &job.v, err) != SX_OK) {
+            job.v = NULL;
+            if (err != NULL)
+                sx_error_clear(err);
+        }
         job.p = p[n - 1];
         job.src = src[n - 1];
         if (job.v != NULL && sx_worker_start(&job.t, pool_main, &job))
