@@ -203,6 +203,31 @@ void sx_doc_ahead_swap_plan(struct sx_doc_ahead *a, struct sx_doc_ahead *b) {
 #undef SWAP
 }
 
+/* The values of the pieces 'ah' plans. */
+static uint64_t ahead_values(const struct sx_doc_ahead *ah) {
+    const struct sx_doc_ahead_ent *last = ah->nent > 0 ? &ah->ent[ah->nent - 1] : NULL;
+    return last != NULL ? last->at + last->n : 0;
+}
+
+/*
+ * The bytes to reserve of a room for 'want' bytes that never needs more than 'bound':
+ * 'want' while it is small (malloc's), else the bound at once: grown in steps, each
+ * step's fresh mapping would fault its pages in again (pages never written are never
+ * touched; a small export does not touch a large frame for a few bytes).
+ */
+static size_t room_of(size_t want, size_t bound) {
+    return want < SX_BIG_MIN ? want : bound;
+}
+
+static size_t arena_room(const struct sx_doc_ahead *ah) {
+    return room_of((size_t)(ahead_values(ah) + 1) * sizeof *ah->arena,
+                   (AHEAD_VALUES + 1) * sizeof *ah->arena);
+}
+
+static size_t slices_room(const struct sx_doc_ahead *ah) {
+    return room_of(ah->nent * sizeof *ah->slices, AHEAD_PIECES * sizeof *ah->slices);
+}
+
 enum sx_status sx_doc_ahead_read(const struct sx_doc *doc,
                                  const struct sx_event_source *src,
                                  struct sx_doc_ahead *ah, struct sx_error *err) {
@@ -224,12 +249,9 @@ enum sx_status sx_doc_ahead_read(const struct sx_doc *doc,
 
     /* Their events: one slice per piece, one read. */
     if (ah->nent > 0) {
-        /* at their bounds at once: grown in steps, each step's fresh room would fault
-         * its pages in again (pages not written are never touched) */
-        SX_CHECK(
-            sx_big_reserve(&ah->arena_mem, (AHEAD_VALUES + 1) * sizeof *ah->arena, 0) &&
-                sx_big_reserve(&ah->slices_mem, AHEAD_PIECES * sizeof *ah->slices, 0),
-            SX_ERR_NOMEM, err, run->path, "out of memory");
+        SX_CHECK(sx_big_reserve(&ah->arena_mem, arena_room(ah), 0) &&
+                     sx_big_reserve(&ah->slices_mem, slices_room(ah), 0),
+                 SX_ERR_NOMEM, err, run->path, "out of memory");
         ah->arena = ah->arena_mem.p;
         ah->slices = ah->slices_mem.p;
         struct sx_slice *slices = ah->slices;
@@ -285,16 +307,14 @@ static void touch(const struct sx_big *b, size_t n) {
 
 void sx_doc_ahead_warm(struct sx_doc_ahead *ah) {
     const size_t nrow = ah->nblock > 0 ? ah->rfirst[ah->nblock] : 0;
-    const struct sx_doc_ahead_ent *last = ah->nent > 0 ? &ah->ent[ah->nent - 1] : NULL;
-    const uint64_t values = last != NULL ? last->at + last->n : 0;
     /* the rooms as sx_doc_ahead_read reserves them, so that it finds them so */
     if (nrow > 0 && sx_big_reserve(&ah->rows_mem, nrow * sizeof *ah->rows, 0))
         touch(&ah->rows_mem, nrow * sizeof *ah->rows);
     if (ah->nent == 0)
         return;
-    if (sx_big_reserve(&ah->arena_mem, (AHEAD_VALUES + 1) * sizeof *ah->arena, 0))
-        touch(&ah->arena_mem, (values + 1) * sizeof *ah->arena);
-    if (sx_big_reserve(&ah->slices_mem, AHEAD_PIECES * sizeof *ah->slices, 0))
+    if (sx_big_reserve(&ah->arena_mem, arena_room(ah), 0))
+        touch(&ah->arena_mem, (ahead_values(ah) + 1) * sizeof *ah->arena);
+    if (sx_big_reserve(&ah->slices_mem, slices_room(ah), 0))
         touch(&ah->slices_mem, ah->nent * sizeof *ah->slices);
 }
 
