@@ -86,6 +86,11 @@ for what in "speedscope .* MB: -n 2" "speedscope: 1 -> 2 ranks net" "speedscope 
     "100k-gzip4: .json one process, bare" "100k-gzip4: .json 2 ranks net .*x cat"; do
     grep -Eq "^(PASS|FAIL)  $what" "$out" && ok || bad "no target line '$what'"
 done
+# the disk's yardsticks beside the goals it bounds: dd oflag=direct of the same bytes
+for what in "100k-gzip4: .json -n 2 net .* the disk writes the same .* MB around" \
+    "native Chrome trace .* MB: one process writes .* the disk takes .* MB/s"; do
+    grep -Eq "^INFO  $what" "$out" && ok || bad "no yardstick line '$what'"
+done
 # the Perfetto trace's targets: its size against the Chrome trace's, 1 -> 2 ranks, rank 0
 for t in "perfetto .* MB = .*x the Chrome trace" "perfetto 1 -> 2 ranks net" \
     "perfetto -n 2 rank 0 peak RSS"; do
@@ -179,8 +184,8 @@ cmp -s "$out" "$TMP/out/bench.txt" && ok || bad "bench.txt differs from what was
 nraw=$(($(wc -l <"$TMP/out/raw.tsv") - 1))
 ncases=$(($(echo "$cases" | wc -w) + 2))   # and start.1, start.2
 # every case on the few-row runs; all but the 9 trace cases (Chrome and Perfetto) on the
-# first many-row run; 6, 3 and 3 on the others
-nwant=$((3 * ncases + ncases - 9 + 12))
+# first many-row run; 7 (with dd, the disk's yardstick), 3 and 3 on the others
+nwant=$((3 * ncases + ncases - 9 + 13))
 [ "$nraw" = "$nwant" ] && ok || bad "raw.tsv has $nraw repetitions, not $nwant"
 left=$(find "$TMP" -maxdepth 1 -name 'sx-bench.*' | head -1)
 [ -z "$left" ] && ok || bad "work directory left behind: $left"
