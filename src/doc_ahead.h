@@ -21,6 +21,9 @@ struct sx_doc_ahead_ent {
 };
 
 struct sx_doc_ahead {
+    /* The plan (sx_doc_ahead_plan writes it; sx_doc_ahead_swap_plan swaps it, field by
+     * field: a field of the plan added here is added there): block .. ent_cap, rfirst ..
+     * rix_cap, metas .. mrow_cap and nmeta. */
     size_t *block; /* the blocks read ahead, in document order */
     size_t nblock, block_cap;
     size_t *first; /* block k's pieces are ent[first[k] .. first[k + 1]) */

@@ -193,6 +193,46 @@ out:
     return st;
 }
 
+/* The name of the event_metadata dataset of 'h5' in messages. */
+static const char *meta_src(const struct sx_h5 *h5, char *buf, size_t n) {
+    return sx_h5_src_name(buf, n, h5->path, "/rank_region_index/event_metadata");
+}
+
+/*
+ * Row 'row''s stored event_metadata 'text' (len > 0) of 'h5' canonical, appended to
+ * 'out': '*any' whether some dict of it is non-empty; a list of no entries appends
+ * nothing. The dataset is named only in messages (a row is a few us). No HDF5 call: it
+ * may run beside the file's reads.
+ */
+static enum sx_status canon_one(const struct sx_h5 *h5, const struct sx_row *row,
+                                const char *text, size_t len, struct sx_buf *out,
+                                bool *any, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    const size_t at = out->len;
+    uint64_t cnt = 0;
+    char src[1100], where[1200];
+    *any = false;
+    st = sx_json_canon_meta(text, len, out, any, &cnt, err);
+    if (st != SX_OK || (cnt != 0 && cnt != row->count))
+        snprintf(where, sizeof where, "%s[%" PRIu64 "]", meta_src(h5, src, sizeof src),
+                 row->file_row);
+    if (st != SX_OK) {
+        if (err != NULL && err->source[0] == '\0')
+            snprintf(err->source, sizeof err->source, "%.500s", where);
+        goto out;
+    }
+    SX_CHECK(cnt == 0 || cnt == row->count, SX_ERR_FORMAT, err, where,
+             "%s: event metadata must match the call count (%" PRIu64
+             " entries for %" PRIu64 " calls)",
+             where, cnt, row->count);
+    if (cnt == 0) {
+        out->len = at;
+        *any = false;
+    }
+out:
+    return st;
+}
+
 static enum sx_status read_meta(struct sx_h5 *h5, const struct sx_run *run,
                                 const struct sx_row *row, struct sx_buf *out, bool *any,
                                 struct sx_error *err) {
@@ -205,7 +245,7 @@ static enum sx_status read_meta(struct sx_h5 *h5, const struct sx_run *run,
     *any = false;
     if (h5->meta < 0 || run->layout != SX_LAYOUT_COLUMNAR)
         goto out;
-    sx_h5_src_name(src, sizeof src, h5->path, "/rank_region_index/event_metadata");
+    meta_src(h5, src, sizeof src);
     hsize_t start = row->file_row, count = 1;
     fs = H5Dget_space(h5->meta);
     ms = H5Screate_simple(1, &count, NULL);
@@ -244,23 +284,7 @@ static enum sx_status read_meta(struct sx_h5 *h5, const struct sx_run *run,
     }
     if (len == 0)
         goto out;
-    uint64_t n = 0;
-    char where[1200];
-    snprintf(where, sizeof where, "%s[%" PRIu64 "]", src, row->file_row);
-    st = sx_json_canon_meta(text, len, out, any, &n, err);
-    if (st != SX_OK) {
-        if (err != NULL && err->source[0] == '\0')
-            snprintf(err->source, sizeof err->source, "%.500s", where);
-        goto out;
-    }
-    SX_CHECK(n == 0 || n == row->count, SX_ERR_FORMAT, err, where,
-             "%s: event metadata must match the call count (%" PRIu64
-             " entries for %" PRIu64 " calls)",
-             where, n, row->count);
-    if (n == 0) {
-        out->len = 0;
-        *any = false;
-    }
+    st = canon_one(h5, row, text, len, out, any, err);
 out:
     if (vl != NULL) {
         hsize_t one = 1;
@@ -274,46 +298,6 @@ out:
     sx_h5_close_id(ms);
     sx_h5_close_id(fs);
     sx_h5_quiet_end(&q);
-    return st;
-}
-
-/* The name of the event_metadata dataset of 'h5' in messages. */
-static const char *meta_src(const struct sx_h5 *h5, char *buf, size_t n) {
-    return sx_h5_src_name(buf, n, h5->path, "/rank_region_index/event_metadata");
-}
-
-/*
- * Row 'row''s stored event_metadata 'text' (len > 0) of 'h5' canonical, appended to
- * 'out': '*any' whether some dict of it is non-empty; a list of no entries appends
- * nothing. The dataset is named only in messages (a row is a few us). No HDF5 call: it
- * may run beside the file's reads.
- */
-static enum sx_status canon_one(const struct sx_h5 *h5, const struct sx_row *row,
-                                const char *text, size_t len, struct sx_buf *out,
-                                bool *any, struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    const size_t at = out->len;
-    uint64_t cnt = 0;
-    char src[1100], where[1200];
-    *any = false;
-    st = sx_json_canon_meta(text, len, out, any, &cnt, err);
-    if (st != SX_OK || (cnt != 0 && cnt != row->count))
-        snprintf(where, sizeof where, "%s[%" PRIu64 "]", meta_src(h5, src, sizeof src),
-                 row->file_row);
-    if (st != SX_OK) {
-        if (err != NULL && err->source[0] == '\0')
-            snprintf(err->source, sizeof err->source, "%.500s", where);
-        goto out;
-    }
-    SX_CHECK(cnt == 0 || cnt == row->count, SX_ERR_FORMAT, err, where,
-             "%s: event metadata must match the call count (%" PRIu64
-             " entries for %" PRIu64 " calls)",
-             where, cnt, row->count);
-    if (cnt == 0) {
-        out->len = at;
-        *any = false;
-    }
-out:
     return st;
 }
 

@@ -101,6 +101,11 @@ while IFS='|' read -r mode needles; do
     done
     SCOPE_EXPORT_THREADS=1 LIMIT=30 refused "$mode, no thread" 0 \
         "$f:/rank_region_index/event_metadata[0]|$needles" "$f"
+    # validate reads the whole run, a row's metadata at a time: the same refusal
+    rc=0
+    "$X" validate "$f" >"$TMP/err" 2>&1 || rc=$?
+    if [ "$rc" != 0 ] && grep -qF -- "$needles" "$TMP/err"; then ok
+    else bad "$mode, validate: status $rc -- $(head -c 300 "$TMP/err")"; fi
 done <<'EOF'
 bad-meta|event metadata is not valid JSON
 meta-count|must match the call count (1 entries for
