@@ -555,13 +555,13 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
     const size_t *mo = NULL;
     const bool *ma = NULL;
     bool stored = false; /* the texts as stored (read ahead): made canonical as written */
-    if (nmeta > 0 && kb >= 0 && ah->metas) {
-        SX_CHECK(ah->mfirst[kb + 1] - ah->mfirst[kb] == nmeta, SX_ERR_INTERNAL, err,
+    if (nmeta > 0 && kb >= 0 && ah->pl.metas) {
+        SX_CHECK(ah->pl.mfirst[kb + 1] - ah->pl.mfirst[kb] == nmeta, SX_ERR_INTERNAL, err,
                  run->path, "%s: the event metadata read ahead is not that of block %zu",
                  run->path, bi);
         mtext = ah->mtext.data;
-        mo = ah->moff + ah->mfirst[kb];
-        ma = ah->many + ah->mfirst[kb];
+        mo = ah->moff + ah->pl.mfirst[kb];
+        ma = ah->many + ah->pl.mfirst[kb];
         stored = true;
     } else if (nmeta > 0) {
         mrows = sx_malloc(nmeta * sizeof *mrows);
@@ -586,7 +586,7 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
      * 3. Format, reading events in bounded batches of pieces; a block read
      * ahead has its events already, and is one batch.
      */
-    size_t p = 0, ei = kb >= 0 ? ah->first[kb] : 0;
+    size_t p = 0, ei = kb >= 0 ? ah->pl.first[kb] : 0;
     while (p < np) {
         SX_CHECK(!sx_stop_requested(), SX_ERR_INTERRUPTED, err, run->path,
                  "%s: export interrupted by a signal; no output was written", run->path);
@@ -691,8 +691,8 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
                 const int64_t *v;
                 uint64_t n, first = pc->a;
                 if (kb >= 0) {
-                    const struct sx_doc_ahead_ent *en = &ah->ent[ei++];
-                    SX_CHECK(ei <= ah->first[kb + 1] && en->i == pc->i &&
+                    const struct sx_doc_ahead_ent *en = &ah->pl.ent[ei++];
+                    SX_CHECK(ei <= ah->pl.first[kb + 1] && en->i == pc->i &&
                                  en->seg == pc->seg && en->a == pc->a &&
                                  en->n == pc->z - pc->a,
                              SX_ERR_INTERNAL, err, run->path,

@@ -38,20 +38,25 @@ static void rows_release(struct sx_doc_ahead *ah) {
     ah->nrows = 0;
 }
 
+void sx_ahead_plan_free(struct sx_ahead_plan *pl) {
+    free(pl->block);
+    free(pl->first);
+    free(pl->ent);
+    free(pl->rfirst);
+    free(pl->rix);
+    free(pl->mfirst);
+    free(pl->mrow);
+    memset(pl, 0, sizeof *pl);
+}
+
 void sx_doc_ahead_free(struct sx_doc_ahead *ah) {
     if (ah == NULL)
         return;
     rows_release(ah);
-    free(ah->block);
-    free(ah->first);
-    free(ah->ent);
+    sx_ahead_plan_free(&ah->pl);
     sx_big_free(&ah->arena_mem);
     sx_big_free(&ah->rows_mem);
     sx_big_free(&ah->slices_mem);
-    free(ah->rfirst);
-    free(ah->rix);
-    free(ah->mfirst);
-    free(ah->mrow);
     free(ah->mrows);
     free(ah->moff);
     free(ah->many);
@@ -61,8 +66,8 @@ void sx_doc_ahead_free(struct sx_doc_ahead *ah) {
 
 /* The place of block 'b' among those read ahead, or -1. */
 long sx_doc_ahead_find(const struct sx_doc_ahead *ah, size_t b) {
-    for (size_t k = 0; ah != NULL && k < ah->nblock; k++)
-        if (ah->block[k] == b)
+    for (size_t k = 0; ah != NULL && k < ah->pl.nblock; k++)
+        if (ah->pl.block[k] == b)
             return (long)k;
     return -1;
 }
@@ -88,7 +93,7 @@ static bool grow(void **p, size_t *cap, size_t n, size_t size) {
 
 enum sx_status sx_doc_ahead_plan(const struct sx_doc *doc,
                                  const struct sx_event_source *src,
-                                 struct sx_doc_ahead *ah, const size_t *blocks, size_t n,
+                                 struct sx_ahead_plan *pl, const size_t *blocks, size_t n,
                                  struct sx_error *err) {
     enum sx_status st = SX_OK;
     const struct sx_run *run = doc->run;
@@ -96,8 +101,8 @@ enum sx_status sx_doc_ahead_plan(const struct sx_doc *doc,
     size_t capp = 0, np = 0, nrow = 0;
     struct sx_row tmp;
     memset(&tmp, 0, sizeof tmp);
-    ah->nblock = ah->nent = ah->nmeta = 0;
-    ah->metas =
+    pl->nblock = pl->nent = pl->nmeta = 0;
+    pl->metas =
         src->ops != NULL && src->ops->read_metas != NULL && src->ops->canon_meta != NULL;
     if (src->ops == NULL || src->ops->read_slices == NULL ||
         src->ops->fill_rows == NULL || !sx_run_is_lazy(run))
@@ -113,7 +118,7 @@ enum sx_status sx_doc_ahead_plan(const struct sx_doc *doc,
             if (sx_seg_col(pieces[q].seg) >= 0) {
                 evs += pieces[q].z - pieces[q].a;
                 nev++;
-            } else if (pieces[q].seg == SX_SEG_META && ah->metas) {
+            } else if (pieces[q].seg == SX_SEG_META && pl->metas) {
                 mcalls += sx_plan_row_again(run, doc->order[pieces[q].i], &tmp)->count;
                 nm++;
             }
@@ -121,91 +126,61 @@ enum sx_status sx_doc_ahead_plan(const struct sx_doc *doc,
         /* long pieces are read well block by block, in bounded batches: read ahead,
          * they would only hold the room of whole blocks (and hold back the block
          * stream, decompressing, say) */
-        if (values + evs > AHEAD_VALUES || ah->nent + nev > AHEAD_PIECES ||
+        if (values + evs > AHEAD_VALUES || pl->nent + nev > AHEAD_PIECES ||
             calls + mcalls > AHEAD_META_CALLS || (nev > 0 && evs / nev >= AHEAD_LONG))
             break;
         /* the block's rows: from its first to its last piece's */
         const uint64_t r0 = doc->blocks[blocks[k]].from.row;
         const size_t nbr = np > 0 ? (size_t)(pieces[np - 1].i - r0 + 1) : 0;
         SX_CHECK(
-            grow((void **)&ah->block, &ah->block_cap, ah->nblock + 1,
-                 sizeof *ah->block) &&
-                grow((void **)&ah->first, &ah->first_cap, ah->nblock + 2,
-                     sizeof *ah->first) &&
-                grow((void **)&ah->mfirst, &ah->mfirst_cap, ah->nblock + 2,
-                     sizeof *ah->mfirst) &&
-                grow((void **)&ah->rfirst, &ah->rfirst_cap, ah->nblock + 2,
-                     sizeof *ah->rfirst) &&
-                grow((void **)&ah->ent, &ah->ent_cap, ah->nent + nev, sizeof *ah->ent) &&
-                grow((void **)&ah->mrow, &ah->mrow_cap, ah->nmeta + nm,
-                     sizeof *ah->mrow) &&
-                grow((void **)&ah->rix, &ah->rix_cap, nrow + nbr, sizeof *ah->rix),
+            grow((void **)&pl->block, &pl->block_cap, pl->nblock + 1,
+                 sizeof *pl->block) &&
+                grow((void **)&pl->first, &pl->first_cap, pl->nblock + 2,
+                     sizeof *pl->first) &&
+                grow((void **)&pl->mfirst, &pl->mfirst_cap, pl->nblock + 2,
+                     sizeof *pl->mfirst) &&
+                grow((void **)&pl->rfirst, &pl->rfirst_cap, pl->nblock + 2,
+                     sizeof *pl->rfirst) &&
+                grow((void **)&pl->ent, &pl->ent_cap, pl->nent + nev, sizeof *pl->ent) &&
+                grow((void **)&pl->mrow, &pl->mrow_cap, pl->nmeta + nm,
+                     sizeof *pl->mrow) &&
+                grow((void **)&pl->rix, &pl->rix_cap, nrow + nbr, sizeof *pl->rix),
             SX_ERR_NOMEM, err, run->path, "out of memory");
-        ah->block[ah->nblock] = blocks[k];
-        ah->first[ah->nblock] = ah->nent;
-        ah->mfirst[ah->nblock] = ah->nmeta;
-        ah->rfirst[ah->nblock] = nrow;
+        pl->block[pl->nblock] = blocks[k];
+        pl->first[pl->nblock] = pl->nent;
+        pl->mfirst[pl->nblock] = pl->nmeta;
+        pl->rfirst[pl->nblock] = nrow;
         for (size_t r = 0; r < nbr; r++)
-            ah->rix[nrow + r] = &run->index[doc->order[r0 + r]];
+            pl->rix[nrow + r] = &run->index[doc->order[r0 + r]];
         for (size_t q = 0; q < np; q++) {
             const struct sx_piece *pc = &pieces[q];
             const size_t row = nrow + (size_t)(pc->i - r0);
             if (sx_seg_col(pc->seg) >= 0) {
-                ah->ent[ah->nent++] = (struct sx_doc_ahead_ent){
+                pl->ent[pl->nent++] = (struct sx_doc_ahead_ent){
                     pc->i, pc->seg, pc->a, pc->z - pc->a, values, row};
                 values += pc->z - pc->a;
-            } else if (pc->seg == SX_SEG_META && ah->metas) {
-                ah->mrow[ah->nmeta++] = row;
+            } else if (pc->seg == SX_SEG_META && pl->metas) {
+                pl->mrow[pl->nmeta++] = row;
             }
         }
         nrow += nbr;
         calls += mcalls;
-        ah->nblock++;
-        ah->first[ah->nblock] = ah->nent;
-        ah->mfirst[ah->nblock] = ah->nmeta;
-        ah->rfirst[ah->nblock] = nrow;
+        pl->nblock++;
+        pl->first[pl->nblock] = pl->nent;
+        pl->mfirst[pl->nblock] = pl->nmeta;
+        pl->rfirst[pl->nblock] = nrow;
     }
 out:
     if (st != SX_OK)
-        ah->nblock = ah->nent = ah->nmeta = 0;
+        pl->nblock = pl->nent = pl->nmeta = 0;
     free(pieces);
     return st;
 }
 
-/* Swap the 'n' bytes at 'x' and 'y' (n <= 16). */
-static void swap16(void *x, void *y, size_t n) {
-    unsigned char t[16];
-    memcpy(t, x, n);
-    memcpy(x, y, n);
-    memcpy(y, t, n);
-}
-
-void sx_doc_ahead_swap_plan(struct sx_doc_ahead *a, struct sx_doc_ahead *b) {
-#define SWAP(f) swap16(&a->f, &b->f, sizeof a->f)
-    SWAP(block);
-    SWAP(nblock);
-    SWAP(block_cap);
-    SWAP(first);
-    SWAP(first_cap);
-    SWAP(ent);
-    SWAP(nent);
-    SWAP(ent_cap);
-    SWAP(rfirst);
-    SWAP(rfirst_cap);
-    SWAP(rix);
-    SWAP(rix_cap);
-    SWAP(metas);
-    SWAP(mfirst);
-    SWAP(mfirst_cap);
-    SWAP(mrow);
-    SWAP(mrow_cap);
-    SWAP(nmeta);
-#undef SWAP
-}
-
 /* The values of the pieces 'ah' plans. */
 static uint64_t ahead_values(const struct sx_doc_ahead *ah) {
-    const struct sx_doc_ahead_ent *last = ah->nent > 0 ? &ah->ent[ah->nent - 1] : NULL;
+    const struct sx_doc_ahead_ent *last =
+        ah->pl.nent > 0 ? &ah->pl.ent[ah->pl.nent - 1] : NULL;
     return last != NULL ? last->at + last->n : 0;
 }
 
@@ -225,7 +200,7 @@ static size_t arena_room(const struct sx_doc_ahead *ah) {
 }
 
 static size_t slices_room(const struct sx_doc_ahead *ah) {
-    return room_of(ah->nent * sizeof *ah->slices, AHEAD_PIECES * sizeof *ah->slices);
+    return room_of(ah->pl.nent * sizeof *ah->slices, AHEAD_PIECES * sizeof *ah->slices);
 }
 
 enum sx_status sx_doc_ahead_read(const struct sx_doc *doc,
@@ -233,7 +208,7 @@ enum sx_status sx_doc_ahead_read(const struct sx_doc *doc,
                                  struct sx_doc_ahead *ah, struct sx_error *err) {
     enum sx_status st = SX_OK;
     const struct sx_run *run = doc->run;
-    const size_t nrow = ah->nblock > 0 ? ah->rfirst[ah->nblock] : 0;
+    const size_t nrow = ah->pl.nblock > 0 ? ah->pl.rfirst[ah->pl.nblock] : 0;
     rows_release(ah);
     if (nrow == 0)
         goto out;
@@ -242,22 +217,22 @@ enum sx_status sx_doc_ahead_read(const struct sx_doc *doc,
     SX_CHECK(sx_big_reserve(&ah->rows_mem, nrow * sizeof *ah->rows, 0), SX_ERR_NOMEM, err,
              run->path, "out of memory");
     ah->rows = ah->rows_mem.p;
-    st = src->ops->fill_rows(src->ctx, run, ah->rix, nrow, ah->rows, err);
+    st = src->ops->fill_rows(src->ctx, run, ah->pl.rix, nrow, ah->rows, err);
     ah->nrows = nrow; /* fill_rows zeroes every row before it reads into any */
     if (st != SX_OK)
         goto out;
 
     /* Their events: one slice per piece, one read. */
-    if (ah->nent > 0) {
+    if (ah->pl.nent > 0) {
         SX_CHECK(sx_big_reserve(&ah->arena_mem, arena_room(ah), 0) &&
                      sx_big_reserve(&ah->slices_mem, slices_room(ah), 0),
                  SX_ERR_NOMEM, err, run->path, "out of memory");
         ah->arena = ah->arena_mem.p;
         ah->slices = ah->slices_mem.p;
         struct sx_slice *slices = ah->slices;
-        memset(slices, 0, ah->nent * sizeof *slices);
-        for (size_t e = 0; e < ah->nent; e++) {
-            const struct sx_doc_ahead_ent *en = &ah->ent[e];
+        memset(slices, 0, ah->pl.nent * sizeof *slices);
+        for (size_t e = 0; e < ah->pl.nent; e++) {
+            const struct sx_doc_ahead_ent *en = &ah->pl.ent[e];
             int c = sx_seg_col(en->seg);
             slices[e].row = &ah->rows[en->row];
             slices[e].first = en->a;
@@ -265,27 +240,27 @@ enum sx_status sx_doc_ahead_read(const struct sx_doc *doc,
             slices[e].cols = SX_COLBIT(c);
             slices[e].col[c] = ah->arena + en->at;
         }
-        st = src->ops->read_slices(src->ctx, run, slices, ah->nent, err);
+        st = src->ops->read_slices(src->ctx, run, slices, ah->pl.nent, err);
         if (st != SX_OK)
             goto out;
     }
 
     /* Their event_metadata: one read. */
-    if (ah->nmeta > 0) {
+    if (ah->pl.nmeta > 0) {
         SX_CHECK(
-            grow((void **)&ah->mrows, &ah->mrows_cap, ah->nmeta, sizeof *ah->mrows) &&
-                grow((void **)&ah->moff, &ah->moff_cap, ah->nmeta + 1,
+            grow((void **)&ah->mrows, &ah->mrows_cap, ah->pl.nmeta, sizeof *ah->mrows) &&
+                grow((void **)&ah->moff, &ah->moff_cap, ah->pl.nmeta + 1,
                      sizeof *ah->moff) &&
-                grow((void **)&ah->many, &ah->many_cap, ah->nmeta, sizeof *ah->many),
+                grow((void **)&ah->many, &ah->many_cap, ah->pl.nmeta, sizeof *ah->many),
             SX_ERR_NOMEM, err, run->path, "out of memory");
-        for (size_t m = 0; m < ah->nmeta; m++)
-            ah->mrows[m] = &ah->rows[ah->mrow[m]];
-        st = src->ops->read_metas(src->ctx, run, ah->mrows, ah->nmeta, true, &ah->mtext,
-                                  ah->moff, ah->many, err);
+        for (size_t m = 0; m < ah->pl.nmeta; m++)
+            ah->mrows[m] = &ah->rows[ah->pl.mrow[m]];
+        st = src->ops->read_metas(src->ctx, run, ah->mrows, ah->pl.nmeta, true,
+                                  &ah->mtext, ah->moff, ah->many, err);
     }
 out:
     if (st != SX_OK)
-        ah->nblock = ah->nent = ah->nmeta = 0;
+        ah->pl.nblock = ah->pl.nent = ah->pl.nmeta = 0;
     return st;
 }
 
@@ -293,7 +268,7 @@ enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
                                  const struct sx_event_source *src,
                                  struct sx_doc_ahead *ah, const size_t *blocks, size_t n,
                                  struct sx_error *err) {
-    enum sx_status st = sx_doc_ahead_plan(doc, src, ah, blocks, n, err);
+    enum sx_status st = sx_doc_ahead_plan(doc, src, &ah->pl, blocks, n, err);
     return st == SX_OK ? sx_doc_ahead_read(doc, src, ah, err) : st;
 }
 
@@ -306,20 +281,20 @@ static void touch(const struct sx_big *b, size_t n) {
 }
 
 void sx_doc_ahead_warm(struct sx_doc_ahead *ah) {
-    const size_t nrow = ah->nblock > 0 ? ah->rfirst[ah->nblock] : 0;
+    const size_t nrow = ah->pl.nblock > 0 ? ah->pl.rfirst[ah->pl.nblock] : 0;
     /* the rooms as sx_doc_ahead_read reserves them, so that it finds them so */
     if (nrow > 0 && sx_big_reserve(&ah->rows_mem, nrow * sizeof *ah->rows, 0))
         touch(&ah->rows_mem, nrow * sizeof *ah->rows);
-    if (ah->nent == 0)
+    if (ah->pl.nent == 0)
         return;
     if (sx_big_reserve(&ah->arena_mem, arena_room(ah), 0))
         touch(&ah->arena_mem, (ahead_values(ah) + 1) * sizeof *ah->arena);
     if (sx_big_reserve(&ah->slices_mem, slices_room(ah), 0))
-        touch(&ah->slices_mem, ah->nent * sizeof *ah->slices);
+        touch(&ah->slices_mem, ah->pl.nent * sizeof *ah->slices);
 }
 
 const struct sx_row *sx_doc_ahead_rows(const struct sx_doc_ahead *ah, long k) {
-    return ah != NULL && ah->rows != NULL && k >= 0 && (size_t)k < ah->nblock
-               ? ah->rows + ah->rfirst[k]
+    return ah != NULL && ah->rows != NULL && k >= 0 && (size_t)k < ah->pl.nblock
+               ? ah->rows + ah->pl.rfirst[k]
                : NULL;
 }

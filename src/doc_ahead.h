@@ -20,38 +20,48 @@ struct sx_doc_ahead_ent {
     size_t row;  /* its row: rows[row] */
 };
 
-struct sx_doc_ahead {
-    /* The plan (sx_doc_ahead_plan writes it; sx_doc_ahead_swap_plan swaps it, field by
-     * field: a field of the plan added here is added there): block .. ent_cap, rfirst ..
-     * rix_cap, metas .. mrow_cap and nmeta. */
+/*
+ * What a read-ahead is to read (sx_doc_ahead_plan writes it; nothing of the source is
+ * read): the blocks, their pieces and rows. A plan made beside another read-ahead's read
+ * is moved into a read-ahead whole (one assignment each way).
+ */
+struct sx_ahead_plan {
     size_t *block; /* the blocks read ahead, in document order */
     size_t nblock, block_cap;
     size_t *first; /* block k's pieces are ent[first[k] .. first[k + 1]) */
     size_t first_cap;
     struct sx_doc_ahead_ent *ent;
     size_t nent, ent_cap;
+    /* block k's rows (see sx_doc_ahead.rows) from rfirst[k]; the index rows they are
+     * filled from */
+    size_t *rfirst, rfirst_cap;
+    const struct sx_index_row **rix;
+    size_t rix_cap;
+    /* event_metadata, when the source reads it: block k's are those of the pieces
+     * mfirst[k] .. mfirst[k + 1]; each meta piece's row in rows */
+    bool metas;
+    size_t *mfirst, mfirst_cap;
+    size_t *mrow, mrow_cap;
+    size_t nmeta;
+};
+
+struct sx_doc_ahead {
+    struct sx_ahead_plan pl; /* what it reads (or read) */
     /* the large rooms, kept from one read-ahead to the next (in large frames:
      * sx_big); each pointer is its room's memory */
     int64_t *arena; /* the pieces' events */
     struct sx_big arena_mem;
     /* the blocks' rows as the source fills them: block k's, from its first row r0
-     * (sx_block.from.row) to the row of its last piece, are rows[rfirst[k] + i - r0];
+     * (sx_block.from.row) to the row of its last piece, are rows[pl.rfirst[k] + i - r0];
      * a row two blocks share is there twice */
     struct sx_row *rows;
     struct sx_big rows_mem;
     size_t nrows;
-    size_t *rfirst, rfirst_cap;
-    const struct sx_index_row **rix; /* the index rows they are filled from */
-    size_t rix_cap;
     struct sx_slice *slices;
     struct sx_big slices_mem;
-    /* event_metadata, when the source reads it: block k's are those of the
-     * pieces mfirst[k] .. mfirst[k + 1], text at mtext[moff[m] .. moff[m + 1]), as
-     * stored: the formatting makes it canonical (canon_meta), beside the next reads */
-    bool metas;
-    size_t *mfirst, mfirst_cap;
-    size_t *mrow, mrow_cap; /* each meta piece's row in rows */
-    size_t nmeta;
+    /* event_metadata (pl.metas): block k's text at mtext[moff[m] .. moff[m + 1]) for
+     * m from pl.mfirst[k], as stored: the formatting makes it canonical (canon_meta),
+     * beside the next reads */
     const struct sx_row **mrows;
     size_t mrows_cap;
     struct sx_buf mtext;
@@ -81,18 +91,17 @@ enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
 
 /*
  * sx_doc_ahead_fill in two steps: the plan (which blocks, their pieces and rows: nothing
- * of the source is read), and the read of what 'ah' plans. A plan may be made in one
- * read-ahead and moved to another (sx_doc_ahead_swap_plan swaps them), while another
- * thread reads: the plan of the next blocks made beside the read of those before.
+ * of the source is read), and the read of what 'ah' plans (ah->pl). A plan may be made
+ * apart, while another thread reads, and moved into a read-ahead (an assignment of pl).
  */
 enum sx_status sx_doc_ahead_plan(const struct sx_doc *doc,
                                  const struct sx_event_source *src,
-                                 struct sx_doc_ahead *ah, const size_t *blocks, size_t n,
+                                 struct sx_ahead_plan *pl, const size_t *blocks, size_t n,
                                  struct sx_error *err);
 enum sx_status sx_doc_ahead_read(const struct sx_doc *doc,
                                  const struct sx_event_source *src,
                                  struct sx_doc_ahead *ah, struct sx_error *err);
-void sx_doc_ahead_swap_plan(struct sx_doc_ahead *a, struct sx_doc_ahead *b);
+void sx_ahead_plan_free(struct sx_ahead_plan *pl);
 
 /* Fault in the rooms sx_doc_ahead_read of what 'ah' plans will write (nothing of the
  * source is read, nor of 'ah' but its rooms; no memory: left as they are, for the read

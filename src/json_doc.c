@@ -39,9 +39,9 @@ struct json_doc {
     struct sx_event_source src;
     struct sx_doc_ahead ahead[2]; /* ahead[cur] is formatted from, the other read into */
     int cur;
-    /* with a reader, the plan of its next job, made while it reads the one before (its
-     * rooms for the rest unused); nblock 0: none */
-    struct sx_doc_ahead plan;
+    /* with a reader, the plan of its next job, made while it reads the one before;
+     * nblock 0: none */
+    struct sx_ahead_plan plan;
     struct reader *rd; /* NULL: none (yet, or to be had) */
     bool rd_tried, warmed;
     struct sx_doc_room room;
@@ -145,19 +145,21 @@ static enum sx_status give_next(struct json_doc *j, const size_t *next, size_t n
                                 struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_doc_ahead *into = &j->ahead[1 - j->cur];
-    if (into->nblock > 0 && into->block[0] == next[0])
+    if (into->pl.nblock > 0 && into->pl.block[0] == next[0])
         ; /* planned and warmed (a plan left from blocks formatted lies before next[0]) */
-    else if (j->plan.nblock > 0 && j->plan.block[0] == next[0])
-        sx_doc_ahead_swap_plan(into, &j->plan);
-    else
-        st = sx_doc_ahead_plan(&j->doc, &j->src, into, next, n, err);
+    else if (j->plan.nblock > 0 && j->plan.block[0] == next[0]) {
+        const struct sx_ahead_plan t = into->pl; /* its rooms stay its own */
+        into->pl = j->plan;
+        j->plan = t;
+    } else
+        st = sx_doc_ahead_plan(&j->doc, &j->src, &into->pl, next, n, err);
     j->plan.nblock = 0;
-    if (st != SX_OK || into->nblock == 0)
+    if (st != SX_OK || into->pl.nblock == 0)
         return st;
     reader_give(j->rd, into, false);
-    if (into->nblock < n)
-        st = sx_doc_ahead_plan(&j->doc, &j->src, &j->plan, next + into->nblock,
-                               n - into->nblock, err);
+    if (into->pl.nblock < n)
+        st = sx_doc_ahead_plan(&j->doc, &j->src, &j->plan, next + into->pl.nblock,
+                               n - into->pl.nblock, err);
     return st;
 }
 
@@ -186,9 +188,9 @@ static enum sx_status json_prepare(void *ctx, const size_t *next, size_t n, size
      * for it): a block not read ahead is read here beside it, as it reads no source. */
     if (r != NULL && !j->warmed && n > 1 && !sx_doc_ahead_has(ah, next[0])) {
         j->warmed = true;
-        st = sx_doc_ahead_plan(&j->doc, &j->src, &j->ahead[1 - j->cur], next + 1,
+        st = sx_doc_ahead_plan(&j->doc, &j->src, &j->ahead[1 - j->cur].pl, next + 1,
                                n - 1 > FIRST_JOB ? FIRST_JOB : n - 1, err);
-        if (st == SX_OK && j->ahead[1 - j->cur].nblock > 0)
+        if (st == SX_OK && j->ahead[1 - j->cur].pl.nblock > 0)
             reader_give(r, &j->ahead[1 - j->cur], true);
     }
     if (st == SX_OK && n > 0 && !sx_doc_ahead_has(ah, next[0]))
@@ -222,7 +224,7 @@ static void json_free(void *ctx) {
     reader_stop(j);
     sx_doc_ahead_free(&j->ahead[0]);
     sx_doc_ahead_free(&j->ahead[1]);
-    sx_doc_ahead_free(&j->plan);
+    sx_ahead_plan_free(&j->plan);
     sx_doc_room_free(&j->room);
     sx_doc_free(&j->doc);
     free(j);
@@ -237,7 +239,7 @@ static enum sx_status json_plan(const struct sx_pipe *p, struct sx_doc_state *d,
     SX_CHECK(j != NULL, SX_ERR_NOMEM, err, p->input, "out of memory");
     sx_doc_ahead_init(&j->ahead[0]);
     sx_doc_ahead_init(&j->ahead[1]);
-    sx_doc_ahead_init(&j->plan);
+    memset(&j->plan, 0, sizeof j->plan);
     j->src = sx_h5_event_source(p->h5);
     st = sx_doc_plan(&j->doc, p->run, p->filter, p->o->indent, p->o->block_bytes, err);
     d->prod = (struct sx_producer){.ctx = j,
