@@ -356,6 +356,30 @@ check_output() {
     esac
 }
 
+# ---------------------------------------------------------------- the kernel's prices
+# What a system call and a fresh page cost on this machine, by dd (medians of 3, one with
+# --tiny): 100k one-byte reads and writes of /dev/zero to /dev/null, and one 256 MiB
+# read of /dev/zero into dd's fresh buffer (its pages faulted in as the kernel fills
+# them). A virtual machine may charge ten times a bare host for both, and the many-row
+# shapes make tens of thousands of reads and faults: the line in the table's head says
+# what they cost here.
+dd_secs() { LC_ALL=C dd "$@" 2>&1 | sed -n 's/.*copied, \([0-9.e+-]*\) s.*/\1/p'; }
+kernel_note="not measured"
+probe_sc=() probe_pf=()
+probe_reps=3
+[ "$mode" = tiny ] && probe_reps=1
+for _ in $(seq "$probe_reps"); do
+    probe_sc+=("$(dd_secs if=/dev/zero of=/dev/null bs=1 count=100000)")
+    probe_pf+=("$(dd_secs if=/dev/zero of=/dev/null bs=256M count=1)")
+done
+sc_s=$(median "${probe_sc[@]}")
+pf_s=$(median "${probe_pf[@]}")
+if [ "$sc_s" != nan ] && [ "$pf_s" != nan ]; then
+    kernel_note="a system call $(calc 2 "$sc_s / 200000 * 1e6") us (dd bs=1: 100k reads and"
+    kernel_note+=" writes of a byte); fresh memory $(calc 2 "$pf_s / 65536 * 1e6") us a 4 KiB"
+    kernel_note+=" page, $(calc 0 "268.435456 / $pf_s") MB/s (dd bs=256M count=1)"
+fi
+
 # ---------------------------------------------------------------- run the benchmark
 start_load=$(cut -d' ' -f1-3 /proc/loadavg)
 start_time=$(date '+%Y-%m-%d %H:%M:%S')
@@ -1086,6 +1110,7 @@ header() {
     echo "scope-export benchmark ($mode, medians of $reps, $start_time${only:+, --only $only})"
     echo "host: $(hostname), $(nproc) cores, load $start_load at start, $end_load at end;" \
         "ISA-L: $isal_note"
+    echo "kernel: $kernel_note"
     echo "commit: $(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
         "$(git -C "$top" status --porcelain 2>/dev/null | grep -q . && echo '(with local changes)')"
     echo "MPI settings: $( (env | grep '^OMPI_MCA_' | grep -v -e rmaps_base_oversubscribe \

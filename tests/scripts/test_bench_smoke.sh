@@ -45,6 +45,9 @@ out=$TMP/stdout
 # The table: a section per run, a row per case with numbers, no errors.
 isal=0
 grep -q 'ISA-L: yes' "$out" && isal=1
+# the kernel's prices in the head: both measured, in microseconds
+grep -Eq '^kernel: a system call [0-9]+\.[0-9]{2} us .* fresh memory [0-9]+\.[0-9]{2} us a 4 KiB page, [0-9]+ MB/s' "$out" && ok ||
+    bad "no kernel prices line: $(grep '^kernel:' "$out" || echo none)"
 cases="json.1 json.s json.2 gz.1 gz.2 cat gzip pigz.1 pigz.2"
 cases="$cases trace.1 trace.2 tracegz.1 tracegz.2 cat.t pigz.t1 pigz.t2 pf.1 pf.2"
 [ "$isal" = 1 ] && cases="$cases isal.1 isal.2"
