@@ -41,7 +41,7 @@ static void rows_release(struct sx_doc_ahead *ah) {
 void sx_ahead_plan_free(struct sx_ahead_plan *pl) {
     free(pl->block);
     free(pl->first);
-    free(pl->ent);
+    sx_big_free(&pl->ent_mem);
     free(pl->rfirst);
     free(pl->rix);
     free(pl->mfirst);
@@ -132,20 +132,22 @@ enum sx_status sx_doc_ahead_plan(const struct sx_doc *doc,
         /* the block's rows: from its first to its last piece's */
         const uint64_t r0 = doc->blocks[blocks[k]].from.row;
         const size_t nbr = np > 0 ? (size_t)(pieces[np - 1].i - r0 + 1) : 0;
-        SX_CHECK(
-            grow((void **)&pl->block, &pl->block_cap, pl->nblock + 1,
-                 sizeof *pl->block) &&
-                grow((void **)&pl->first, &pl->first_cap, pl->nblock + 2,
-                     sizeof *pl->first) &&
-                grow((void **)&pl->mfirst, &pl->mfirst_cap, pl->nblock + 2,
-                     sizeof *pl->mfirst) &&
-                grow((void **)&pl->rfirst, &pl->rfirst_cap, pl->nblock + 2,
-                     sizeof *pl->rfirst) &&
-                grow((void **)&pl->ent, &pl->ent_cap, pl->nent + nev, sizeof *pl->ent) &&
-                grow((void **)&pl->mrow, &pl->mrow_cap, pl->nmeta + nm,
-                     sizeof *pl->mrow) &&
-                grow((void **)&pl->rix, &pl->rix_cap, nrow + nbr, sizeof *pl->rix),
-            SX_ERR_NOMEM, err, run->path, "out of memory");
+        SX_CHECK(grow((void **)&pl->block, &pl->block_cap, pl->nblock + 1,
+                      sizeof *pl->block) &&
+                     grow((void **)&pl->first, &pl->first_cap, pl->nblock + 2,
+                          sizeof *pl->first) &&
+                     grow((void **)&pl->mfirst, &pl->mfirst_cap, pl->nblock + 2,
+                          sizeof *pl->mfirst) &&
+                     grow((void **)&pl->rfirst, &pl->rfirst_cap, pl->nblock + 2,
+                          sizeof *pl->rfirst) &&
+                     grow((void **)&pl->mrow, &pl->mrow_cap, pl->nmeta + nm,
+                          sizeof *pl->mrow) &&
+                     grow((void **)&pl->rix, &pl->rix_cap, nrow + nbr, sizeof *pl->rix) &&
+                     /* last: 'ent' follows its room at once */
+                     sx_big_reserve(&pl->ent_mem, (pl->nent + nev) * sizeof *pl->ent,
+                                    pl->nent * sizeof *pl->ent),
+                 SX_ERR_NOMEM, err, run->path, "out of memory");
+        pl->ent = pl->ent_mem.p;
         pl->block[pl->nblock] = blocks[k];
         pl->first[pl->nblock] = pl->nent;
         pl->mfirst[pl->nblock] = pl->nmeta;

@@ -30,8 +30,10 @@ struct sx_ahead_plan {
     size_t nblock, block_cap;
     size_t *first; /* block k's pieces are ent[first[k] .. first[k + 1]) */
     size_t first_cap;
-    struct sx_doc_ahead_ent *ent;
-    size_t nent, ent_cap;
+    struct sx_doc_ahead_ent *ent; /* ent_mem's: a read-ahead's tens of thousands of
+                                     pieces, in large frames (internal.h) */
+    size_t nent;
+    struct sx_big ent_mem;
     /* block k's rows (see sx_doc_ahead.rows) from rfirst[k]; the index rows they are
      * filled from */
     size_t *rfirst, rfirst_cap;

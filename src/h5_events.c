@@ -463,14 +463,15 @@ static enum sx_status read_col_spans(struct sx_h5 *h5, hid_t d, struct span *sp,
     int64_t *buf = NULL;
     sp = sort_spans(sp, room, n);
     if ((h5->raw[c].ok || h5->raw[c].zip) && h5->ev[c] == d) {
-        struct sx_direct_span *ds = sx_malloc((n + 1) * sizeof *ds);
-        SX_CHECK(ds != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+        SX_CHECK(
+            sx_big_reserve(&h5->dspans_mem, (n + 1) * sizeof(struct sx_direct_span), 0),
+            SX_ERR_NOMEM, err, src, "out of memory");
+        struct sx_direct_span *ds = h5->dspans_mem.p;
         for (size_t k = 0; k < n; k++)
             ds[k] = (struct sx_direct_span){sp[k].start, sp[k].n, s[sp[k].slice].col[c]};
         st = h5->raw[c].ok
                  ? sx_direct_read_spans(h5->direct, &h5->raw[c], ds, n, src, err)
                  : sx_direct_read_zspans(h5->direct, &h5->raw[c], ds, n, src, err);
-        free(ds);
         if (st != SX_ERR_UNSUPPORTED)
             return st;
         h5->raw[c].zip = false; /* deflated chunks HDF5 is to read: from now on */
@@ -554,8 +555,9 @@ static enum sx_status read_slices(struct sx_h5 *h5, const struct sx_run *run,
     const unsigned s_bit = SX_COLBIT(SX_COL_START), e_bit = SX_COLBIT(SX_COL_END);
     size_t count[SX_NCOLS] = {0}, base[SX_NCOLS], total = 0;
     uint64_t extra = 0;
-    twin = sx_malloc((ns + 1) * sizeof *twin);
-    SX_CHECK(twin != NULL, SX_ERR_NOMEM, err, h5->path, "out of memory");
+    SX_CHECK(sx_big_reserve(&h5->twins_mem, (ns + 1) * sizeof *twin, 0), SX_ERR_NOMEM,
+             err, h5->path, "out of memory");
+    twin = h5->twins_mem.p;
     for (size_t i = 0; i < ns; i++) {
         const unsigned cols = s[i].cols;
         twin[i] = SIZE_MAX;
@@ -578,8 +580,10 @@ static enum sx_status read_slices(struct sx_h5 *h5, const struct sx_run *run,
         base[c] = total;
         total += count[c];
     }
-    sp = sx_malloc((2 * total + 1) * sizeof *sp); /* the spans, and room to sort them */
-    SX_CHECK(sp != NULL, SX_ERR_NOMEM, err, h5->path, "out of memory");
+    /* the spans, and room to sort them */
+    SX_CHECK(sx_big_reserve(&h5->spans_mem, (2 * total + 1) * sizeof *sp, 0),
+             SX_ERR_NOMEM, err, h5->path, "out of memory");
+    sp = h5->spans_mem.p;
     if (extra > 0) {
         SX_CHECK(sx_big_reserve(&h5->end_deltas, (extra + 1) * sizeof *tmp, 0),
                  SX_ERR_NOMEM, err, h5->path, "out of memory");
@@ -662,8 +666,6 @@ out:
     for (size_t i = 0; lent && i < ns; i++)
         if (!(s[i].cols & SX_COLBIT(SX_COL_START)))
             s[i].col[SX_COL_START] = NULL;
-    free(twin);
-    free(sp);
     sx_h5_quiet_end(&q);
     return st;
 }

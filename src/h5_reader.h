@@ -53,6 +53,10 @@ struct sx_h5 {
     /* reused room of the start deltas that slices of ends alone are computed from (a
      * read-ahead's worth: fresh, its pages faulted in for every read) */
     struct sx_big end_deltas;
+    /* reused rooms of a batch of slice reads (read_slices): its spans and their sort,
+     * the twins of END-only slices, a column's direct spans; each a read-ahead's worth,
+     * which malloc took fresh from the kernel and gave back at every read */
+    struct sx_big spans_mem, twins_mem, dspans_mem;
     off_t file_size; /* of the file HDF5 opened */
     /* the reads around HDF5 (h5_direct.h), or NULL: HDF5 reads all */
     struct sx_direct *direct;

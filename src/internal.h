@@ -48,12 +48,15 @@ char *sx_strndup(const char *s, size_t n);
  * so that the kernel fills it a 2 MiB frame at a time where transparent huge
  * pages are on (Debian's "madvise" mode): a page fault costs microseconds on a
  * virtual machine, and 4 KiB ones on a many-row export's read-ahead were a
- * tenth of its time. Smaller buffers, a refused mapping, or
+ * tenth of its time. From 1 MiB: that export's rooms of 1-4 MiB (the plan's
+ * pieces, the reads' spans) took ~2k more faults (~10 us each on a VM that
+ * backs a fresh page on first touch), for at most a frame of RSS a buffer
+ * (a 1 MiB buffer may fill a 2 MiB frame). Smaller buffers, a refused mapping, or
  * SCOPE_EXPORT_HUGE_PAGES=0 (read at each growth): malloc, as any other. The
  * advice is on our own mapping, unmapped by sx_big_free: nothing of the
  * process's own memory changes.
  */
-#define SX_BIG_MIN ((size_t)4 << 20)
+#define SX_BIG_MIN ((size_t)1 << 20)
 struct sx_big {
     void *p;
     size_t cap; /* bytes */
