@@ -199,6 +199,10 @@ struct pf_cache {
     size_t cap;          /* of 'calls', 'ord', 'tmp', 'aux', kept from rank to rank */
     uint32_t *aux;       /* per call: its overlap track while they are placed, then the
                             position of its parent on its track (UINT32_MAX: none) */
+    /* the rooms of 'calls', and of 'ord', 'tmp' and 'aux' side by side (which of the
+     * first two is which changes as they are sorted), in large frames: a rank of a
+     * million calls takes tens of MB, first touched as it is read */
+    struct sx_big calls_mem, idx_mem;
     size_t n;
     struct ptrack *tracks;
     size_t ntracks;
@@ -269,23 +273,17 @@ static bool reserve_calls(struct pf_cache *pc, size_t n) {
     if (n + 2 <= pc->cap)
         return true;
     const size_t cap = n + 2 + n / 8;
-    struct pcall *a = sx_realloc(pc->calls, cap * sizeof *a);
-    if (a != NULL)
-        pc->calls = a;
-    uint32_t *v[3] = {pc->ord, pc->tmp, pc->aux};
-    bool ok = a != NULL;
-    for (int i = 0; i < 3; i++) {
-        uint32_t *nv = sx_realloc(v[i], cap * sizeof *nv);
-        if (nv != NULL)
-            v[i] = nv;
-        ok &= nv != NULL;
-    }
-    pc->ord = v[0];
-    pc->tmp = v[1];
-    pc->aux = v[2];
-    if (ok)
-        pc->cap = cap;
-    return ok;
+    /* (a room that fails is left as it was: 'cap' holds for both still) */
+    if (!sx_big_reserve(&pc->calls_mem, cap * sizeof *pc->calls, 0))
+        return false;
+    pc->calls = pc->calls_mem.p;
+    if (!sx_big_reserve(&pc->idx_mem, 3 * cap * sizeof *pc->ord, 0))
+        return false;
+    pc->ord = pc->idx_mem.p;
+    pc->tmp = pc->ord + cap;
+    pc->aux = pc->tmp + cap;
+    pc->cap = cap;
+    return true;
 }
 
 /* The call at position 'i' of the track order. */
@@ -719,10 +717,8 @@ static void pf_cache_free(void *fmt) {
     free(pc->rows);
     free(pc->unsorted);
     free(pc->first);
-    free(pc->calls);
-    free(pc->ord);
-    free(pc->tmp);
-    free(pc->aux);
+    sx_big_free(&pc->calls_mem);
+    sx_big_free(&pc->idx_mem);
     sx_buf_free(&pc->raw);
     free(pc);
 }
