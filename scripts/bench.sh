@@ -374,7 +374,8 @@ for _ in $(seq "$probe_reps"); do
 done
 sc_s=$(median "${probe_sc[@]}")
 pf_s=$(median "${probe_pf[@]}")
-if [ "$sc_s" != nan ] && [ "$pf_s" != nan ]; then
+# (dd printing no time gives empty or zero medians: "not measured", not a division by 0)
+if awk -v a="$sc_s" -v b="$pf_s" 'BEGIN { exit !(a + 0 > 0 && b + 0 > 0) }'; then
     kernel_note="a system call $(calc 2 "$sc_s / 200000 * 1e6") us (dd bs=1: 100k reads and"
     kernel_note+=" writes of a byte); fresh memory $(calc 2 "$pf_s / 65536 * 1e6") us a 4 KiB"
     kernel_note+=" page, $(calc 0 "268.435456 / $pf_s") MB/s (dd bs=256M count=1)"

@@ -238,8 +238,7 @@ static enum sx_status json_plan(const struct sx_pipe *p, struct sx_doc_state *d,
     d->free = json_free;
     SX_CHECK(j != NULL, SX_ERR_NOMEM, err, p->input, "out of memory");
     sx_doc_ahead_init(&j->ahead[0]);
-    sx_doc_ahead_init(&j->ahead[1]);
-    memset(&j->plan, 0, sizeof j->plan);
+    sx_doc_ahead_init(&j->ahead[1]); /* (j->plan: zero, from calloc) */
     j->src = sx_h5_event_source(p->h5);
     st = sx_doc_plan(&j->doc, p->run, p->filter, p->o->indent, p->o->block_bytes, err);
     d->prod = (struct sx_producer){.ctx = j,
