@@ -224,8 +224,12 @@ killed() { # killed NAME NP: kill -9 the export (bare, or its mpiexec) while it 
         env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK "$X" export "$big" -o "$TMP/out/k.json.gz" \
             --gzip-level 9 -q 2>/dev/null &
     else
-        "$MPIEXEC" --quiet --oversubscribe -n "$np" "$X" export "$big" \
-            -o "$TMP/out/k.json.gz" --gzip-level 9 -q 2>/dev/null &
+        # the ranks' shared-memory files in the test's own room: the ranks of a killed
+        # mpiexec cannot remove them, and in /dev/shm they stayed until a reboot
+        mkdir -p "$TMP/shm"
+        "$MPIEXEC" --quiet --oversubscribe -n "$np" --mca btl_vader_backing_directory \
+            "$TMP/shm" "$X" export "$big" -o "$TMP/out/k.json.gz" --gzip-level 9 -q \
+            2>/dev/null &
     fi
     pid=$!
     # writing: a process of the job holds a file of the output's directory open
