@@ -1433,6 +1433,12 @@ paths_report() {
         # shellcheck disable=SC2086
         a=$(maxof ${PR[ss:2]})
         verdict "$(le "$a" $((128 * 1024 - 1)))" "speedscope -n 2: rank 0 peak $(calc 1 "$a / 1024") MiB; target < 128 MiB"
+        # the worker too: its rank's calls, as one process holds them, and a bounded
+        # number of blocks in flight (not a second copy of the document's records)
+        # shellcheck disable=SC2086
+        a=$(maxof ${PRALL[ss:2]}) b=$(maxof ${PR[ss:1]})
+        r=$(ratio_of "$a" "$b")
+        verdict "$(le "$r" 1.25)" "speedscope -n 2: every rank's peak $(calc 1 "$a / 1024") MiB = ${r}x one process's ($(calc 1 "$b / 1024") MiB); target <= 1.25x"
         r=$(awk -v b="$SSB" -v t="$(mede ss:1)" 'BEGIN { printf "%.0f", (t > 0 ? b / 1e6 / t : 0) }')
         verdict "$(le 500 "$r")" "speedscope formatter, one process: $r MB/s of text (export's own time); target >= 500 MB/s"
     else verdict SKIP "speedscope: not measured"; fi

@@ -85,6 +85,24 @@ for base in plain lanes; do
     done
 done
 
+# Two processes: the worker sends blocks of records that rank 0 finishes, or their text
+# when rank 0 is behind; a bounded number in flight, of bounded bytes (the worker of a
+# 100 MB document waits for its blocks of 3-4 MiB to go; with blocks of 4 KiB, for a free
+# one of its 32). The document is the one process's, byte for byte.
+if "$SYNTH" --ranks 2 --regions 6 --nest --events 1000000 "$TMP/big.h5" >/dev/null &&
+    "$X" export "$TMP/big.h5" -o "$TMP/big.0.json" -q --format speedscope --ranks 0-1; then
+    for bs in "" "--block-size 4096"; do
+        # shellcheck disable=SC2086
+        run_np 2 "$X" export "$TMP/big.h5" -o "$TMP/big.2.json" -q --format speedscope \
+            --ranks 0-1 $bs && cmp -s "$TMP/big.0.json" "$TMP/big.2.json" && ok ||
+            bad "100 MB document -n 2 ${bs:-default blocks}: not the one process's"
+        rm -f "$TMP/big.2.json"
+    done
+else
+    bad "100 MB document: one process failed"
+fi
+rm -f "$TMP"/big.*
+
 # The checker can fail: a document of another run's calls is not this one's.
 python3 "$CHECK" "$TMP/plain.json" "$TMP/lanes.1.json" >/dev/null && bad "checker accepts anything" || ok
 finish
