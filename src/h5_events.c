@@ -496,13 +496,9 @@ static enum sx_status read_col_spans(struct sx_h5 *h5, hid_t d, struct span *sp,
     }
     if (total == 0)
         goto out;
-    if (total > h5->scratch_cap) {
-        free(h5->scratch);
-        h5->scratch = sx_malloc(total * sizeof *h5->scratch);
-        h5->scratch_cap = h5->scratch != NULL ? total : 0;
-    }
-    buf = h5->scratch;
-    SX_CHECK(buf != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    SX_CHECK(sx_big_reserve(&h5->scratch, total * sizeof *buf, 0), SX_ERR_NOMEM, err, src,
+             "out of memory");
+    buf = h5->scratch.p;
     hsize_t mt = total;
     ms = H5Screate_simple(1, &mt, NULL);
     SX_CHECK(H5Dread(d, H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, buf) >= 0, SX_ERR_IO, err,

@@ -646,7 +646,7 @@ static void close_run(struct sx_h5 *h5) {
     sx_h5_quiet_end(&q);
     sx_direct_close(h5->direct);
     sx_h5_links_free(h5->links);
-    free(h5->scratch);
+    sx_big_free(&h5->scratch);
     sx_big_free(&h5->end_deltas);
     sx_big_free(&h5->spans_mem);
     sx_big_free(&h5->twins_mem);

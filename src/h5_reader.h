@@ -48,8 +48,8 @@ struct sx_h5 {
         uint64_t pos, sum;
     } ck[256];
     size_t ck_next;
-    int64_t *scratch; /* reused read buffer of batched slice reads */
-    size_t scratch_cap;
+    /* reused read buffer of batched slice reads through HDF5 */
+    struct sx_big scratch;
     /* reused room of the start deltas that slices of ends alone are computed from (a
      * read-ahead's worth: fresh, its pages faulted in for every read) */
     struct sx_big end_deltas;
