@@ -76,6 +76,17 @@ bool sx_doc_ahead_has(const struct sx_doc_ahead *ah, size_t b) {
     return sx_doc_ahead_find(ah, b) >= 0;
 }
 
+/*
+ * The bytes to reserve of the plan's pieces for 'want' bytes (never more than the bound
+ * of AHEAD_PIECES): 'want' while small, else the bound at once (as room_of, below,
+ * from 64 KiB). They grow block by block: a many-row job's 1-2 MiB grown in steps
+ * (malloc's, then a mapping) copied and faulted in ~1.2k fresh pages an export (of
+ * 8k), on the caller's thread.
+ */
+static size_t ent_room(size_t want, size_t bound) {
+    return want < ((size_t)64 << 10) ? want : bound;
+}
+
 /* Make '*p' hold at least 'n' elements of 'size' bytes; its contents are kept. */
 static bool grow(void **p, size_t *cap, size_t n, size_t size) {
     if (n <= *cap)
@@ -144,7 +155,9 @@ enum sx_status sx_doc_ahead_plan(const struct sx_doc *doc,
                           sizeof *pl->mrow) &&
                      grow((void **)&pl->rix, &pl->rix_cap, nrow + nbr, sizeof *pl->rix) &&
                      /* last: 'ent' follows its room at once */
-                     sx_big_reserve(&pl->ent_mem, (pl->nent + nev) * sizeof *pl->ent,
+                     sx_big_reserve(&pl->ent_mem,
+                                    ent_room((pl->nent + nev) * sizeof *pl->ent,
+                                             AHEAD_PIECES * sizeof *pl->ent),
                                     pl->nent * sizeof *pl->ent),
                  SX_ERR_NOMEM, err, run->path, "out of memory");
         pl->ent = pl->ent_mem.p;
