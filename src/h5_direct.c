@@ -7,6 +7,7 @@
 #include "h5_direct_win.h"
 #include "h5_util.h"
 #include "mpi_util.h"
+#include "read_batch.h"
 #include "worker.h"
 
 #include <errno.h>
@@ -88,6 +89,9 @@ struct sx_direct {
     unsigned long helped; /* chunks the helper thread decoded */
     bool host_be;
     unsigned long reads;
+    /* span reads in batches, one call each (read_batch.h); NULL: pread each */
+    struct sx_read_batch *batch;
+    bool batch_tried;
     struct sx_vlen_file vfile; /* the file's sizes for its string datasets */
 };
 
@@ -144,6 +148,7 @@ void sx_direct_close(struct sx_direct *dr) {
     if (dr->fd >= 0)
         close(dr->fd);
     helper_stop(dr);
+    sx_read_batch_free(dr->batch);
     free(dr->buf);
     free(dr->zin);
     zdec_free(&dr->zd);
@@ -160,6 +165,10 @@ void sx_direct_set_file_sizes(struct sx_direct *dr, unsigned sa, unsigned sl,
                               uint64_t userblock) {
     if (dr != NULL && sa >= 2 && sa <= 8 && sl >= 2 && sl <= 8)
         dr->vfile = (struct sx_vlen_file){true, true, sa, sl, userblock};
+}
+
+unsigned long sx_direct_batched(const struct sx_direct *dr) {
+    return dr != NULL ? sx_read_batch_count(dr->batch) : 0;
 }
 
 unsigned long sx_direct_helped(const struct sx_direct *dr) {
@@ -287,6 +296,19 @@ out:
     return st;
 }
 
+/* One run of spans less than a page apart, read in one piece: spans [i, j) of elements
+ * [lo, hi), to the spans' own room when 'direct' (a span alone, already int64 of this
+ * host), else to dr->buf at 'at'. */
+struct span_run {
+    size_t i, j;
+    uint64_t lo, hi;
+    bool direct;
+    size_t at;
+};
+
+/* Bytes of dr->buf a batch of runs reads into, unless one run alone needs more. */
+enum { BATCH_BYTES = 1 << 20 };
+
 enum sx_status sx_direct_read_spans(struct sx_direct *dr, const struct sx_direct_col *c,
                                     const struct sx_direct_span *sp, size_t n,
                                     const char *src, struct sx_error *err) {
@@ -294,45 +316,59 @@ enum sx_status sx_direct_read_spans(struct sx_direct *dr, const struct sx_direct
     const uint64_t gap = 4096 / c->size;
     /* read into place when the bytes are already int64 of this host */
     const bool in_place = c->size == 8 && c->big_endian == dr->host_be;
+    struct span_run run[SX_READ_BATCH_MAX];
+    struct sx_read_one rd[SX_READ_BATCH_MAX];
     dr->reads++;
     st = spans_in_range(c, sp, n, src, err);
     if (st != SX_OK)
         goto out;
-    /* one pread per run of spans less than a page apart */
+    /* one read per run of spans less than a page apart; the runs in batches, each
+     * batch's reads in one call where a ring is to be had (read_batch.h) */
     size_t i = 0;
     while (i < n) {
-        uint64_t lo = sp[i].start, hi = sp[i].start + sp[i].n;
-        size_t j = i + 1;
-        while (j < n && sp[j].start <= hi + gap) {
-            if (sp[j].start + sp[j].n > hi)
-                hi = sp[j].start + sp[j].n;
-            j++;
+        size_t nr = 0, bytes = 0;
+        while (i < n && nr < SX_READ_BATCH_MAX) {
+            uint64_t lo = sp[i].start, hi = sp[i].start + sp[i].n;
+            size_t j = i + 1;
+            while (j < n && sp[j].start <= hi + gap) {
+                if (sp[j].start + sp[j].n > hi)
+                    hi = sp[j].start + sp[j].n;
+                j++;
+            }
+            const size_t len = (size_t)(hi - lo) * c->size;
+            const bool direct = in_place && j == i + 1;
+            if (!direct && nr > 0 && bytes + len > BATCH_BYTES)
+                break; /* the next batch's */
+            run[nr] = (struct span_run){i, j, lo, hi, direct, bytes};
+            rd[nr] = (struct sx_read_one){NULL, len, c->addr + lo * c->size, 0};
+            bytes += direct ? 0 : len;
+            nr++;
+            i = j;
         }
-        size_t bytes = (size_t)(hi - lo) * c->size;
-        /* a span alone, already int64 of this host, is read straight into place */
-        const bool direct = in_place && j == i + 1;
-        SX_CHECK(direct || buf_reserve(dr, bytes), SX_ERR_NOMEM, err, src,
+        SX_CHECK(bytes == 0 || buf_reserve(dr, bytes), SX_ERR_NOMEM, err, src,
                  "out of memory");
-        unsigned char *to = direct ? (unsigned char *)sp[i].dst : dr->buf;
-        SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, src,
-                 "%s cannot be read; the file is truncated or damaged", src);
-        uint64_t at = c->addr + lo * c->size;
-        size_t got = 0;
-        while (got < bytes) {
-            ssize_t r = pread(dr->fd, to + got, bytes - got, (off_t)(at + got));
-            if (r < 0 && errno == EINTR)
-                continue;
-            SX_CHECK(r > 0, SX_ERR_IO, err, src,
-                     "%s cannot be read (elements %" PRIu64 "..%" PRIu64
-                     "); the file is truncated or damaged",
-                     src, lo, hi);
-            got += (size_t)r;
+        for (size_t k = 0; k < nr; k++) {
+            rd[k].to = run[k].direct ? (void *)sp[run[k].i].dst
+                       : bytes > 0   ? (void *)(dr->buf + run[k].at)
+                                     : NULL; /* (an empty run) */
+            SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, src,
+                     "%s cannot be read; the file is truncated or damaged", src);
         }
-        for (size_t k = i; k < j && !direct; k++)
-            sx_direct_decode(dr->buf + (sp[k].start - lo) * c->size, c->size,
-                             c->is_signed, c->big_endian, dr->host_be, sp[k].n,
-                             sp[k].dst);
-        i = j;
+        if (nr > 1 && dr->batch == NULL && !dr->batch_tried) {
+            dr->batch_tried = true;
+            dr->batch = sx_read_batch_new();
+        }
+        const size_t bad = sx_read_all(dr->batch, dr->fd, rd, nr);
+        SX_CHECK(bad == nr, SX_ERR_IO, err, src,
+                 "%s cannot be read (elements %" PRIu64 "..%" PRIu64
+                 "); the file is truncated or damaged",
+                 src, run[bad < nr ? bad : 0].lo, run[bad < nr ? bad : 0].hi);
+        for (size_t k = 0; k < nr; k++)
+            for (size_t q = run[k].i; q < run[k].j && !run[k].direct && rd[k].len > 0;
+                 q++)
+                sx_direct_decode(
+                    dr->buf + run[k].at + (sp[q].start - run[k].lo) * c->size, c->size,
+                    c->is_signed, c->big_endian, dr->host_be, sp[q].n, sp[q].dst);
     }
 out:
     return st;

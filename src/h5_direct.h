@@ -198,6 +198,8 @@ void sx_direct_set_file_sizes(struct sx_direct *dr, unsigned sa, unsigned sl,
 unsigned long sx_direct_reads(const struct sx_direct *dr);
 /* How many deflated chunks the helper thread decoded (tests: it ran, or it did not). */
 unsigned long sx_direct_helped(const struct sx_direct *dr);
+/* How many span reads of this open a ring made in batches (read_batch.h; tests). */
+unsigned long sx_direct_batched(const struct sx_direct *dr);
 
 /* Whether this host stores integers big-endian. */
 bool sx_direct_host_big_endian(void);

@@ -45,4 +45,17 @@ static int sx_test_failures;
         return 0;                                                                        \
     } while (0)
 
+/* Whether the kernel lets a process have an io_uring (io_uring_disabled absent or 0):
+ * where the build has the rings (sx_read_batch_built), they must then read. */
+static inline int sx_test_kernel_rings(void) {
+    FILE *f = fopen("/proc/sys/kernel/io_uring_disabled", "r");
+    int v = 0;
+    if (f == NULL)
+        return 1;
+    if (fscanf(f, "%d", &v) != 1)
+        v = 0;
+    fclose(f);
+    return v == 0;
+}
+
 #endif

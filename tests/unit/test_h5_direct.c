@@ -6,6 +6,7 @@
 #include "h5_reader.h"
 #include "h5_util.h"
 #include "internal.h"
+#include "read_batch.h"
 #include "run.h"
 #include "sx_test.h"
 
@@ -180,6 +181,53 @@ static void test_columns(const char *dir) {
         CHECK(sx_direct_reads(dr) == 3);
         close_col(&o);
     }
+    unlink(path);
+}
+
+/*
+ * Spans far apart (more than a page): a read each, in batches through a ring where one
+ * is to be had (read_batch.h), else pread each (SCOPE_EXPORT_URING=0, read when the
+ * first batch makes the ring); the values HDF5 gives either way, of every span of a
+ * batch and of batches after the first, little- and big-endian (decoded after the
+ * batch) columns alike.
+ */
+static void test_batched_spans(const char *dir) {
+    enum { N = 330000, NSPAN = 290, EVERY = 1100 }; /* > a page apart */
+    const hid_t types[] = {H5T_STD_I64LE, H5T_STD_I64BE, H5T_STD_I32LE};
+    char path[4096];
+    snprintf(path, sizeof path, "%s/spans.h5", dir);
+    static int64_t want[N], got[N];
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        make_file(path, types[ti], N);
+        for (int ring = 1; ring >= 0; ring--) {
+            if (ring)
+                unsetenv("SCOPE_EXPORT_URING");
+            else
+                setenv("SCOPE_EXPORT_URING", "0", 1);
+            struct opened o;
+            open_col(path, &o);
+            ASSERT(o.c.ok);
+            ASSERT((H5Dread)(o.d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                             want) >= 0);
+            memset(got, 0x5a, sizeof got);
+            struct sx_direct_span sp[NSPAN];
+            for (size_t k = 0; k < NSPAN; k++)
+                sp[k] = (struct sx_direct_span){k * EVERY, 1 + k % 7, got + k * EVERY};
+            struct sx_error e;
+            sx_error_clear(&e);
+            CHECK(sx_direct_read_spans(o.dr, &o.c, sp, NSPAN, "t", &e) == SX_OK);
+            for (size_t k = 0; k < NSPAN; k++) {
+                CHECK(memcmp(sp[k].dst, want + sp[k].start, sp[k].n * 8) == 0);
+                CHECK(sp[k].dst[sp[k].n] == (int64_t)0x5a5a5a5a5a5a5a5aLL);
+            }
+            if (!ring || !sx_read_batch_built() || !sx_test_kernel_rings())
+                CHECK(sx_direct_batched(o.dr) == 0);
+            else
+                CHECK(sx_direct_batched(o.dr) == NSPAN);
+            close_col(&o);
+        }
+    }
+    unsetenv("SCOPE_EXPORT_URING");
     unlink(path);
 }
 
@@ -620,6 +668,7 @@ int main(void) {
     test_decode();
     test_unshuffle();
     test_columns(dir);
+    test_batched_spans(dir);
     test_zip_columns(dir);
     test_zip_kept(dir);
     test_zip_helper(dir);

@@ -1,0 +1,172 @@
+/* read_batch.c - many reads of one file in one system call, where io_uring is at hand */
+#include "read_batch.h"
+
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if SX_HAVE_URING
+#include <liburing.h>
+
+#if __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#else
+#define VALGRIND_MAKE_MEM_DEFINED(p, n) ((void)(p), (void)(n))
+#endif
+
+struct sx_read_batch {
+    struct io_uring ring;
+    bool broken;         /* a call failed: pread from now on */
+    unsigned long count; /* reads completed */
+};
+
+/* Submissions that fail for a passing reason (a signal, a full queue) before a batch
+ * gives up on the ring. */
+enum { RETRIES = 1000 };
+#define RING_LEN_MAX (1u << 30)
+
+static bool passing(int ret) { return ret == -EINTR || ret == -EAGAIN || ret == -EBUSY; }
+
+struct sx_read_batch *sx_read_batch_new(void) {
+    const char *v = getenv("SCOPE_EXPORT_URING");
+    if (v != NULL && strcmp(v, "0") == 0)
+        return NULL;
+    struct sx_read_batch *b = sx_calloc(1, sizeof *b);
+    if (b == NULL)
+        return NULL;
+    /* no flags: the ring is used by one thread at a time, not always the same one */
+    if (io_uring_queue_init(SX_READ_BATCH_MAX, &b->ring, 0) != 0) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+void sx_read_batch_free(struct sx_read_batch *b) {
+    if (b == NULL)
+        return;
+    io_uring_queue_exit(&b->ring);
+    free(b);
+}
+
+bool sx_read_batch_built(void) { return true; }
+
+unsigned long sx_read_batch_count(const struct sx_read_batch *b) {
+    return b != NULL ? b->count : 0;
+}
+
+/* Take the completions there are: each read's bytes, counted in '*done'. */
+static void reap(struct sx_read_batch *b, struct sx_read_one *r, size_t n, size_t *done) {
+    struct io_uring_cqe *cqe;
+    unsigned head, seen = 0;
+    io_uring_for_each_cqe(&b->ring, head, cqe) {
+        const size_t k = (size_t)(uintptr_t)io_uring_cqe_get_data(cqe);
+        if (k < n && cqe->res > 0) {
+            r[k].got = (size_t)cqe->res;
+            /* the kernel wrote it: a checker of reads of unwritten memory is told so */
+            VALGRIND_MAKE_MEM_DEFINED(r[k].to, r[k].got);
+        }
+        seen++;
+    }
+    io_uring_cq_advance(&b->ring, seen);
+    *done += seen;
+    b->count += seen;
+}
+
+/*
+ * Read r[0 .. n) (n <= SX_READ_BATCH_MAX), each once: r[k].got bytes of it. A read short
+ * of its 'len' (an error, the file's end, a read the kernel cut) is left to pread. false:
+ * nothing was read (every 'got' 0).
+ */
+static bool ring_reads(struct sx_read_batch *b, int fd, struct sx_read_one *r, size_t n) {
+    if (b == NULL || b->broken || n == 0 || n > SX_READ_BATCH_MAX)
+        return false;
+    for (size_t k = 0; k < n; k++) {
+        struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
+        if (sqe == NULL) { /* not with n entries free: the ring is not as made */
+            b->broken = true;
+            return false;
+        }
+        /* (a read's length is 32 bits: pread reads on past a GiB) */
+        const unsigned len = r[k].len < RING_LEN_MAX ? (unsigned)r[k].len : RING_LEN_MAX;
+        io_uring_prep_read(sqe, fd, r[k].to, len, r[k].off);
+        io_uring_sqe_set_data(sqe, (void *)(uintptr_t)k);
+        r[k].got = 0;
+    }
+    size_t sent = 0, done = 0;
+    int fails = 0;
+    while (sent < n) {
+        int ret = io_uring_submit(&b->ring);
+        if (ret > 0) {
+            sent += (size_t)ret;
+        } else if (ret == 0 || !passing(ret) || ++fails > RETRIES) {
+            /* the reads not sent stay queued: the ring is not used again, and they go
+             * with it; those sent are waited for, the others left to pread */
+            b->broken = true;
+            break;
+        }
+    }
+    /* every read sent completes before its buffer is the caller's again; a wait fails
+     * for good only when the ring is gone (and its reads with it) */
+    while (done < sent) {
+        struct io_uring_cqe *cqe = NULL;
+        int ret = io_uring_wait_cqe(&b->ring, &cqe);
+        if (ret < 0 && !passing(ret)) {
+            b->broken = true;
+            break;
+        }
+        if (ret == 0)
+            reap(b, r, n, &done);
+    }
+    return sent > 0;
+}
+
+#else /* without liburing: pread */
+
+struct sx_read_batch *sx_read_batch_new(void) {
+    return NULL;
+}
+
+void sx_read_batch_free(struct sx_read_batch *b) { (void)b; }
+
+bool sx_read_batch_built(void) { return false; }
+
+unsigned long sx_read_batch_count(const struct sx_read_batch *b) {
+    (void)b;
+    return 0;
+}
+
+#endif
+
+size_t sx_read_all(struct sx_read_batch *b, int fd, struct sx_read_one *r, size_t n) {
+    for (size_t i = 0; i < n; i += SX_READ_BATCH_MAX) {
+        const size_t m = n - i < SX_READ_BATCH_MAX ? n - i : SX_READ_BATCH_MAX;
+        bool rung = false;
+#if SX_HAVE_URING
+        rung = m > 1 && ring_reads(b, fd, r + i, m);
+#else
+        (void)b;
+#endif
+        for (size_t k = i; k < i + m; k++) {
+            unsigned char *to = r[k].to;
+            if (!rung)
+                r[k].got = 0;
+            while (r[k].got < r[k].len) {
+                ssize_t got = pread(fd, to + r[k].got, r[k].len - r[k].got,
+                                    (off_t)(r[k].off + r[k].got));
+                if (got < 0 && errno == EINTR)
+                    continue;
+                if (got <= 0) {
+                    if (got == 0)
+                        errno = 0;
+                    return k;
+                }
+                r[k].got += (size_t)got;
+            }
+        }
+    }
+    return n;
+}
