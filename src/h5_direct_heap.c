@@ -4,6 +4,7 @@
 
 #include "fault.h"
 #include "h5_direct_win.h"
+#include "read_batch.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -35,6 +36,9 @@ enum { FEW = 64, FIRST_READ_FEW = 4096 };
 enum { WIN = 1 << 16, NWIN = 16 };
 /* A table of at most SMALL_TABLE bytes is read whole instead. */
 enum { SMALL_TABLE = 4096 };
+/* A table larger than the windows: rows less than ELEM_GAP bytes apart read together,
+ * ELEM_BATCH bytes a batch of reads at most (read_element_runs). */
+enum { ELEM_GAP = 4096, ELEM_BATCH = 1 << 20 };
 
 /*
  * A collection read once: where its objects lie are obj[first .. first + nobj),
@@ -67,7 +71,13 @@ struct sx_vlen {
     struct sx_file_win *win; /* over the element table; NULL: the table is small, 'tab' */
     unsigned char *tab;      /* a small table whole, read at the first read of it */
     struct sx_file_win *hwin; /* over the heap (NULL: pread each) */
-    size_t first_read;        /* a collection's first read: its header and what follows */
+    /* a large table's runs of rows (read_element_runs), in batches of reads: their
+     * bytes, and the ring that reads them (NULL: pread each) */
+    unsigned char *ebuf;
+    size_t ebuf_cap;
+    struct sx_read_batch *batch;
+    bool batch_tried;
+    size_t first_read; /* a collection's first read: its header and what follows */
 };
 
 /* One requested row on its way through a read. */
@@ -320,15 +330,113 @@ out:
     return st;
 }
 
+/* The ring for a batch of 'n' reads (made at the first batch of two or more), or NULL:
+ * pread each. */
+static struct sx_read_batch *vlen_batch(struct sx_vlen *v, size_t n) {
+    if (n > 1 && v->batch == NULL && !v->batch_tried) {
+        v->batch_tried = true;
+        v->batch = sx_read_batch_new();
+    }
+    return v->batch;
+}
+
 /*
- * The elements (length, heap ID) of rows 'rq[0..n)', sorted by row, through
- * the kept windows of the element table: a block's rows lie far apart in it,
- * and the next block's rows in the same windows.
+ * The reads rd[0 .. nr) (lengths and offsets set, 'bytes' in all) into '*buf' (of '*cap'
+ * bytes, grown), side by side, in one batch where a ring is to be had; each may fail on
+ * purpose (SX_FAULT_READ). An error names the first read that could not be had whole.
+ */
+static enum sx_status read_side_by_side(struct sx_vlen *v, struct sx_read_one *rd,
+                                        size_t nr, size_t bytes, unsigned char **buf,
+                                        size_t *cap, const char *src,
+                                        struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    SX_CHECK(grow_buf(buf, cap, bytes), SX_ERR_NOMEM, err, src, "out of memory");
+    for (size_t k = 0, at = 0; k < nr; at += rd[k].len, k++) {
+        rd[k].to = *buf + at;
+        SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, src,
+                 "%s cannot be read; the file is truncated or damaged", src);
+    }
+    const size_t bad = sx_read_all(vlen_batch(v, nr), v->fd, rd, nr);
+    SX_CHECK(bad == nr, SX_ERR_IO, err, src,
+             "%s cannot be read (%zu bytes at offset %" PRIu64
+             "); the file is truncated or damaged",
+             src, rd[bad < nr ? bad : 0].len, rd[bad < nr ? bad : 0].off);
+out:
+    return st;
+}
+
+/* Request 'r's length and heap ID from its element 'e'. */
+static void parse_element(const struct sx_vlen *v, const unsigned char *e,
+                          struct req *r) {
+    r->len = (uint32_t)get_le(e, 4);
+    r->addr = get_le(e + 4, v->sa);
+    r->idx = (uint32_t)get_le(e + 4 + v->sa, 4);
+    if (r->addr == 0) /* HDF5's NULL, whatever the length says */
+        r->len = 0;
+}
+
+/*
+ * The elements of rows 'rq[0..n)', sorted by row, of a table larger than the windows
+ * hold: one read per run of rows less than ELEM_GAP bytes apart, the runs in batches of
+ * at most ELEM_BATCH bytes, each batch in one call where a ring is to be had
+ * (read_batch.h). A job of a many-row run wants a few hundred bytes of each rank's rows
+ * from all over the table: windows of 64 KiB read ~100 times the bytes wanted, one
+ * pread each (4096 x 64 regions: 112k of them, 7 GB copied).
+ */
+static enum sx_status read_element_runs(struct sx_vlen *v, struct req *rq, size_t n,
+                                        const char *src, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_read_one rd[SX_READ_BATCH_MAX];
+    size_t from[SX_READ_BATCH_MAX + 1]; /* run k: requests from[k] .. from[k + 1] */
+    const uint64_t gap = ELEM_GAP / v->esize, most = ELEM_BATCH / v->esize;
+    size_t i = 0;
+    while (i < n) {
+        size_t nr = 0, bytes = 0;
+        while (i < n && nr < SX_READ_BATCH_MAX) {
+            const uint64_t lo = rq[i].row;
+            uint64_t hi = lo + 1;
+            size_t j = i + 1;
+            while (j < n && rq[j].row <= hi + gap && rq[j].row - lo < most) {
+                if (rq[j].row + 1 > hi)
+                    hi = rq[j].row + 1;
+                j++;
+            }
+            const size_t len = (size_t)(hi - lo) * v->esize;
+            if (nr > 0 && bytes + len > ELEM_BATCH)
+                break; /* the next batch's */
+            from[nr] = i;
+            rd[nr] = (struct sx_read_one){NULL, len, v->table + lo * v->esize, 0};
+            bytes += len;
+            nr++;
+            i = j;
+        }
+        from[nr] = i;
+        st = read_side_by_side(v, rd, nr, bytes, &v->ebuf, &v->ebuf_cap, src, err);
+        if (st != SX_OK)
+            goto out;
+        for (size_t k = 0; k < nr; k++) {
+            const unsigned char *t = rd[k].to;
+            const uint64_t lo = rq[from[k]].row;
+            for (size_t m = from[k]; m < from[k + 1]; m++)
+                parse_element(v, t + (rq[m].row - lo) * v->esize, &rq[m]);
+        }
+    }
+out:
+    return st;
+}
+
+/*
+ * The elements (length, heap ID) of rows 'rq[0..n)', sorted by row: of a small table
+ * from the table whole, of one the windows hold (NWIN x WIN) through them (a block's
+ * rows lie far apart in it, and the next block's rows in the same windows), of a larger
+ * one in runs (read_element_runs).
  */
 static enum sx_status read_elements(struct sx_vlen *v, struct req *rq, size_t n,
                                     const char *src, struct sx_error *err) {
     enum sx_status st = SX_OK;
     unsigned char e[32];
+    if (v->win != NULL && v->nelem * v->esize > (uint64_t)WIN * NWIN)
+        return read_element_runs(v, rq, n, src, err);
     if (v->win == NULL && v->tab == NULL) {
         const size_t bytes = (size_t)v->nelem * v->esize;
         unsigned char *tab = sx_malloc(bytes + 1);
@@ -348,11 +456,7 @@ static enum sx_status read_elements(struct sx_vlen *v, struct req *rq, size_t n,
                                   src, err);
         if (st != SX_OK)
             goto out;
-        rq[m].len = (uint32_t)get_le(e, 4);
-        rq[m].addr = get_le(e + 4, v->sa);
-        rq[m].idx = (uint32_t)get_le(e + 4 + v->sa, 4);
-        if (rq[m].addr == 0) /* HDF5's NULL, whatever the length says */
-            rq[m].len = 0;
+        parse_element(v, e, &rq[m]);
     }
 out:
     return st;
@@ -378,38 +482,56 @@ out:
     return st;
 }
 
-/* The pending strings 'rq[0..n)', object headers first, into 'text', reads merged. */
-static enum sx_status read_strings(const struct sx_vlen *v, struct req *rq, size_t n,
+/* The pending strings 'rq[0..n)', object headers first, into 'text': reads merged of
+ * strings less than GAP bytes apart, up to SPAN bytes, in batches of at most SPAN bytes
+ * (one call each where a ring is to be had: a job of a many-row run reads a string or
+ * two of each rank's, a hundred bytes each, from all over the heap). */
+static enum sx_status read_strings(struct sx_vlen *v, struct req *rq, size_t n,
                                    struct sx_buf *text, const size_t *off,
                                    unsigned char **buf, size_t *cap, const char *src,
                                    struct sx_error *err) {
     enum sx_status st = SX_OK;
+    struct sx_read_one rd[SX_READ_BATCH_MAX];
+    size_t from[SX_READ_BATCH_MAX + 1]; /* read k: requests from[k] .. from[k + 1] */
     sort_reqs(rq, n, cmp_at);
     size_t i = 0;
     while (i < n) {
-        uint64_t lo = rq[i].at, hi = lo + v->objhdr + rq[i].len;
-        size_t j = i + 1;
-        while (j < n && rq[j].at <= hi + GAP) {
-            uint64_t end = rq[j].at + v->objhdr + rq[j].len;
-            if (end < hi)
-                end = hi;
-            if (end - lo > SPAN)
-                break;
-            hi = end;
-            j++;
+        size_t nr = 0, bytes = 0;
+        while (i < n && nr < SX_READ_BATCH_MAX) {
+            uint64_t lo = rq[i].at, hi = lo + v->objhdr + rq[i].len;
+            size_t j = i + 1;
+            while (j < n && rq[j].at <= hi + GAP) {
+                uint64_t end = rq[j].at + v->objhdr + rq[j].len;
+                if (end < hi)
+                    end = hi;
+                if (end - lo > SPAN)
+                    break;
+                hi = end;
+                j++;
+            }
+            const size_t len = (size_t)(hi - lo);
+            if (nr > 0 && bytes + len > SPAN)
+                break; /* the next batch's */
+            from[nr] = i;
+            rd[nr] = (struct sx_read_one){NULL, len, lo, 0};
+            bytes += len;
+            nr++;
+            i = j;
         }
-        SX_CHECK(grow_buf(buf, cap, (size_t)(hi - lo)), SX_ERR_NOMEM, err, src,
-                 "out of memory");
-        st = read_at(v, *buf, (size_t)(hi - lo), lo, src, err);
-        for (size_t m = i; m < j && st == SX_OK; m++) {
-            const unsigned char *h = *buf + (rq[m].at - lo);
-            st = check_obj(v, h, &rq[m], src, err);
-            if (st == SX_OK)
-                memcpy(text->data + off[rq[m].k], h + v->objhdr, rq[m].len);
-        }
+        from[nr] = i;
+        st = read_side_by_side(v, rd, nr, bytes, buf, cap, src, err);
         if (st != SX_OK)
             goto out;
-        i = j;
+        for (size_t k = 0; k < nr; k++) {
+            const unsigned char *t = rd[k].to;
+            for (size_t m = from[k]; m < from[k + 1]; m++) {
+                const unsigned char *h = t + (rq[m].at - rd[k].off);
+                st = check_obj(v, h, &rq[m], src, err);
+                if (st != SX_OK)
+                    goto out;
+                memcpy(text->data + off[rq[m].k], h + v->objhdr, rq[m].len);
+            }
+        }
     }
 out:
     return st;
@@ -714,6 +836,8 @@ void sx_vlen_close(struct sx_vlen *v) {
     if (v == NULL)
         return;
     sx_file_win_free(v->win);
+    sx_read_batch_free(v->batch);
+    free(v->ebuf);
     free(v->tab);
     free(v->col);
     free(v->obj);

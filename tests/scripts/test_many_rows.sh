@@ -63,6 +63,15 @@ shape() { # name block-size synth-options...
         bad "$name: SCOPE_EXPORT_DIRECT_READS=1 and =0 give different documents"
     fi
 
+    # the reads in batches through io_uring (read_batch.h) and a pread each give the same
+    # bytes (the spans of the event columns, the metadata's elements and strings)
+    if SCOPE_EXPORT_URING=0 "$X" export "$h5" -o "$TMP/$name.pread.json" -q \
+        --block-size "$bs" && cmp -s "$TMP/$name.pread.json" "$ref"; then
+        ok
+    else
+        bad "$name: SCOPE_EXPORT_URING=0 and the default give different documents"
+    fi
+
     # a process on more than one CPU reads its next blocks in a helper thread (json_doc.c):
     # the same bytes as the caller's thread alone
     if SCOPE_EXPORT_THREADS=1 "$X" export "$h5" -o "$TMP/$name.t1.json" -q --block-size "$bs" &&
