@@ -89,9 +89,8 @@ struct sx_direct {
     unsigned long helped; /* chunks the helper thread decoded */
     bool host_be;
     unsigned long reads;
-    /* span reads in batches, one call each (read_batch.h); NULL: pread each */
-    struct sx_read_batch *batch;
-    bool batch_tried;
+    /* span reads in batches, one call each (read_batch.h); no ring: pread each */
+    struct sx_read_ring uring;
     struct sx_vlen_file vfile; /* the file's sizes for its string datasets */
 };
 
@@ -148,7 +147,7 @@ void sx_direct_close(struct sx_direct *dr) {
     if (dr->fd >= 0)
         close(dr->fd);
     helper_stop(dr);
-    sx_read_batch_free(dr->batch);
+    sx_read_batch_free(dr->uring.b);
     free(dr->buf);
     free(dr->zin);
     zdec_free(&dr->zd);
@@ -168,7 +167,7 @@ void sx_direct_set_file_sizes(struct sx_direct *dr, unsigned sa, unsigned sl,
 }
 
 unsigned long sx_direct_batched(const struct sx_direct *dr) {
-    return dr != NULL ? sx_read_batch_count(dr->batch) : 0;
+    return dr != NULL ? sx_read_batch_count(dr->uring.b) : 0;
 }
 
 unsigned long sx_direct_helped(const struct sx_direct *dr) {
@@ -354,11 +353,7 @@ enum sx_status sx_direct_read_spans(struct sx_direct *dr, const struct sx_direct
             SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, src,
                      "%s cannot be read; the file is truncated or damaged", src);
         }
-        if (nr > 1 && dr->batch == NULL && !dr->batch_tried) {
-            dr->batch_tried = true;
-            dr->batch = sx_read_batch_new();
-        }
-        const size_t bad = sx_read_all(dr->batch, dr->fd, rd, nr);
+        const size_t bad = sx_read_all(sx_read_ring_for(&dr->uring, nr), dr->fd, rd, nr);
         SX_CHECK(bad == nr, SX_ERR_IO, err, src,
                  "%s cannot be read (elements %" PRIu64 "..%" PRIu64
                  "); the file is truncated or damaged",

@@ -72,11 +72,10 @@ struct sx_vlen {
     unsigned char *tab;      /* a small table whole, read at the first read of it */
     struct sx_file_win *hwin; /* over the heap (NULL: pread each) */
     /* a large table's runs of rows (read_element_runs), in batches of reads: their
-     * bytes, and the ring that reads them (NULL: pread each) */
+     * bytes, and the ring that reads them (none: pread each) */
     unsigned char *ebuf;
     size_t ebuf_cap;
-    struct sx_read_batch *batch;
-    bool batch_tried;
+    struct sx_read_ring uring;
     size_t first_read; /* a collection's first read: its header and what follows */
 };
 
@@ -330,16 +329,6 @@ out:
     return st;
 }
 
-/* The ring for a batch of 'n' reads (made at the first batch of two or more), or NULL:
- * pread each. */
-static struct sx_read_batch *vlen_batch(struct sx_vlen *v, size_t n) {
-    if (n > 1 && v->batch == NULL && !v->batch_tried) {
-        v->batch_tried = true;
-        v->batch = sx_read_batch_new();
-    }
-    return v->batch;
-}
-
 /*
  * The reads rd[0 .. nr) (lengths and offsets set, 'bytes' in all) into '*buf' (of '*cap'
  * bytes, grown), side by side, in one batch where a ring is to be had; each may fail on
@@ -356,7 +345,7 @@ static enum sx_status read_side_by_side(struct sx_vlen *v, struct sx_read_one *r
         SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, src,
                  "%s cannot be read; the file is truncated or damaged", src);
     }
-    const size_t bad = sx_read_all(vlen_batch(v, nr), v->fd, rd, nr);
+    const size_t bad = sx_read_all(sx_read_ring_for(&v->uring, nr), v->fd, rd, nr);
     SX_CHECK(bad == nr, SX_ERR_IO, err, src,
              "%s cannot be read (%zu bytes at offset %" PRIu64
              "); the file is truncated or damaged",
@@ -836,7 +825,7 @@ void sx_vlen_close(struct sx_vlen *v) {
     if (v == NULL)
         return;
     sx_file_win_free(v->win);
-    sx_read_batch_free(v->batch);
+    sx_read_batch_free(v->uring.b);
     free(v->ebuf);
     free(v->tab);
     free(v->col);

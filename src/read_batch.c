@@ -141,6 +141,14 @@ unsigned long sx_read_batch_count(const struct sx_read_batch *b) {
 
 #endif
 
+struct sx_read_batch *sx_read_ring_for(struct sx_read_ring *r, size_t n) {
+    if (n > 1 && !r->tried) {
+        r->tried = true;
+        r->b = sx_read_batch_new();
+    }
+    return r->b;
+}
+
 size_t sx_read_all(struct sx_read_batch *b, int fd, struct sx_read_one *r, size_t n) {
     for (size_t i = 0; i < n; i += SX_READ_BATCH_MAX) {
         const size_t m = n - i < SX_READ_BATCH_MAX ? n - i : SX_READ_BATCH_MAX;

@@ -36,6 +36,16 @@ void sx_read_batch_free(struct sx_read_batch *b);
 bool sx_read_batch_built(void);
 /* Reads the ring 'b' has completed (0 for NULL): a test's proof that it read. */
 unsigned long sx_read_batch_count(const struct sx_read_batch *b);
+
+/* A reader's ring, made when it first has a batch to read; zeroed: not yet. Its 'b' is
+ * freed with sx_read_batch_free. */
+struct sx_read_ring {
+    struct sx_read_batch *b;
+    bool tried; /* sx_read_batch_new was asked (once: NULL stays NULL) */
+};
+/* The ring of 'r' for a batch of 'n' reads: made at the first batch of two or more, or
+ * NULL (pread each). */
+struct sx_read_batch *sx_read_ring_for(struct sx_read_ring *r, size_t n);
 /*
  * Read r[0 .. n) of descriptor 'fd' whole: through the ring 'b' in batches of
  * SX_READ_BATCH_MAX, each read it leaves short (or all, when 'b' is NULL or its ring
