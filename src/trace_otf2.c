@@ -7,6 +7,7 @@
 #include "run.h"
 #include "stop.h"
 #include "trace.h"
+#include "trace_calls.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1075,16 +1076,6 @@ static enum sx_status add_lane(int64_t **v, size_t *n, size_t *cap, int64_t lane
     return SX_OK;
 }
 
-/* The lane of event i as the Chrome trace has it: its task, else its thread, else the
- * rank's own. */
-static int64_t lane_at(const int64_t *task, const int64_t *thread, uint64_t i) {
-    if (task != NULL && task[i] >= 0)
-        return task[i];
-    if (thread != NULL && thread[i] >= 0)
-        return -2 - thread[i];
-    return -1;
-}
-
 /* A lane index the sort's 32 bits hold (a run has not 2^31 threads or tasks). */
 static bool lane_fits(int64_t lane) { return lane >= INT32_MIN && lane <= INT32_MAX; }
 
@@ -1131,7 +1122,8 @@ static enum sx_status write_rank(const struct otf2_state *s, OTF2_Archive *ar,
             if (st != SX_OK)
                 goto out;
             for (uint64_t i = 0; i < m; i++) {
-                const int64_t lane = lane_at(col[SX_COL_TASK], col[SX_COL_THREAD], i);
+                const int64_t lane =
+                    sx_call_lane(col[SX_COL_THREAD], col[SX_COL_TASK], i);
                 SX_CHECK(lane_fits(lane), SX_ERR_UNSUPPORTED, err, t->run->path,
                          "%s: rank %" PRId64 ": lane index %" PRId64
                          " is beyond what the OTF2 export handles (2^31)",

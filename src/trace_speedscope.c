@@ -4,6 +4,7 @@
 #include "pipeline.h"
 #include "run.h"
 #include "trace.h"
+#include "trace_calls.h"
 #include "trace_doc.h"
 
 #include <inttypes.h>
@@ -11,17 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* One call of a rank, as build_call_arrays sees it. Its place in region order, call
- * order (the sort's stable tie-break) is (region, index): the rows come in region order.
- */
-struct call {
-    int64_t start, end;
-    int64_t lane;
-    uint64_t index;  /* call number in its row */
-    uint32_t region; /* region position */
-    uint32_t depth;
-};
 
 struct profile {
     int64_t lane;
@@ -31,8 +21,8 @@ struct profile {
 
 struct ss_rank {
     int64_t rank;
-    struct call *calls; /* sorted by lane, start, -end, region, index */
-    int64_t *parent;    /* per call: its parent's position, or -1 */
+    struct sx_call *calls; /* sorted by lane, start, -end, region, index */
+    int64_t *parent;       /* per call: its parent's position, or -1 */
     size_t n;
     struct profile *profiles;
     size_t nprofiles;
@@ -44,7 +34,7 @@ struct ss_rank {
 };
 
 static int cmp_call(const void *a, const void *b) {
-    const struct call *x = a, *y = b;
+    const struct sx_call *x = a, *y = b;
     if (x->lane != y->lane)
         return x->lane < y->lane ? -1 : 1;
     if (x->start != y->start)
@@ -54,11 +44,6 @@ static int cmp_call(const void *a, const void *b) {
     if (x->region != y->region)
         return x->region < y->region ? -1 : 1;
     return (x->index > y->index) - (x->index < y->index);
-}
-
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
 }
 
 /*
@@ -71,26 +56,15 @@ static int cmp_i64(const void *a, const void *b) {
 /* Lanes beyond this many distinct values: qsort. */
 #define LANES_MAX 4096
 
-/* cmp_call(x, y) < 0 for calls of one lane. */
-static inline bool call_before(const struct call *x, const struct call *y) {
-    if (x->start != y->start)
-        return x->start < y->start;
-    if (x->end != y->end)
-        return x->end > y->end;
-    if (x->region != y->region)
-        return x->region < y->region;
-    return x->index < y->index;
-}
-
 /* Merge the sorted runs 'run[0 .. nrun)' (starts; run[nrun] the end) of 'c' into 'out'.
  */
-static void merge_runs(const struct call *c, size_t *run, size_t *heap, size_t *pos,
-                       size_t nrun, struct call *out) {
+static void merge_runs(const struct sx_call *c, size_t *run, size_t *heap, size_t *pos,
+                       size_t nrun, struct sx_call *out) {
     size_t nh = 0;
     for (size_t r = 0; r < nrun; r++) { /* a min-heap of run numbers by their heads */
         pos[r] = run[r];
         size_t i = nh++;
-        while (i > 0 && call_before(&c[pos[r]], &c[pos[heap[(i - 1) / 2]]])) {
+        while (i > 0 && sx_call_before(&c[pos[r]], &c[pos[heap[(i - 1) / 2]]])) {
             heap[i] = heap[(i - 1) / 2];
             i = (i - 1) / 2;
         }
@@ -108,12 +82,12 @@ static void merge_runs(const struct call *c, size_t *run, size_t *heap, size_t *
         size_t i = 0;
         for (;;) {
             size_t l = 2 * i + 1, m = i;
-            const struct call *best = &c[pos[top]];
-            if (l < nh && call_before(&c[pos[heap[l]]], best)) {
+            const struct sx_call *best = &c[pos[top]];
+            if (l < nh && sx_call_before(&c[pos[heap[l]]], best)) {
                 m = l;
                 best = &c[pos[heap[l]]];
             }
-            if (l + 1 < nh && call_before(&c[pos[heap[l + 1]]], best))
+            if (l + 1 < nh && sx_call_before(&c[pos[heap[l + 1]]], best))
                 m = l + 1;
             if (m == i)
                 break;
@@ -126,10 +100,10 @@ static void merge_runs(const struct call *c, size_t *run, size_t *heap, size_t *
 
 /* Sort one lane's calls [0, n) by start, -end, region, index; 'tmp' has room for n calls.
  */
-static bool sort_lane(struct call *c, size_t n, struct call *tmp) {
+static bool sort_lane(struct sx_call *c, size_t n, struct sx_call *tmp) {
     size_t nrun = 1;
     for (size_t i = 1; i < n; i++)
-        nrun += call_before(&c[i], &c[i - 1]);
+        nrun += sx_call_before(&c[i], &c[i - 1]);
     if (nrun <= 1)
         return true;
     if (nrun > 64 && nrun > n / 16) { /* not a few runs: a sort does as well */
@@ -142,7 +116,7 @@ static bool sort_lane(struct call *c, size_t n, struct call *tmp) {
     size_t r = 0;
     run[r++] = 0;
     for (size_t i = 1; i < n; i++)
-        if (call_before(&c[i], &c[i - 1]))
+        if (sx_call_before(&c[i], &c[i - 1]))
             run[r++] = i;
     run[nrun] = n;
     merge_runs(c, run, run + nrun + 1, run + 2 * nrun + 1, nrun, tmp);
@@ -164,7 +138,7 @@ static int cmp_slot(const void *a, const void *b) {
 
 /* Stable partition of the calls by lane, in ascending lane order, through 'tmp'.
  * False: too many lanes (the caller sorts) or no memory ('*nomem'). */
-static bool by_lane(struct call *c, size_t n, struct call *tmp, bool *nomem) {
+static bool by_lane(struct sx_call *c, size_t n, struct sx_call *tmp, bool *nomem) {
     size_t cap = 64, nl = 0;
     struct lane_slot *h = sx_calloc(cap, sizeof *h);
     *nomem = h == NULL;
@@ -250,7 +224,7 @@ static bool by_lane(struct call *c, size_t n, struct call *tmp, bool *nomem) {
 
 /* Sort a rank's calls by lane, start, -end, region, index (cmp_call). False: out of
  * memory. */
-static bool sort_calls(struct call *c, size_t n, bool lanes, struct call *tmp) {
+static bool sort_calls(struct sx_call *c, size_t n, bool lanes, struct sx_call *tmp) {
     bool nomem = false;
     if (lanes && !by_lane(c, n, tmp, &nomem)) {
         if (nomem)
@@ -267,38 +241,6 @@ static bool sort_calls(struct call *c, size_t n, bool lanes, struct call *tmp) {
         i = j;
     }
     return true;
-}
-
-/* Sort 'n' int64 ascending: LSD radix by bytes through 'tmp' (room for n), skipping the
- * bytes every value shares (the high bytes of a lane's times). */
-static void radix_i64(int64_t *v, size_t n, int64_t *tmp) {
-    const uint64_t flip = UINT64_C(1) << 63;
-    size_t cnt[8][256];
-    memset(cnt, 0, sizeof cnt);
-    for (size_t i = 0; i < n; i++) {
-        const uint64_t x = (uint64_t)v[i] ^ flip;
-        for (int d = 0; d < 8; d++)
-            cnt[d][(x >> (8 * d)) & 0xff]++;
-    }
-    int64_t *src = v, *dst = tmp;
-    for (int d = 0; d < 8; d++) {
-        size_t *c = cnt[d];
-        if (c[((((uint64_t)v[0]) ^ flip) >> (8 * d)) & 0xff] == n)
-            continue; /* one value of this byte: the pass would move nothing */
-        size_t at = 0;
-        for (size_t b = 0; b < 256; b++) {
-            const size_t m = c[b];
-            c[b] = at;
-            at += m;
-        }
-        for (size_t i = 0; i < n; i++)
-            dst[c[((((uint64_t)src[i]) ^ flip) >> (8 * d)) & 0xff]++] = src[i];
-        int64_t *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != v)
-        memcpy(v, src, n * sizeof *v);
 }
 
 /* Python's repr() of a str, for the nesting error's region names. */
@@ -326,7 +268,8 @@ static void py_repr(struct sx_buf *b, const char *s) {
     sx_buf_putc(b, q);
 }
 
-static void call_label(const struct sx_trace *t, const struct call *c, struct sx_buf *b) {
+static void call_label(const struct sx_trace *t, const struct sx_call *c,
+                       struct sx_buf *b) {
     char tmp[96];
     py_repr(b, t->run->names[t->regions[c->region]]);
     snprintf(tmp, sizeof tmp, " call %" PRIu64 " [%" PRId64 ", %" PRId64 "] ns", c->index,
@@ -335,8 +278,8 @@ static void call_label(const struct sx_trace *t, const struct call *c, struct sx
 }
 
 /* NestingError("recorded calls are not properly nested: ...") for 'c' inside 'p'. */
-static enum sx_status overlap_error(const struct sx_trace *t, const struct call *c,
-                                    const struct call *p, struct sx_error *err) {
+static enum sx_status overlap_error(const struct sx_trace *t, const struct sx_call *c,
+                                    const struct sx_call *p, struct sx_error *err) {
     struct sx_buf b = {0};
     sx_buf_puts(&b, "recorded calls are not properly nested: ");
     call_label(t, c, &b);
@@ -352,7 +295,7 @@ static enum sx_status overlap_error(const struct sx_trace *t, const struct call 
 
 enum sx_status sx_ss_nest_error(const struct sx_trace *t, const struct sx_ss_call *c,
                                 const struct sx_ss_call *p, struct sx_error *err) {
-    const struct call
+    const struct sx_call
         x = {.start = c->start, .end = c->end, .region = c->region, .index = c->index},
         y = {.start = p->start, .end = p->end, .region = p->region, .index = p->index};
     return overlap_error(t, &x, &y, err);
@@ -363,36 +306,13 @@ enum sx_status sx_ss_nest_error(const struct sx_trace *t, const struct sx_ss_cal
  * -end: as _depths, _parents and the escape check of build_call_arrays.
  * 'scratch' and 'parent' have room for n values.
  */
-static enum sx_status nest_lane_exact(const struct sx_trace *t, struct call *c, size_t n,
-                                      int64_t *scratch, int64_t *parent,
+static enum sx_status nest_lane_exact(const struct sx_trace *t, struct sx_call *c,
+                                      size_t n, int64_t *scratch, int64_t *parent,
                                       struct sx_error *err) {
-    /* closed(i) = ends (doubled, zero-length + 1) at or before 2 * start(i) */
-    for (size_t i = 0; i < n; i++)
-        scratch[i] = 2 * c[i].end + (c[i].end == c[i].start ? 1 : 0);
-    if (n > 64) /* 'parent' is free until the parents are found */
-        radix_i64(scratch, n, parent);
-    else
-        qsort(scratch, n, sizeof *scratch, cmp_i64);
-    size_t closed = 0;
-    for (size_t i = 0; i < n; i++) {
-        const int64_t s2 = 2 * c[i].start;
-        while (closed < n && scratch[closed] <= s2)
-            closed++;
-        if (closed > i)
-            return sx_trace_value_error(t, SX_ERR_FORMAT,
-                                        "recorded calls are not properly nested", err);
-        c[i].depth = (uint32_t)(i - closed);
-    }
-    /*
-     * The parent: the nearest earlier call one level up. The depth grows by
-     * one at most from a call to the next, so the latest call seen at each
-     * depth (kept in 'scratch', whose sorted ends are no longer needed) is it.
-     */
-    for (size_t i = 0; i < n; i++) {
-        const uint32_t d = c[i].depth;
-        parent[i] = d == 0 ? -1 : scratch[d - 1];
-        scratch[d] = (int64_t)i;
-    }
+    /* ('parent' is the sort's room: it is free until the parents are found) */
+    if (!sx_calls_nest_exact(c, NULL, n, parent, scratch, parent))
+        return sx_trace_value_error(t, SX_ERR_FORMAT,
+                                    "recorded calls are not properly nested", err);
     /* Every child lies inside its parent: only its end can escape. */
     for (size_t i = 0; i < n; i++)
         if (parent[i] >= 0 && c[parent[i]].end < c[i].end)
@@ -400,169 +320,64 @@ static enum sx_status nest_lane_exact(const struct sx_trace *t, struct call *c, 
     return SX_OK;
 }
 
-/*
- * nest_lane_exact's depths and parents in one pass, when the calls nest: the
- * calls still open at a call's start are a stack (each inside the one below, so
- * a closed call has no open call above it), its depth is their number and its
- * parent the top. The first call that ends after its parent: the exact method
- * again, whose depths past it can differ and which names the reference's call.
- */
-static enum sx_status nest_lane(const struct sx_trace *t, struct call *c, size_t n,
+/* nest_lane_exact's depths and parents in one pass where the calls nest
+ * (sx_calls_nest_stack); the first call that ends after its parent: the exact
+ * method again, which names the reference's call. */
+static enum sx_status nest_lane(const struct sx_trace *t, struct sx_call *c, size_t n,
                                 int64_t *scratch, int64_t *parent, struct sx_error *err) {
-    size_t depth = 0; /* scratch[0 .. depth): the open calls, outermost first */
-    for (size_t i = 0; i < n; i++) {
-        const int64_t s2 = 2 * c[i].start;
-        while (depth > 0) {
-            const struct call *o = &c[scratch[depth - 1]];
-            if (2 * o->end + (o->end == o->start ? 1 : 0) > s2)
-                break;
-            depth--;
-        }
-        if (depth > 0 && c[scratch[depth - 1]].end < c[i].end)
-            return nest_lane_exact(t, c, n, scratch, parent, err);
-        c[i].depth = (uint32_t)depth;
-        parent[i] = depth == 0 ? -1 : scratch[depth - 1];
-        scratch[depth++] = (int64_t)i;
-    }
-    return SX_OK;
-}
-
-/* One row of a rank as a sorted run of calls: its columns and the next call. */
-struct row_run {
-    const int64_t *start, *end;
-    uint64_t i, n;
-};
-
-/* A run's next call's key; past its last call, NONE_HEAD. */
-struct run_head {
-    int64_t start, end;
-    uint32_t region; /* runs are of distinct regions: the key is unique */
-};
-
-/* After every call: no call ends before it starts (refused before a merge). */
-static const struct run_head NONE_HEAD = {INT64_MAX, INT64_MIN, UINT32_MAX};
-
-/* call_before for the runs' next calls. (Branches: nested calls come out of the merge in
- * a pattern a predictor learns; selects by masks took more time than the branches' misses
- * on 10M nested calls.) */
-static inline bool head_before(const struct run_head *x, const struct run_head *y) {
-    if (x->start != y->start)
-        return x->start < y->start;
-    if (x->end != y->end)
-        return x->end > y->end;
-    return x->region < y->region;
+    if (sx_calls_nest_stack(c, NULL, n, parent, scratch))
+        return SX_OK;
+    return nest_lane_exact(t, c, n, scratch, parent, err);
 }
 
 /*
  * Without lanes, the common case: a program records each region's calls by
  * start, so every row is one run in the calls' order, and the calls are
  * merged from the rows' columns straight into r->calls (no copy in region
- * order first, no second array) and nested as they come out (nest_lane's
- * stack: no second pass), making the rank's one profile. The runs are the
- * leaves of a tournament tree whose nodes keep the loser of their match: a
- * call out, its run's next call plays log2(runs) matches on the way up, one
- * comparison each (a heap's sift-down made two a level).
+ * order first, no second array: sx_call_merge) and nested as they come out
+ * (nest_lane's stack: no second pass), making the rank's one profile.
  * '*merged': false when a row is out of order (the caller sorts and nests).
  */
 static enum sx_status merge_rows(const struct sx_trace *t, struct ss_rank *r,
                                  bool *merged, struct sx_error *err) {
     enum sx_status st = SX_OK;
     size_t nrun = 0;
-    bool sorted = true;
+    bool sorted = true, back = false;
+    struct sx_call_merge m = {0};
+    struct sx_call_row *rows = sx_malloc((t->nregions + 1) * sizeof *rows);
     *merged = false;
+    SX_CHECK(rows != NULL, SX_ERR_NOMEM, err, t->run->path,
+             "%s: out of memory sorting the %zu calls of rank %" PRId64, t->run->path,
+             r->n, r->rank);
     for (size_t g = 0; g < t->nregions; g++) {
         const struct sx_row *row = sx_trace_row(t, g, r->rank);
         if (row == NULL || row->is_aggregate || row->count == 0)
             continue;
         const int64_t *s = row->col[SX_COL_START], *e = row->col[SX_COL_END];
-        bool back = e[0] < s[0], down = false;
-        for (uint64_t i = 1; i < row->count; i++) {
-            back |= e[i] < s[i];
-            down |= (s[i] < s[i - 1]) | ((s[i] == s[i - 1]) & (e[i] > e[i - 1]));
-        }
-        if (back)
-            return sx_trace_value_error(t, SX_ERR_FORMAT,
-                                        "a recorded call ends before it starts", err);
-        sorted &= !down;
-        nrun++;
+        sorted &= sx_call_row_sorted(s, e, row->count, &back);
+        rows[nrun++] = (struct sx_call_row){s, e, row->count, (uint32_t)g};
+    }
+    if (back) {
+        st = sx_trace_value_error(t, SX_ERR_FORMAT,
+                                  "a recorded call ends before it starts", err);
+        goto out;
     }
     if (!sorted)
-        return SX_OK;
-    size_t nleaf = 1;
-    while (nleaf < nrun)
-        nleaf *= 2;
-    struct row_run *run = sx_calloc(nleaf, sizeof *run);
-    struct run_head *head = sx_malloc(nleaf * sizeof *head);
-    uint32_t *tree = sx_malloc(3 * nleaf * sizeof *tree); /* [0, nleaf): the losers */
+        goto out;
     r->profiles = sx_malloc(sizeof *r->profiles);
-    SX_CHECK(run != NULL && head != NULL && tree != NULL && r->profiles != NULL,
-             SX_ERR_NOMEM, err, t->run->path,
-             "%s: out of memory sorting the %zu calls of rank %" PRId64, t->run->path,
-             r->n, r->rank);
-    uint32_t *const win = tree + nleaf; /* the winners, while the tree is built */
-    size_t k = 0;
-    for (size_t g = 0; g < t->nregions; g++) {
-        const struct sx_row *row = sx_trace_row(t, g, r->rank);
-        if (row == NULL || row->is_aggregate || row->count == 0)
-            continue;
-        run[k] =
-            (struct row_run){row->col[SX_COL_START], row->col[SX_COL_END], 0, row->count};
-        head[k] = (struct run_head){run[k].start[0], run[k].end[0], (uint32_t)g};
-        k++;
-    }
-    for (; k < nleaf; k++)
-        head[k] = NONE_HEAD;
-    for (size_t i = 0; i < nleaf; i++)
-        win[nleaf + i] = (uint32_t)i;
-    for (size_t node = nleaf - 1; node > 0; node--) {
-        const uint32_t a = win[2 * node], b = win[2 * node + 1];
-        const bool lt = head_before(&head[b], &head[a]);
-        win[node] = lt ? b : a;
-        tree[node] = lt ? a : b;
-    }
-    struct call *const c = r->calls;
+    SX_CHECK(sx_call_merge_init(&m, rows, nrun) && r->profiles != NULL, SX_ERR_NOMEM, err,
+             t->run->path, "%s: out of memory sorting the %zu calls of rank %" PRId64,
+             t->run->path, r->n, r->rank);
+    struct sx_call *const c = r->calls;
     int64_t *const open = r->scratch, *const parent = r->parent;
     size_t depth = 0, last_root = 0;
     bool nested = true;
-    uint32_t w = win[1];
     for (size_t at = 0; at < r->n; at++) {
-        struct row_run *const ru = &run[w];
-        struct run_head cur = head[w];
-        c[at] = (struct call){.start = cur.start,
-                              .end = cur.end,
-                              .lane = -1,
-                              .index = ru->i,
-                              .region = cur.region};
-        if (nested) { /* nest_lane's step */
-            const int64_t s2 = 2 * cur.start;
-            while (depth > 0) {
-                const struct call *o = &c[open[depth - 1]];
-                if (2 * o->end + (o->end == o->start ? 1 : 0) > s2)
-                    break;
-                depth--;
-            }
-            if (depth > 0 && c[open[depth - 1]].end < cur.end) {
-                nested = false; /* the exact method names the call, below */
-            } else {
-                c[at].depth = (uint32_t)depth;
-                parent[at] = depth == 0 ? -1 : open[depth - 1];
-                last_root = depth == 0 ? at : last_root;
-                open[depth++] = (int64_t)at;
-            }
-        }
-        if (++ru->i < ru->n)
-            cur = (struct run_head){ru->start[ru->i], ru->end[ru->i], cur.region};
-        else
-            cur = NONE_HEAD;
-        head[w] = cur;
-        for (size_t node = (w + nleaf) >> 1; node > 0; node >>= 1) {
-            const uint32_t o = tree[node];
-            const struct run_head ho = head[o];
-            const bool lt = head_before(&ho, &cur);
-            tree[node] = lt ? w : o;
-            w = lt ? o : w;
-            cur = lt ? ho : cur;
-        }
+        sx_call_merge_next(&m, &c[at]);
+        if (nested && !sx_calls_stack_step(c, at, parent, open, &depth))
+            nested = false; /* the exact method names the call, below */
+        else if (nested && depth == 1)
+            last_root = at;
     }
     if (!nested) {
         st = nest_lane_exact(t, c, r->n, open, parent, err);
@@ -575,22 +390,12 @@ static enum sx_status merge_rows(const struct sx_trace *t, struct ss_rank *r,
         *merged = true;
     }
 out:
-    free(run);
-    free(head);
-    free(tree);
+    sx_call_merge_free(&m);
+    free(rows);
     return st;
 }
 
 static void ss_free(struct ss_rank *r);
-
-/* A call's lane: its task, else its thread (as -2 - thread), else -1. */
-static inline int64_t lane_of(const int64_t *th, const int64_t *tk, uint64_t i) {
-    if (tk != NULL && tk[i] >= 0)
-        return tk[i];
-    if (th != NULL && th[i] >= 0)
-        return -2 - th[i];
-    return -1;
-}
 
 /* Build selected rank 'k''s profiles (start, end, thread, task loaded) in 'r', whose
  * arrays are reused where they have room. */
@@ -657,16 +462,16 @@ static enum sx_status ss_build(const struct sx_trace *t, size_t k, struct ss_ran
             const int64_t *tk =
                 (row->cols & SX_COLBIT(SX_COL_TASK)) ? row->col[SX_COL_TASK] : NULL;
             for (uint64_t i = 0; i < row->count; i++) {
-                struct call *c = &r->calls[at++];
+                struct sx_call *c = &r->calls[at++];
                 c->start = row->col[SX_COL_START][i];
                 c->end = row->col[SX_COL_END][i];
-                c->lane = lanes ? lane_of(th, tk, i) : -1;
+                c->lane = lanes ? sx_call_lane(th, tk, i) : -1;
                 c->region = (uint32_t)g;
                 c->depth = 0;
                 c->index = i;
             }
         }
-        struct call *tmp = sx_malloc((n + 1) * sizeof *tmp);
+        struct sx_call *tmp = sx_malloc((n + 1) * sizeof *tmp);
         bool sorted = tmp != NULL && sort_calls(r->calls, n, lanes, tmp);
         free(tmp);
         SX_CHECK(sorted, SX_ERR_NOMEM, err, t->run->path,
@@ -724,7 +529,7 @@ static void ss_free(struct ss_rank *r) {
  * the calls are give that order. 'fc' and 'order' have room for every region.
  * The order's length.
  */
-static size_t ss_scan(const struct sx_trace *t, int64_t rank, struct call *fc,
+static size_t ss_scan(const struct sx_trace *t, int64_t rank, struct sx_call *fc,
                       uint32_t *order, uint64_t *ncalls, int64_t *first) {
     size_t nf = 0;
     uint64_t n = 0;
@@ -745,17 +550,17 @@ static size_t ss_scan(const struct sx_trace *t, int64_t rank, struct call *fc,
                                 : NULL;
         const int64_t *tk =
             lanes && (row->cols & SX_COLBIT(SX_COL_TASK)) ? row->col[SX_COL_TASK] : NULL;
-        struct call b = {.start = st[0],
-                         .end = en[0],
-                         .lane = lane_of(th, tk, 0),
-                         .region = (uint32_t)g};
+        struct sx_call b = {.start = st[0],
+                            .end = en[0],
+                            .lane = sx_call_lane(th, tk, 0),
+                            .region = (uint32_t)g};
         for (uint64_t i = 1; i < row->count; i++) {
-            const struct call c = {.start = st[i],
-                                   .end = en[i],
-                                   .lane = lane_of(th, tk, i),
-                                   .index = i,
-                                   .region = (uint32_t)g};
-            if (c.lane < b.lane || (c.lane == b.lane && call_before(&c, &b)))
+            const struct sx_call c = {.start = st[i],
+                                      .end = en[i],
+                                      .lane = sx_call_lane(th, tk, i),
+                                      .index = i,
+                                      .region = (uint32_t)g};
+            if (c.lane < b.lane || (c.lane == b.lane && sx_call_before(&c, &b)))
                 b = c;
             if (st[i] < lo)
                 lo = st[i];
@@ -884,7 +689,7 @@ static inline bool close_to(const struct ss_rank *r, const uint32_t *frame_of,
                             double origin, size_t *stack, size_t *depth, size_t keep,
                             bool pre, struct sx_buf *out) {
     while (*depth > keep) {
-        const struct call *o = &r->calls[stack[--*depth]];
+        const struct sx_call *o = &r->calls[stack[--*depth]];
         if (!put_ev(out, pre, false, frame_of[o->region], o->end, origin, false))
             return false;
     }
@@ -905,7 +710,7 @@ ss_block_as(const struct sx_trace *t, const struct ss_rank *r, const uint32_t *f
         q++;
     for (size_t i = i0; i < i1 && i < r->n; i++) {
         const struct profile *pf = &r->profiles[q];
-        const struct call *c = &r->calls[i];
+        const struct sx_call *c = &r->calls[i];
         bool ev_first = false;
         if (i == pf->first) {
             sx_buf_reset(&txt);
@@ -1063,7 +868,7 @@ static enum sx_status ss_survey(struct ss_doc *d, int rank, int size, int64_t **
                                 size_t *nrec, size_t *bad_k, struct sx_error *err) {
     enum sx_status st = SX_OK;
     struct sx_trace *t = d->t;
-    struct call *fc = sx_calloc(t->nregions + 1, sizeof *fc);
+    struct sx_call *fc = sx_calloc(t->nregions + 1, sizeof *fc);
     uint32_t *order = sx_calloc(t->nregions + 1, sizeof *order);
     size_t cap = 64, n = 0;
     int64_t *v = sx_malloc(cap * sizeof *v);
