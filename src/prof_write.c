@@ -1,4 +1,5 @@
 /* prof_write.c - pstats (.prof) files, as scope-profiler's export_prof writes them */
+#define _GNU_SOURCE /* qsort_r: the sort context per call, not in a global */
 #include "prof_write.h"
 
 #include "pipeline.h"
@@ -12,6 +13,7 @@
 #include "out_file.h"
 #include "run.h"
 #include "trace.h"
+#include "trace_calls.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -145,92 +147,84 @@ static int64_t table_get(struct table *t, int64_t a, uint32_t g) {
     return (int64_t)t->n++;
 }
 
-/* One call of a rank, as the call stack is rebuilt from the intervals. */
-struct pcall {
-    int64_t start, end;
-    int64_t lane; /* task index, or -2 - thread index, or -1 */
-    uint32_t g;   /* region position */
-    uint64_t seq; /* position in region order, call order: the stable tie-break */
-};
-
-/* A rank's calls, sorted by start, then the longest first, and nested. */
+/*
+ * A rank's calls in start order over every lane (sx_call_before: start, the
+ * longest first, region, call), each nested within its own lane (thread or
+ * task). Its rooms are kept from one rank to the next, each with room for
+ * 'cap' calls: a rank's calls in fresh pages faulted in every page again (a
+ * fifth of a one-process export of every rank in the kernel).
+ */
 struct pcalls {
-    struct pcall *c;
+    struct sx_call *c;
     int64_t *parent; /* per call: its parent's position, or -1 */
     size_t n;
+    /* building: the lanes' order, the open calls or sorted ends, the radix sort's
+     * room; then rank_stats's: the children's time, the path nodes, the top calls */
+    int64_t *room[3];
+    size_t cap;
 };
 
 static void pcalls_free(struct pcalls *p) {
     free(p->c);
     free(p->parent);
+    for (int k = 0; k < 3; k++)
+        free(p->room[k]);
     memset(p, 0, sizeof *p);
 }
 
-static int cmp_pcall(const void *a, const void *b) {
-    const struct pcall *x = a, *y = b;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    if (x->end != y->end)
-        return x->end > y->end ? -1 : 1;
-    return (x->seq > y->seq) - (x->seq < y->seq);
+/* Room for 'n' calls (an eighth more: the next rank, a little larger, fits). */
+static bool pcalls_reserve(struct pcalls *p, size_t n) {
+    if (n + 1 <= p->cap)
+        return true;
+    const size_t cap = n + n / 8 + 1;
+    pcalls_free(p);
+    p->c = sx_malloc(cap * sizeof *p->c);
+    p->parent = sx_malloc(cap * sizeof *p->parent);
+    bool ok = p->c != NULL && p->parent != NULL;
+    for (int k = 0; k < 3; k++) {
+        p->room[k] = sx_malloc(cap * sizeof *p->room[k]);
+        ok = ok && p->room[k] != NULL;
+    }
+    if (!ok)
+        pcalls_free(p);
+    else
+        p->cap = cap;
+    return ok;
 }
 
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
+/* The calls' order where a row is out of order (the merge's): start, -end, region,
+ * index. */
+static int cmp_start(const void *a, const void *b) {
+    const struct sx_call *x = a, *y = b;
+    return sx_call_before(x, y) ? -1 : sx_call_before(y, x) ? 1 : 0;
 }
 
-static const struct pcall *lane_base; /* qsort has no context argument in C11 */
-static int cmp_lane(const void *a, const void *b) {
-    const size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    if (lane_base[x].lane != lane_base[y].lane)
-        return lane_base[x].lane < lane_base[y].lane ? -1 : 1;
+/* Positions by lane, each lane's in start order (their own order). */
+static int cmp_lane(const void *a, const void *b, void *ctx) {
+    const struct sx_call *c = ctx;
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    if (c[x].lane != c[y].lane)
+        return c[x].lane < c[y].lane ? -1 : 1;
     return (x > y) - (x < y);
 }
 
 /*
- * Nest the calls 'ix[0..n)' of one lane (positions in start order): a call's
- * depth is the number of calls started before it and not yet ended (an end
- * at a start closes, but a zero-length call stays open over a call starting
- * with it), its parent the latest call one level up. 'scratch' has room for
- * n values.
- */
-static bool nest_lane(struct pcalls *p, const size_t *ix, size_t n, int64_t *scratch) {
-    for (size_t i = 0; i < n; i++) {
-        const struct pcall *c = &p->c[ix[i]];
-        scratch[i] = 2 * c->end + (c->end == c->start ? 1 : 0);
-    }
-    qsort(scratch, n, sizeof *scratch, cmp_i64);
-    size_t closed = 0;
-    for (size_t i = 0; i < n; i++) {
-        while (closed < n && scratch[closed] <= 2 * p->c[ix[i]].start)
-            closed++;
-        if (closed > i)
-            return false;
-        p->parent[ix[i]] = (int64_t)(i - closed); /* the depth, for now */
-    }
-    /* the depth grows by one at most from a call to the next */
-    for (size_t i = 0; i < n; i++) {
-        const int64_t d = p->parent[ix[i]];
-        p->parent[ix[i]] = d == 0 ? -1 : (int64_t)ix[scratch[d - 1]];
-        scratch[d] = (int64_t)i;
-    }
-    return true;
-}
-
-/*
- * The calls of 'rank' in the selected regions (their columns loaded), in
- * start order over every lane, each nested within its own lane (thread or
- * task). Local.
+ * The calls of 'rank' in the selected regions (their columns loaded) into 'p',
+ * whose rooms are reused where they have room. Rows recorded by start (the
+ * common case) are merged (sx_call_merge); a row out of order sorts them all.
+ * Local.
  */
 static enum sx_status build_calls(const struct sx_trace *t, int64_t rank,
                                   struct pcalls *p, struct sx_error *err) {
     enum sx_status st = SX_OK;
-    int64_t *scratch = NULL;
-    size_t *ix = NULL;
-    size_t n = 0;
-    bool lanes = false;
-    memset(p, 0, sizeof *p);
+    size_t n = 0, nrow = 0;
+    bool lanes = false, sorted = true, back = false;
+    struct sx_call_merge m = {0};
+    struct sx_call_row *rows = sx_malloc((t->nregions + 1) * sizeof *rows);
+    const int64_t **lc = sx_calloc(2 * t->nregions + 1, sizeof *lc); /* threads, tasks */
+    p->n = 0;
+    SX_CHECK(rows != NULL && lc != NULL, SX_ERR_NOMEM, err, t->run->path,
+             "out of memory");
     for (size_t g = 0; g < t->nregions; g++) {
         const struct sx_row *row = sx_trace_row(t, g, rank);
         if (row == NULL || row->is_aggregate)
@@ -238,53 +232,65 @@ static enum sx_status build_calls(const struct sx_trace *t, int64_t rank,
         n += row->count;
         if (row->cols & SX_COLBIT(SX_COL_THREAD))
             lanes = true;
+        lc[2 * g] =
+            (row->cols & SX_COLBIT(SX_COL_THREAD)) ? row->col[SX_COL_THREAD] : NULL;
+        lc[2 * g + 1] =
+            (row->cols & SX_COLBIT(SX_COL_TASK)) ? row->col[SX_COL_TASK] : NULL;
+        if (row->count == 0)
+            continue;
+        const int64_t *s = row->col[SX_COL_START], *e = row->col[SX_COL_END];
+        sorted &= sx_call_row_sorted(s, e, row->count, &back);
+        rows[nrow++] = (struct sx_call_row){s, e, row->count, (uint32_t)g};
     }
-    p->c = sx_malloc((n + 1) * sizeof *p->c);
-    p->parent = sx_malloc((n + 1) * sizeof *p->parent);
-    scratch = sx_malloc((n + 1) * sizeof *scratch);
-    ix = sx_malloc((n + 1) * sizeof *ix);
-    SX_CHECK(p->c != NULL && p->parent != NULL && scratch != NULL && ix != NULL,
+    SX_CHECK(pcalls_reserve(p, n) && (!sorted || sx_call_merge_init(&m, rows, nrow)),
              SX_ERR_NOMEM, err, t->run->path,
              "%s: out of memory sorting the %zu calls of rank %" PRId64, t->run->path, n,
              rank);
-    size_t at = 0;
-    for (size_t g = 0; g < t->nregions; g++) {
-        const struct sx_row *row = sx_trace_row(t, g, rank);
-        if (row == NULL || row->is_aggregate)
-            continue;
-        const int64_t *th =
-            (row->cols & SX_COLBIT(SX_COL_THREAD)) ? row->col[SX_COL_THREAD] : NULL;
-        const int64_t *tk =
-            (row->cols & SX_COLBIT(SX_COL_TASK)) ? row->col[SX_COL_TASK] : NULL;
-        for (uint64_t i = 0; i < row->count; i++, at++) {
-            int64_t lane = -1;
-            if (lanes && tk != NULL && tk[i] >= 0)
-                lane = tk[i];
-            else if (lanes && th != NULL && th[i] >= 0)
-                lane = -2 - th[i];
-            p->c[at] = (struct pcall){row->col[SX_COL_START][i], row->col[SX_COL_END][i],
-                                      lane, (uint32_t)g, at};
-        }
+    struct sx_call *const c = p->c;
+    if (sorted) {
+        for (size_t at = 0; at < n; at++)
+            sx_call_merge_next(&m, &c[at]);
+    } else {
+        size_t at = 0;
+        for (size_t r = 0; r < nrow; r++)
+            for (uint64_t i = 0; i < rows[r].n; i++)
+                c[at++] = (struct sx_call){.start = rows[r].start[i],
+                                           .end = rows[r].end[i],
+                                           .lane = -1,
+                                           .index = i,
+                                           .region = rows[r].region};
+        qsort(c, n, sizeof *c, cmp_start);
     }
     p->n = n;
-    qsort(p->c, n, sizeof *p->c, cmp_pcall);
-    for (size_t i = 0; i < n; i++)
-        ix[i] = i;
-    lane_base = p->c;
-    qsort(ix, n, sizeof *ix, cmp_lane);
+    int64_t *const ix = lanes ? p->room[0] : NULL;
+    for (size_t i = 0; lanes && i < n; i++) {
+        c[i].lane =
+            sx_call_lane(lc[2 * c[i].region], lc[2 * c[i].region + 1], c[i].index);
+        ix[i] = (int64_t)i;
+    }
+    if (lanes)
+        qsort_r(ix, n, sizeof *ix, cmp_lane, c);
     for (size_t i = 0; i < n;) {
-        size_t j = i;
-        while (j < n && p->c[ix[j]].lane == p->c[ix[i]].lane)
+        size_t j = i + 1;
+        while (lanes && j < n && c[ix[j]].lane == c[ix[i]].lane)
             j++;
-        SX_CHECK(nest_lane(p, ix + i, j - i, scratch), SX_ERR_FORMAT, err, t->run->path,
+        if (!lanes)
+            j = n;
+        const int64_t *lx = lanes ? ix + i : NULL;
+        const bool nested =
+            !back && sx_calls_nest_stack(c, lx, j - i, p->parent, p->room[1]);
+        SX_CHECK(nested ||
+                     sx_calls_nest_exact(c, lx, j - i, p->parent, p->room[1], p->room[2]),
+                 SX_ERR_FORMAT, err, t->run->path,
                  "%s: recorded calls are not properly nested", t->run->path);
         i = j;
     }
 out:
-    free(scratch);
-    free(ix);
+    sx_call_merge_free(&m);
+    free(rows);
+    free(lc);
     if (st != SX_OK)
-        pcalls_free(p);
+        p->n = 0;
     return st;
 }
 
@@ -342,9 +348,10 @@ static enum sx_status rank_stats(const struct sx_trace *t, const struct pcalls *
                                  struct sx_buf *out, struct sx_error *err) {
     enum sx_status st = SX_OK;
     const size_t n = r->n;
-    int64_t *child = sx_calloc(n + 1, sizeof *child);
-    int64_t *node_of = sx_malloc((n + 1) * sizeof *node_of);
-    double *top = sx_malloc((n + 1) * sizeof *top);
+    /* the calls' rooms: each call's children's time, its path node, the top calls' times
+     */
+    int64_t *const child = r->room[0], *const node_of = r->room[1];
+    double *const top = (double *)(void *)r->room[2];
     struct table tb = {0};
     struct sx_buf name = {0};
     /* without call paths: per region position */
@@ -356,8 +363,7 @@ static enum sx_status rank_stats(const struct sx_trace *t, const struct pcalls *
     char *root = NULL;
     struct sx_flame_frame *frames = NULL;
     size_t ntop = 0;
-    SX_CHECK(child != NULL && node_of != NULL && top != NULL, SX_ERR_NOMEM, err,
-             t->run->path, "out of memory");
+    memset(child, 0, n * sizeof *child);
     for (size_t i = 0; i < n; i++)
         if (r->parent[i] >= 0)
             child[r->parent[i]] += r->c[i].end - r->c[i].start;
@@ -374,15 +380,15 @@ static enum sx_status rank_stats(const struct sx_trace *t, const struct pcalls *
         for (size_t g = 0; g < ng; g++)
             maxend[g] = INT64_MIN;
         for (size_t i = 0; i < n; i++) {
-            const struct pcall *c = &r->c[i];
-            rec[i] = c->start < maxend[c->g] && c->end <= maxend[c->g];
-            if (c->end > maxend[c->g])
-                maxend[c->g] = c->end;
+            const struct sx_call *c = &r->c[i];
+            rec[i] = c->start < maxend[c->region] && c->end <= maxend[c->region];
+            if (c->end > maxend[c->region])
+                maxend[c->region] = c->end;
         }
     }
     for (size_t i = 0; i < n; i++) {
         const int64_t s = r->c[i].start, e = r->c[i].end, p = r->parent[i];
-        const uint32_t g = r->c[i].g, pg = p >= 0 ? r->c[p].g : 0;
+        const uint32_t g = r->c[i].region, pg = p >= 0 ? r->c[p].region : 0;
         const double dur = (double)(e - s) / 1e9;
         const double excl = (double)(e - s - child[i]) / 1e9;
         if (p < 0)
@@ -497,9 +503,6 @@ static enum sx_status rank_stats(const struct sx_trace *t, const struct pcalls *
     sx_marshal_dict_end(out);
     SX_CHECK(!out->failed, SX_ERR_NOMEM, err, t->run->path, "out of memory");
 out:
-    free(child);
-    free(node_of);
-    free(top);
     free(reg);
     free(maxend);
     free(rec);
@@ -613,7 +616,6 @@ static enum sx_status prof_write(const struct sx_pipe *p, void *ctx,
                 st = sx_out_write(files[k], buf.data, buf.len, err);
             made++;
         }
-        pcalls_free(&built);
         if (st != SX_OK)
             break;
     }

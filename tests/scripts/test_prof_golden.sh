@@ -87,4 +87,44 @@ for args in "--ranks 0,4:Invalid rank requested: 4" \
             bad "${a[*]}: $(cat "$TMP/err") $(ls -A "$TMP/e")"
     fi
 done
+# Rows out of order (calls recorded by their end, or threads interleaved): the calls are
+# sorted instead of merged row by row, and the files are the same. Each row's calls of a
+# golden run reversed (a stable sort by descending start), read from the JSON profile.
+moved=0
+for dir in "$SHARED"/golden/*/; do
+    dir=${dir%/}
+    case=$(basename "$dir")
+    [ -f "$dir/run.json" ] && [ -f "$dir/run.prof" ] && [ ! -f "$dir/run.prof.error.txt" ] ||
+        continue
+    mkdir -p "$TMP/perm/$case"
+    n=$(python3 - "$dir/run.json" "$TMP/perm/$case/run.json" <<'EOF_PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+moved = 0
+for r in d.get("regions", []):
+    s = r.get("start_times_ns")
+    if not isinstance(s, list) or len(s) < 2:
+        continue
+    order = sorted(range(len(s)), key=lambda i: -s[i])
+    moved += order != list(range(len(s)))
+    for k, v in list(r.items()):
+        if k != "tags" and isinstance(v, list) and len(v) == len(s):
+            r[k] = [v[i] for i in order]
+json.dump(d, open(sys.argv[2], "w"))
+print(moved)
+EOF_PY
+    ) || { bad "$case: the rows could not be reversed"; continue; }
+    [ "$n" -gt 0 ] || continue
+    moved=$((moved + 1))
+    for mode in run.prof run.nocallpaths.prof; do
+        opt=()
+        [ "$mode" = run.nocallpaths.prof ] && opt=(--no-call-paths)
+        o="$TMP/perm/$case/$mode"
+        mkdir -p "$o"
+        bare "$X" export "$TMP/perm/$case/run.json" -o "$o/p.prof" -q --format prof \
+            "${opt[@]}" && same "$o/p_rank0.prof" "$dir/$mode" && ok ||
+            bad "$case $mode, rows out of order: $(ls -A "$o")"
+    done
+done
+[ "$moved" -ge 3 ] && ok || bad "rows out of order: only $moved golden runs have rows to reverse"
 finish
