@@ -123,17 +123,19 @@ void sx_flame_svg(struct sx_buf *out, const struct sx_flame_frame *f, size_t n,
     for (size_t i = 0; i < n; i++) {
         /* the tooltip names the whole path */
         sx_buf_reset(&path);
+        bool failed = false; /* a segment's: the next one starts a new buffer */
         for (int64_t k = (int64_t)i; k >= 0; k = f[k].parent) {
             struct sx_buf seg = {0};
             sx_buf_puts(&seg, f[k].name);
             if (path.len > 0)
                 sx_buf_puts(&seg, " > ");
             sx_buf_append(&seg, path.data, path.len);
+            failed |= seg.failed;
             sx_buf_free(&path);
             path = seg;
         }
         sx_buf_putc(&path, '\0');
-        if (path.failed) {
+        if (failed || path.failed) {
             out->failed = true;
             goto out;
         }

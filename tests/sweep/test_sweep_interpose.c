@@ -7,15 +7,15 @@
  * any thread (the output's writer included), whether through sx_malloc or not. Public
  * API only, against the shared library, as a user's program.
  *
- * For each command (export to .json, .json.gz, chrome-trace, speedscope, --summary,
- * several inputs; export of a native run, as JSON and speedscope; validate; import;
- * import-native) a normal run counts each rank's allocations and keeps its output;
- * then for every N under 60 and a stride of N beyond (SX_SWEEP_BEYOND runs), and every
- * rank in turn, the Nth allocation fails on that rank alone. Every run must end (an
- * alarm turns a hang into a failure naming the case), give the same status and
- * one-line error on every rank of a collective call, leave no output and no temporary
- * file when it fails, and the very output of the normal run when it succeeds. A crash
- * (a double free) ends the test.
+ * For each command (export to .json, .json.gz, chrome-trace, speedscope, perfetto,
+ * otf2, pstats, flame graphs, region statistics, --summary, several inputs; export of a
+ * native run, as JSON and speedscope; validate; import; import-native) a normal run
+ * counts each rank's allocations and keeps its output; then for every N under 60 and a
+ * stride of N beyond (SX_SWEEP_BEYOND runs), and every rank in turn, the Nth allocation
+ * fails on that rank alone. Every run must end (an alarm turns a hang into a failure
+ * naming the case), give the same status and one-line error on every rank of a collective
+ * call, leave no output and no temporary file when it fails, and the very output of the
+ * normal run when it succeeds. A crash (a double free) ends the test.
  */
 #include "sx_test.h"
 #include "sx_test_doc.h"
@@ -96,6 +96,12 @@ static const struct cmd cmds[] = {
     {"export perfetto", K_EXPORT, "golden/gen_schema3_allcols/run.h5", "p.pftrace",
      SX_FORMAT_PERFETTO, 0},
     {"export otf2", K_EXPORT, "golden/basic_nested/run.h5", "p.otf2", SX_FORMAT_OTF2, 0},
+    /* a file per rank, made by the rank's process and committed when all are made */
+    {"export prof", K_EXPORT, "golden/threads/run.h5", "p.prof", SX_FORMAT_PROF, 0},
+    {"export flamegraph", K_EXPORT, "golden/self_recursion/run.h5", "p.svg",
+     SX_FORMAT_FLAMEGRAPH, 0},
+    {"export region-statistics", K_EXPORT, "golden/threads/run.h5", "p.json",
+     SX_FORMAT_REGION_STATISTICS, 0},
     {"export --summary", K_EXPORT, "golden/gen_schema3_allcols/run.h5", "p.json",
      SX_FORMAT_JSON, 1},
     {"export, three inputs", K_MULTI, NULL, "p.json", SX_FORMAT_JSON, 0},
