@@ -9,13 +9,13 @@
  *
  * For each command (export to .json, .json.gz, chrome-trace, speedscope, perfetto,
  * otf2, pstats, flame graphs, region statistics, --summary, several inputs; export of a
- * native run, as JSON and speedscope; validate; import; import-native) a normal run
- * counts each rank's allocations and keeps its output; then for every N under 60 and a
- * stride of N beyond (SX_SWEEP_BEYOND runs), and every rank in turn, the Nth allocation
- * fails on that rank alone. Every run must end (an alarm turns a hang into a failure
- * naming the case), give the same status and one-line error on every rank of a collective
- * call, leave no output and no temporary file when it fails, and the very output of the
- * normal run when it succeeds. A crash (a double free) ends the test.
+ * native run, as JSON, speedscope, Chrome trace and pstats; validate; import;
+ * import-native) a normal run counts each rank's allocations and keeps its output; then
+ * for every N under 60 and a stride of N beyond (SX_SWEEP_BEYOND runs), and every rank in
+ * turn, the Nth allocation fails on that rank alone. Every run must end (an alarm turns a
+ * hang into a failure naming the case), give the same status and one-line error on every
+ * rank of a collective call, leave no output and no temporary file when it fails, and the
+ * very output of the normal run when it succeeds. A crash (a double free) ends the test.
  */
 #include "sx_test.h"
 #include "sx_test_doc.h"
@@ -109,6 +109,10 @@ static const struct cmd cmds[] = {
      SX_FORMAT_JSON, 0},
     {"export --native speedscope", K_NATIVE, "golden-native/mixed_3ranks/ranks",
      "p.ss.json", SX_FORMAT_SPEEDSCOPE, 0},
+    {"export --native chrome-trace", K_NATIVE, "golden-native/mixed_3ranks/ranks",
+     "p.trace.json", SX_FORMAT_CHROME_TRACE, 0},
+    {"export --native prof", K_NATIVE, "golden-native/mixed_3ranks/ranks", "p.prof",
+     SX_FORMAT_PROF, 0},
     {"validate run.h5", K_VALIDATE, "golden/gen_schema3_allcols/run.h5", NULL,
      SX_FORMAT_JSON, 0},
     {"validate run.json.gz", K_VALIDATE, "golden/gen_schema3_allcols/run.json.gz", NULL,
