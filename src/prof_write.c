@@ -152,7 +152,7 @@ static int64_t table_get(struct table *t, int64_t a, uint32_t g) {
  * longest first, region, call), each nested within its own lane (thread or
  * task). Its rooms are kept from one rank to the next, each with room for
  * 'cap' calls: a rank's calls in fresh pages faulted in every page again (a
- * fifth of a one-process export of every rank in the kernel).
+ * quarter of a one-process export of every rank, in the kernel).
  */
 struct pcalls {
     struct sx_call *c;
