@@ -172,14 +172,15 @@ static int usage_error(const char *msg, const char *arg) {
     return 2;
 }
 
-/* "0,2,5-7" -> ranks */
+/* "0,2,5-7" -> ranks: 0, or -1 for a bad list, -2 out of memory */
 static int parse_ranks(const char *s, int64_t **out, size_t *n_out) {
     size_t cap = 16, n = 0;
+    int rc = -1;
     if (*s == '\0')
         return -1; /* no rank at all: a mistake, not "keep none" */
     int64_t *v = sx_malloc(cap * sizeof *v);
     if (v == NULL)
-        return -1;
+        return -2;
     const char *p = s;
     while (*p) {
         char *end = NULL;
@@ -199,8 +200,10 @@ static int parse_ranks(const char *s, int64_t **out, size_t *n_out) {
             if (n == cap) {
                 cap *= 2;
                 int64_t *nv = sx_realloc(v, cap * sizeof *nv);
+                rc = -2;
                 if (nv == NULL)
                     goto bad;
+                rc = -1;
                 v = nv;
             }
             v[n++] = r;
@@ -215,7 +218,7 @@ static int parse_ranks(const char *s, int64_t **out, size_t *n_out) {
     return 0;
 bad:
     free(v);
-    return -1;
+    return rc;
 }
 
 static int parse_int(const char *s, long lo, long hi, long *out) {
@@ -439,7 +442,8 @@ static int cmd_export(int argc, char **argv, int first) {
     const char *label = NULL;
     char **labels = NULL;
     char **uniq = NULL;
-    char *trace_base = NULL; /* the output name with a trace suffix added, or NULL */
+    char *trace_base = NULL;  /* the output name with a trace suffix added, or NULL */
+    bool ranks_nomem = false; /* --ranks ran out of memory on this rank */
     if (!all_passed(inputs != NULL && inc != NULL && exc != NULL, "arguments")) {
         rc = 1;
         goto out;
@@ -477,7 +481,12 @@ static int cmd_export(int argc, char **argv, int first) {
             NEED_VALUE();
             free(ranks);
             ranks = NULL;
-            if (parse_ranks(val, &ranks, &nranks) != 0) {
+            const int pr = parse_ranks(val, &ranks, &nranks);
+            if (pr == -2) { /* this rank's alone: said below, after the agreement */
+                ranks_nomem = true;
+                goto parsed;
+            }
+            if (pr != 0) {
                 rc = usage_error("--ranks takes a list like 0,2,5-7", val);
                 goto parsed;
             }
@@ -568,7 +577,12 @@ static int cmd_export(int argc, char **argv, int first) {
     }
 parsed:
     /* NOTE: collective. Parsing is the same on every rank, but for running out of memory
-     * in --ranks: agree before the first collective of the export. */
+     * in --ranks: agree on that first (rank 0 names the rank), then on a usage error,
+     * before the first collective of the export. */
+    if (!all_passed(!ranks_nomem, "arguments")) {
+        rc = 1;
+        goto out;
+    }
     if (first_failed(rc == 0) >= 0) {
         rc = rc != 0 ? rc : 2;
         goto out;

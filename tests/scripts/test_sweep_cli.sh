@@ -91,5 +91,22 @@ for combo in 2:json 2:json.gz 3:json 3:json.gz; do
     sx_sample 3 || continue
     sweep "$np" "$ext"
 done
+# The options' own allocations (the list of --ranks) on one rank: one line naming it and
+# status 1 on every rank, not a usage error (status 2, said by rank 0 alone: nothing).
+mkdir -p "$TMP/opt"
+for n in 1 2 3 4 5 6; do
+    rm -f "$TMP/opt"/*
+    rc=0
+    SX_FAULT="alloc:$n:1" mpi 2 "$XF" export "${ins[0]}" -o "$TMP/opt/p.json" -q --ranks 0 \
+        >/dev/null 2>"$TMP/err.txt" || rc=$?
+    runs=$((runs + 1))
+    if [ "$rc" = 0 ]; then
+        [ -s "$TMP/opt/p.json" ] && ok || bad "--ranks, allocation $n on rank 1: no output"
+    else
+        [ "$rc" = 1 ] && [ "$(grep -vc '^\[warn\] Epoll ' "$TMP/err.txt")" = 1 ] &&
+            grep -q 'out of memory \[rank 1\]' "$TMP/err.txt" && [ -z "$(ls -A "$TMP/opt")" ] &&
+            ok || bad "--ranks, allocation $n on rank 1: status $rc: $(head -c 300 "$TMP/err.txt")"
+    fi
+done
 echo "test_sweep_cli: $runs runs, hangs: $hangs, absorbed by a fall-back: $absorbed"
 finish
