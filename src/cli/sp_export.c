@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <glob.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,26 @@ static int sp_usage(int rank, const char *kind, const char *msg, const char *arg
     return 2;
 }
 
+/* parse()'s status when this rank ran out of memory (the others may not have) */
+#define SP_NOMEM 3
+
+/*
+ * NOTE: collective over 'world'. Whether every rank has 'ok' (false: it ran out of
+ * memory for the command's own arguments or names); rank 0 names the first rank that
+ * did not. Parsing is the same on every rank but for that: the ranks agree on it before
+ * they part ways, so that none waits in an export the others left.
+ */
+static bool all_have(MPI_Comm world, int rank, bool ok) {
+    int mine = ok ? INT_MAX : rank, first = mine;
+    if (world != MPI_COMM_NULL &&
+        MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, world) != MPI_SUCCESS)
+        first = rank;
+    if (first != INT_MAX && rank == 0)
+        fprintf(stderr, "scope-export: error: arguments: out of memory [rank %d]\n",
+                first);
+    return first == INT_MAX;
+}
+
 static int add_file(struct sp_args *a, const char *f) {
     for (size_t i = 0; i < a->nfiles; i++)
         if (strcmp(a->files[i], f) == 0)
@@ -74,7 +95,7 @@ static int cmp_str(const void *x, const void *y) {
 /* expand_file_patterns: a pattern gives its matching regular files, sorted. */
 static int expand(struct sp_args *a, const char *arg, int rank) {
     if (strpbrk(arg, "*?[") == NULL)
-        return add_file(a, arg) == 0 ? 0 : 1;
+        return add_file(a, arg) == 0 ? 0 : SP_NOMEM;
     glob_t g;
     memset(&g, 0, sizeof g);
     size_t n = 0;
@@ -86,12 +107,14 @@ static int expand(struct sp_args *a, const char *arg, int rank) {
             m[n++] = g.gl_pathv[i];
     }
     int rc = 0;
-    if (n == 0) {
+    if (st == 0 && m == NULL) {
+        rc = SP_NOMEM;
+    } else if (n == 0) {
         rc = sp_usage(rank, a->kind, "No files matched pattern", arg);
     } else {
         qsort(m, n, sizeof *m, cmp_str);
         for (size_t i = 0; i < n && rc == 0; i++)
-            rc = add_file(a, m[i]) == 0 ? 0 : 1;
+            rc = add_file(a, m[i]) == 0 ? 0 : SP_NOMEM;
     }
     free(m);
     if (st == 0)
@@ -118,7 +141,7 @@ static int add_ranks(struct sp_args *a, const char *s) {
         for (long long r = lo; r <= hi; r++) {
             int64_t *nr = sx_realloc(a->ranks, (a->nranks + 1) * sizeof *nr);
             if (nr == NULL)
-                return -1;
+                return -2;
             a->ranks = nr;
             a->ranks[a->nranks++] = r;
         }
@@ -161,7 +184,7 @@ static int parse(struct sp_args *a, int rank, int argc, char **argv, int first) 
     a->indent = -1;
     a->labels = sx_calloc((size_t)argc + 1, sizeof *a->labels);
     if (a->labels == NULL)
-        return 1;
+        return SP_NOMEM;
     const bool json = strcmp(a->kind, "json") == 0;
     const bool paths = strcmp(a->kind, "prof") == 0 || strcmp(a->kind, "flamegraph") == 0;
     for (int i = first + 1; i < argc; i++) {
@@ -187,10 +210,14 @@ static int parse(struct sp_args *a, int rank, int argc, char **argv, int first) 
             free(a->ranks);
             a->ranks = NULL;
             a->nranks = 0;
-            for (size_t k = 0; k < n; k++)
-                if (add_ranks(a, specs[k]) != 0)
+            for (size_t k = 0; k < n; k++) {
+                const int ar = add_ranks(a, specs[k]);
+                if (ar == -2)
+                    return SP_NOMEM;
+                if (ar != 0)
                     return sp_usage(rank, a->kind, "invalid rank specification",
                                     specs[k]);
+            }
             if (n == 0) { /* given empty: as not given */
                 free(a->ranks);
                 a->ranks = NULL;
@@ -282,6 +309,12 @@ int sx_cli_sp_export(MPI_Comm world, int rank, int argc, char **argv, int first)
     memset(&a, 0, sizeof a);
     sx_options_init(&o);
     int rc = parse(&a, rank, argc, argv, first);
+    /* NOTE: collective (all_have): out of memory on any rank first, then a usage error,
+     * which every rank has alike */
+    if (!all_have(world, rank, rc != SP_NOMEM)) {
+        rc = 1;
+        goto out;
+    }
     if (rc != 0)
         goto out;
     if (strcmp(a.kind, "plot-data") == 0 && a.nfiles > 1) {
@@ -324,15 +357,16 @@ int sx_cli_sp_export(MPI_Comm world, int rank, int argc, char **argv, int first)
     base = join(a.dir, name);
     labels = sx_calloc(a.nfiles + 1, sizeof *labels);
     saved = sx_calloc(64 * (a.nfiles + 1), sizeof *saved);
-    if (base == NULL || labels == NULL || saved == NULL) {
+    bool have = base != NULL && labels != NULL && saved != NULL;
+    for (size_t k = 0; have && a.nlabels > 0 && k < a.nfiles; k++)
+        have = (labels[k] = sx_strdup(a.labels[k])) != NULL;
+    if (!all_have(world, rank, have)) { /* NOTE: collective */
         rc = 1;
         goto out;
     }
     /* the runs' labels: --label, else each run's own, made unique */
-    for (size_t k = 0; k < a.nfiles; k++) {
-        if (a.nlabels > 0) {
-            labels[k] = sx_strdup(a.labels[k]);
-        } else if (sx_run_label(world, a.files[k], &labels[k], &e) != SX_OK) {
+    for (size_t k = 0; a.nlabels == 0 && k < a.nfiles; k++) {
+        if (sx_run_label(world, a.files[k], &labels[k], &e) != SX_OK) {
             print_error(rank, &e);
             rc = 1;
             goto out;
@@ -346,7 +380,8 @@ int sx_cli_sp_export(MPI_Comm world, int rank, int argc, char **argv, int first)
         snprintf(uniq, sizeof uniq, rep > 1 ? "%s (%zu)" : "%s", labels[k], rep);
         char *path =
             a.nfiles > 1 ? sx_output_path(base, uniq, a.nfiles) : sx_strdup(base);
-        if (path == NULL) {
+        if (!all_have(world, rank, path != NULL)) { /* NOTE: collective */
+            free(path);
             rc = 1;
             goto out;
         }

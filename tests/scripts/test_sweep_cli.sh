@@ -108,5 +108,27 @@ for n in 1 2 3 4 5 6; do
             ok || bad "--ranks, allocation $n on rank 1: status $rc: $(head -c 300 "$TMP/err.txt")"
     fi
 done
+# The same in scope-profiler's form of the command (export KIND FILES -o DIR), whose
+# own allocations (the files, the ranks, the labels, the output names) come before
+# its collective steps: on either rank, status 1 and one line naming it (or the
+# normal output), never a hang (a rank left for an export the other never joined).
+for r in 0 1; do
+    for n in 1 2 3 4 5 6 7 8 9 10 11 12; do
+        rm -rf "$TMP/spo" && mkdir -p "$TMP/spo"
+        rc=0
+        SX_FAULT="alloc:$n:$r" mpi 2 "$XF" export prof "${ins[0]}" "${ins[1]}" -o "$TMP/spo" \
+            -r 0 --label a --label b >/dev/null 2>"$TMP/err.txt" || rc=$?
+        runs=$((runs + 1))
+        if [ "$rc" = 0 ]; then
+            [ "$(ls "$TMP/spo")" = "$(printf 'profile_a_rank0.prof\nprofile_b_rank0.prof')" ] &&
+                ok || bad "export prof, allocation $n on rank $r: $(ls "$TMP/spo")"
+        else
+            [ "$rc" = 1 ] && [ "$(grep -vc '^\[warn\] Epoll ' "$TMP/err.txt")" = 1 ] &&
+                grep -q "out of memory \[rank $r\]" "$TMP/err.txt" &&
+                [ -z "$(ls -A "$TMP/spo")" ] && ok ||
+                bad "export prof, allocation $n on rank $r: status $rc: $(head -c 300 "$TMP/err.txt")"
+        fi
+    done
+done
 echo "test_sweep_cli: $runs runs, hangs: $hangs, absorbed by a fall-back: $absorbed"
 finish
