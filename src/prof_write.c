@@ -208,17 +208,6 @@ static int cmp_lane(const void *a, const void *b, void *ctx) {
     return (x > y) - (x < y);
 }
 
-/* The calls of 'rank' in the selected regions. */
-static size_t rank_calls(const struct sx_trace *t, int64_t rank) {
-    size_t n = 0;
-    for (size_t g = 0; g < t->nregions; g++) {
-        const struct sx_row *row = sx_trace_row(t, g, rank);
-        if (row != NULL && !row->is_aggregate)
-            n += row->count;
-    }
-    return n;
-}
-
 /*
  * The calls of 'rank' in the selected regions (their columns loaded) into 'p',
  * whose rooms are reused where they have room. Rows recorded by start (the
@@ -607,7 +596,7 @@ static enum sx_status prof_write(const struct sx_pipe *p, void *ctx,
      * faulted in fresh pages again (a tenth of the export of 8 ranks of 10M calls) */
     size_t most = 0;
     for (size_t k = (size_t)p->rank; k < t->nranks; k += (size_t)p->size) {
-        const size_t n = rank_calls(t, t->ranks[k]);
+        const size_t n = (size_t)sx_trace_rank_calls(t, t->ranks[k]);
         most = n > most ? n : most;
     }
     int64_t made = 0;
