@@ -3,6 +3,7 @@
 #include "h5_write_prim.h"
 
 #include "buf.h"
+#include "fault.h"
 #include "h5_util.h"
 #include "json_value.h"
 #include "json_write.h"
@@ -258,11 +259,23 @@ static enum sx_status make_event_dset(struct sx_h5w *w, hid_t g, int c, uint64_t
                  "set the deflate filter");
         }
     }
+    /* Its space allocated now, where the stage writes it around HDF5
+     * (h5_write_direct.h); the same without the stage, so that the file is the same
+     * (parallel HDF5 allocates every dataset's space early anyway). */
+    const bool direct = !chunked && w->stage != NULL;
+    if (!chunked)
+        H5OK(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY), obj,
+             "set the allocation time");
     w->ev_space[c] = H5Screate_simple(1, &dim, &maxdim);
     H5OK(w->ev_space[c], obj, "create a dataspace");
     w->ev[c] = H5Dcreate2(g, ev_names[c], H5T_STD_I64LE, w->ev_space[c], H5P_DEFAULT,
                           dcpl, H5P_DEFAULT);
     H5OK(w->ev[c], obj, "create the dataset");
+    if (direct) {
+        haddr_t at = H5Dget_offset(w->ev[c]);
+        if (at != HADDR_UNDEF && at > 0 && H5Dget_storage_size(w->ev[c]) == n * 8)
+            w->ev_at[c] = (uint64_t)at;
+    }
 out:
     sx_h5w_close_id(&dcpl);
     return st;
@@ -500,7 +513,12 @@ enum sx_status sx_h5w_index(struct sx_h5w *w, const struct sx_row *const *rows, 
         }
     }
 
-    /* The event columns, at their final length (empty for the aggregate layout). */
+    /* The event columns, at their final length (empty for the aggregate layout); the
+     * serial writer over its own driver stages them (h5_write_direct.h) where it can:
+     * without the memory for the stage, HDF5 writes them */
+    if (!w->collective && w->out != NULL && w->vfd.driver >= 0 && !w->spec.aggregate &&
+        w->nevents > 0 && sx_wstage_wanted())
+        w->stage = sx_wstage_new(w->vfd.fd, &w->vfd.werr, 0, 0);
     ge = H5Gopen2(w->file, "events", H5P_DEFAULT);
     H5OK(ge, "/events", "open the group");
     for (int c = 0; c < SX_NCOLS; c++) {
@@ -600,11 +618,6 @@ enum sx_status sx_h5w_events(struct sx_h5w *w, size_t row, uint64_t first, uint6
         off = w->offset[row] + first;
         w->mine[row] = true;
     }
-    mspace = H5Screate_simple(1, &cnt, NULL);
-    H5OK(mspace, "/events", "create a dataspace");
-    if (n == 0)
-        H5OK(H5Sselect_none(mspace), "/events", "select nothing");
-
     const int64_t *s = col[SX_COL_START], *e = col[SX_COL_END];
     const int64_t *gpu = (w->spec.cols & SX_COLBIT(SX_COL_GPU)) ? col[SX_COL_GPU] : NULL;
     for (int c = 0; c < SX_NCOLS; c++) {
@@ -614,9 +627,7 @@ enum sx_status sx_h5w_events(struct sx_h5w *w, size_t row, uint64_t first, uint6
         if (w->ev[c] < 0)
             continue;
         snprintf(obj, sizeof obj, "/events/%s", ev_names[c]);
-        if (n == 0) {
-            rc = H5Sselect_none(w->ev_space[c]);
-        } else {
+        if (n > 0) {
             if (c == SX_COL_START) {
                 /* The first start of a row is absolute; numpy int64 diff wraps. */
                 int64_t prev = first == 0 ? 0 : a->prev_start;
@@ -638,12 +649,24 @@ enum sx_status sx_h5w_events(struct sx_h5w *w, size_t row, uint64_t first, uint6
                     w->scratch[i] = fill_value(c);
                 data = w->scratch;
             }
-            rc = H5Sselect_hyperslab(w->ev_space[c], H5S_SELECT_SET, &off, NULL, &cnt,
-                                     NULL);
         }
-        if (rc >= 0)
-            rc = H5Dwrite(w->ev[c], H5T_NATIVE_INT64, mspace, w->ev_space[c],
-                          w->collective ? w->dxpl : H5P_DEFAULT, data);
+        if (n > 0 && w->ev_at[c] != 0) {
+            /* staged, written around HDF5 (h5_write_direct.h) */
+            rc = sx_fault(SX_FAULT_WRITE, 0) ? -1 : 0;
+            if (rc == 0)
+                sx_wstage_put(w->stage, w->ev_at[c] + 8 * off, data, (size_t)n * 8);
+        } else {
+            rc = n == 0 ? H5Sselect_none(w->ev_space[c])
+                        : H5Sselect_hyperslab(w->ev_space[c], H5S_SELECT_SET, &off, NULL,
+                                              &cnt, NULL);
+            if (rc >= 0 && mspace < 0) { /* the memory's dataspace, at the first write */
+                mspace = H5Screate_simple(1, &cnt, NULL);
+                rc = mspace < 0 || (n == 0 && H5Sselect_none(mspace) < 0) ? -1 : 0;
+            }
+            if (rc >= 0)
+                rc = H5Dwrite(w->ev[c], H5T_NATIVE_INT64, mspace, w->ev_space[c],
+                              w->collective ? w->dxpl : H5P_DEFAULT, data);
+        }
         if (rc < 0 &&
             (st = sx_h5w_carry(w, sx_error_set(err, SX_ERR_IO, sx_h5w_src(w, obj),
                                                "cannot write events: %s",
@@ -812,6 +835,8 @@ enum sx_status sx_h5w_finish(struct sx_h5w *w, struct sx_error *err) {
     quieted = true;
     SX_CHECK(!w->failed, SX_ERR_USAGE, err, sx_h5w_src(w, NULL),
              "writer used after a failure");
+    /* the staged events reach the file before HDF5 flushes or reads it */
+    sx_wstage_flush(w->stage);
     if ((st = sx_h5w_write_stats(w, err)) != SX_OK)
         goto out;
     /* NOTE: collective in the MPI-IO phase: every process closes; failures are

@@ -28,6 +28,7 @@ void sx_h5w_free_w(struct sx_h5w *w) {
     free(w->exclusive);
     free(w->acc);
     free(w->scratch);
+    sx_wstage_free(w->stage);
     free(w->mine);
     for (size_t i = 0; i < w->npend; i++)
         sx_h5w_free_pending(&w->pend[i]);

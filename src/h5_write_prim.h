@@ -3,6 +3,7 @@
 #define SX_H5_WRITE_PRIM_H
 
 #include "h5_write.h"
+#include "h5_write_direct.h"
 #include "h5_write_vfd.h"
 #include "internal.h"
 #include "run.h"
@@ -59,6 +60,9 @@ struct sx_h5w {
     hid_t t_str; /* vlen UTF-8 */
     hid_t ev[SX_NCOLS];
     hid_t ev_space[SX_NCOLS];
+    uint64_t ev_at[SX_NCOLS]; /* a column's file address, written around HDF5 (its stage);
+                                 0: through H5Dwrite */
+    struct sx_wstage *stage;  /* h5_write_direct.h */
     bool names_done, index_done, threads_done, tasks_done;
     size_t nnames;
     size_t nrows;

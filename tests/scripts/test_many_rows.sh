@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_many_rows.sh - runs of thousands of rows (empty ranks, rows without calls) export to
 # the same text at 1, 2 and 3 ranks, with the reads around libhdf5 on and off and the
-# read-ahead thread on and off, and that text holds the rows the generator wrote
+# read-ahead thread on and off, and that text holds the rows the generator wrote; imported
+# back, with the event writes around libhdf5 on and off, it exports to the same text
 . "$(dirname "$0")/lib.sh"
 SYNTH="$BIN/scope-export-synth"
 
@@ -63,6 +64,25 @@ shape() { # name block-size synth-options...
         bad "$name: SCOPE_EXPORT_DIRECT_READS=1 and =0 give different documents"
     fi
 
+    # the document imported back: its events staged around libhdf5 (h5_write_direct.h)
+    # and through H5Dwrite give runs that export to it again, and the same file byte for
+    # byte (both at one fixed second: HDF5 records the objects' modification times)
+    local imp
+    for imp in 1 0; do
+        if SCOPE_EXPORT_DIRECT_EVENT_WRITES=$imp LD_PRELOAD="$FIXTIME" "$X" import "$ref" \
+            -o "$TMP/$name.imp$imp.h5" -q &&
+            "$X" export "$TMP/$name.imp$imp.h5" -o "$TMP/$name.imp$imp.json" -q &&
+            "$CMP" "$TMP/$name.imp$imp.json" "$ref"; then
+            ok
+        else
+            bad "$name: imported with SCOPE_EXPORT_DIRECT_EVENT_WRITES=$imp, not the document"
+        fi
+    done
+    if [ -n "$FIXTIME" ]; then
+        cmp -s "$TMP/$name.imp1.h5" "$TMP/$name.imp0.h5" && ok ||
+            bad "$name: the events staged around libhdf5 and HDF5's own writes: other files"
+    fi
+
     # the reads in batches through io_uring (read_batch.h) and a pread each give the same
     # bytes (the spans of the event columns, the metadata's elements and strings)
     if SCOPE_EXPORT_URING=0 "$X" export "$h5" -o "$TMP/$name.pread.json" -q \
@@ -95,6 +115,13 @@ shape() { # name block-size synth-options...
         done
     done
     rm -f "$TMP/$name".*
+}
+
+# a shim that fixes the clock (the import's files compared byte for byte)
+FIXTIME=$TMP/fixtime.so
+gcc -shared -fPIC -O1 -o "$FIXTIME" "$(dirname "$0")/../support/sx_fixtime.c" 2>"$TMP/cc.err" || {
+    echo "cannot build the time shim: $(head -1 "$TMP/cc.err")"
+    FIXTIME=
 }
 
 # small blocks: rows of one block spread over the whole index, many blocks per rank
