@@ -1070,6 +1070,12 @@ static enum sx_status on_end(void *ctx, struct sx_error *err) {
 
 static const struct sx_jstream_ops load_ops = {
     .value = on_value, .regions = on_regions, .element = on_element, .end = on_end};
+/* the index of a two-pass read (SX_JSON_KEEP_INDEX): the rows without their events */
+static const struct sx_jstream_ops index_ops = {.value = on_value,
+                                                .regions = on_regions,
+                                                .element = on_element,
+                                                .end = on_end,
+                                                .no_events = true};
 /* a check that keeps no row: the fast path need not copy columns out */
 static const struct sx_jstream_ops check_ops = {.value = on_value,
                                                 .regions = on_regions,
@@ -1097,9 +1103,11 @@ enum sx_status sx_json_load_ex(const char *path, enum sx_json_keep keep,
     ld.on_row_ctx = on_row_ctx;
     ld.top = json_object();
     SX_CHECK(ld.top != NULL, SX_ERR_NOMEM, err, path, "out of memory");
-    st = sx_jstream_read(
-        path, keep == SX_JSON_KEEP_NONE && on_row == NULL ? &check_ops : &load_ops, &ld,
-        err);
+    st = sx_jstream_read(path,
+                         keep == SX_JSON_KEEP_NONE && on_row == NULL ? &check_ops
+                         : keep == SX_JSON_KEEP_INDEX                ? &index_ops
+                                                                     : &load_ops,
+                         &ld, err);
     if (st != SX_OK)
         goto out;
     if (nelements != NULL)

@@ -501,7 +501,7 @@ static enum fast fast_ints(struct rd *r, uint64_t *poff, struct i64v *v) {
     uint64_t off = *poff;
     int c;
     /* a check that keeps no column counts the values (the copy takes them) */
-    const bool keep = !r->ops->no_columns || r->copy != NULL;
+    const bool keep = !(r->ops->no_columns || r->ops->no_events) || r->copy != NULL;
     int64_t sink;
     if (peek(r, off) != '[')
         return F_NO;
@@ -997,7 +997,7 @@ static enum fast fast_row(struct rd *r, uint64_t *poff, struct sx_row *row) {
         if (!(seen & (1u << (K_COL + c))))
             continue;
         row->cols |= SX_COLBIT(c);
-        if (r->ops->no_columns)
+        if (r->ops->no_columns || r->ops->no_events)
             continue; /* a check that keeps no row: the values are not copied out */
         /* exactly its size: the reader's vector is grown for the largest row */
         row->col[c] = sx_malloc((n ? n : 1) * sizeof *row->col[c]);

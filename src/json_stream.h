@@ -41,6 +41,8 @@ struct sx_jstream_ops {
     enum sx_status (*end)(void *ctx, struct sx_error *err);
     /* The rows the fast path reads are only looked at: their columns stay NULL. */
     bool no_columns;
+    /* The rows' event columns stay NULL (counted, not copied out); the rest is read. */
+    bool no_events;
 };
 
 /* Read the document at 'path' (.json or gzip by content) through 'ops'. */
