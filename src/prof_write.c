@@ -263,13 +263,30 @@ static enum sx_status build_calls(const struct sx_trace *t, int64_t rank,
     }
     p->n = n;
     int64_t *const ix = lanes ? p->room[0] : NULL;
-    for (size_t i = 0; lanes && i < n; i++) {
+    for (size_t i = 0; lanes && i < n; i++)
         c[i].lane =
             sx_call_lane(lc[2 * c[i].region], lc[2 * c[i].region + 1], c[i].index);
-        ix[i] = (int64_t)i;
-    }
-    if (lanes)
+    /* a stable partition by lane (a sort where there are very many lanes) */
+    struct sx_lane_map lm = {0};
+    bool nomem = false;
+    if (lanes && sx_lane_map_build(&lm, c, n, SX_LANES_MAX, &nomem)) {
+        size_t *at = sx_malloc((lm.n + 1) * sizeof *at);
+        if (at != NULL) {
+            sx_lane_map_starts(&lm, c, n, at);
+            for (size_t i = 0; i < n; i++)
+                ix[at[sx_lane_map_place(&lm, c[i].lane)]++] = (int64_t)i;
+        }
+        nomem = at == NULL;
+        free(at);
+        sx_lane_map_free(&lm);
+    } else if (lanes && !nomem) {
+        for (size_t i = 0; i < n; i++)
+            ix[i] = (int64_t)i;
         qsort_r(ix, n, sizeof *ix, cmp_lane, c);
+    }
+    SX_CHECK(!nomem, SX_ERR_NOMEM, err, t->run->path,
+             "%s: out of memory sorting the %zu calls of rank %" PRId64, t->run->path, n,
+             rank);
     for (size_t i = 0; i < n;) {
         size_t j = i + 1;
         while (lanes && j < n && c[ix[j]].lane == c[ix[i]].lane)

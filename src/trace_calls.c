@@ -149,3 +149,79 @@ bool sx_calls_nest_stack(struct sx_call *c, const int64_t *ix, size_t n, int64_t
             return false;
     return true;
 }
+
+/* ------------------------------------------------------------------ */
+/* Lanes                                                               */
+
+static int cmp_slot_lane(const void *a, const void *b) {
+    const struct sx_lane_slot *x = a, *y = b;
+    return (x->lane > y->lane) - (x->lane < y->lane);
+}
+
+void sx_lane_map_free(struct sx_lane_map *m) {
+    free(m->h);
+    *m = (struct sx_lane_map){0};
+}
+
+/* Put 'lane' into 'h' ('cap' slots, room for it). */
+static struct sx_lane_slot *slot_of(struct sx_lane_slot *h, size_t cap, int64_t lane) {
+    size_t j = sx_lane_hash(lane, cap);
+    while (h[j].used && h[j].lane != lane)
+        j = (j + 1) & (cap - 1);
+    return &h[j];
+}
+
+bool sx_lane_map_build(struct sx_lane_map *m, const struct sx_call *c, size_t n,
+                       size_t max, bool *nomem) {
+    *m = (struct sx_lane_map){sx_calloc(64, sizeof *m->h), 64, 0};
+    *nomem = m->h == NULL;
+    for (size_t i = 0; i < n && m->h != NULL; i++) {
+        struct sx_lane_slot *s = slot_of(m->h, m->cap, c[i].lane);
+        if (s->used)
+            continue;
+        if (++m->n > max) {
+            sx_lane_map_free(m);
+            return false;
+        }
+        *s = (struct sx_lane_slot){c[i].lane, 0, true};
+        if (2 * m->n > m->cap) { /* grow: rehash */
+            struct sx_lane_slot *g = sx_calloc(2 * m->cap, sizeof *g);
+            *nomem = g == NULL;
+            for (size_t q = 0; g != NULL && q < m->cap; q++)
+                if (m->h[q].used)
+                    *slot_of(g, 2 * m->cap, m->h[q].lane) = m->h[q];
+            free(m->h);
+            m->h = g;
+            m->cap *= 2;
+        }
+    }
+    /* the places: the lanes sorted */
+    struct sx_lane_slot *v = m->h != NULL ? sx_malloc((m->n + 1) * sizeof *v) : NULL;
+    if (v == NULL) {
+        *nomem = true;
+        sx_lane_map_free(m);
+        return false;
+    }
+    size_t k = 0;
+    for (size_t q = 0; q < m->cap; q++)
+        if (m->h[q].used)
+            v[k++] = m->h[q];
+    qsort(v, k, sizeof *v, cmp_slot_lane);
+    for (size_t q = 0; q < k; q++)
+        slot_of(m->h, m->cap, v[q].lane)->place = q;
+    free(v);
+    return true;
+}
+
+void sx_lane_map_starts(const struct sx_lane_map *m, const struct sx_call *c, size_t n,
+                        size_t *at) {
+    memset(at, 0, m->n * sizeof *at);
+    for (size_t i = 0; i < n; i++)
+        at[sx_lane_map_place(m, c[i].lane)]++;
+    size_t sum = 0;
+    for (size_t q = 0; q < m->n; q++) {
+        size_t k = at[q];
+        at[q] = sum;
+        sum += k;
+    }
+}

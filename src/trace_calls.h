@@ -173,4 +173,45 @@ static inline int64_t sx_call_lane(const int64_t *thread, const int64_t *task,
     return -1;
 }
 
+/*
+ * The distinct lanes of a rank's calls, each with its place in ascending lane order:
+ * a stable partition of the calls by lane is a count per place and one pass
+ * (speedscope's records, pstats' positions), not a sort of the calls.
+ */
+/* Lanes beyond this many distinct values: the callers sort. */
+enum { SX_LANES_MAX = 4096 };
+
+struct sx_lane_slot {
+    int64_t lane;
+    size_t place;
+    bool used;
+};
+struct sx_lane_map {
+    struct sx_lane_slot *h; /* open addressing, 'cap' (a power of two) slots */
+    size_t cap, n;
+};
+
+/* The lanes of c[0..n) into 'm' (new). False: more than 'max' lanes (the caller sorts)
+ * or out of memory ('*nomem'); 'm' is empty then. */
+bool sx_lane_map_build(struct sx_lane_map *m, const struct sx_call *c, size_t n,
+                       size_t max, bool *nomem);
+void sx_lane_map_free(struct sx_lane_map *m);
+
+static inline size_t sx_lane_hash(int64_t lane, size_t cap) {
+    return (size_t)(((uint64_t)lane * UINT64_C(0x9e3779b97f4a7c15)) >> 32) & (cap - 1);
+}
+
+/* The place of 'lane', one of the lanes the map was built from: 0 .. m->n - 1. */
+static inline size_t sx_lane_map_place(const struct sx_lane_map *m, int64_t lane) {
+    size_t j = sx_lane_hash(lane, m->cap);
+    while (m->h[j].lane != lane)
+        j = (j + 1) & (m->cap - 1);
+    return m->h[j].place;
+}
+
+/* Where each lane's calls start in a stable partition of c[0..n) by lane: 'at' (m->n
+ * entries) from the counts. */
+void sx_lane_map_starts(const struct sx_lane_map *m, const struct sx_call *c, size_t n,
+                        size_t *at);
+
 #endif /* SX_TRACE_CALLS_H */

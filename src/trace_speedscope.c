@@ -53,9 +53,6 @@ static int cmp_call(const void *a, const void *b) {
  * not (many lanes, unsorted rows) falls back to qsort; the order is the same.
  */
 
-/* Lanes beyond this many distinct values: qsort. */
-#define LANES_MAX 4096
-
 /* Merge the sorted runs 'run[0 .. nrun)' (starts; run[nrun] the end) of 'c' into 'out'.
  */
 static void merge_runs(const struct sx_call *c, size_t *run, size_t *heap, size_t *pos,
@@ -125,101 +122,23 @@ static bool sort_lane(struct sx_call *c, size_t n, struct sx_call *tmp) {
     return true;
 }
 
-struct lane_slot {
-    int64_t lane;
-    size_t count; /* calls; after the prefix sum, where the lane's calls go */
-    bool used;
-};
-
-static int cmp_slot(const void *a, const void *b) {
-    const struct lane_slot *x = a, *y = b;
-    return (x->lane > y->lane) - (x->lane < y->lane);
-}
-
 /* Stable partition of the calls by lane, in ascending lane order, through 'tmp'.
  * False: too many lanes (the caller sorts) or no memory ('*nomem'). */
 static bool by_lane(struct sx_call *c, size_t n, struct sx_call *tmp, bool *nomem) {
-    size_t cap = 64, nl = 0;
-    struct lane_slot *h = sx_calloc(cap, sizeof *h);
-    *nomem = h == NULL;
-    if (h == NULL)
+    struct sx_lane_map m;
+    if (!sx_lane_map_build(&m, c, n, SX_LANES_MAX, nomem))
         return false;
-    bool ok = true;
-    for (size_t i = 0; i < n && ok; i++) { /* distinct lanes: open addressing */
-        uint64_t x = (uint64_t)c[i].lane * UINT64_C(0x9e3779b97f4a7c15);
-        size_t j = (size_t)(x >> 32) & (cap - 1);
-        while (h[j].used && h[j].lane != c[i].lane)
-            j = (j + 1) & (cap - 1);
-        if (!h[j].used) {
-            if (++nl > LANES_MAX) {
-                ok = false;
-                break;
-            }
-            h[j] = (struct lane_slot){c[i].lane, 0, true};
-            if (2 * nl > cap) { /* grow: rehash */
-                struct lane_slot *g = sx_calloc(2 * cap, sizeof *g);
-                if (g == NULL) {
-                    *nomem = true;
-                    ok = false;
-                    break;
-                }
-                for (size_t q = 0; q < cap; q++)
-                    if (h[q].used) {
-                        uint64_t y = (uint64_t)h[q].lane * UINT64_C(0x9e3779b97f4a7c15);
-                        size_t t = (size_t)(y >> 32) & (2 * cap - 1);
-                        while (g[t].used)
-                            t = (t + 1) & (2 * cap - 1);
-                        g[t] = h[q];
-                    }
-                free(h);
-                h = g;
-                cap *= 2;
-            }
-        }
-    }
-    struct lane_slot *v = ok ? sx_malloc((nl + 1) * sizeof *v) : NULL;
-    if (ok && v == NULL)
-        *nomem = true;
-    if (v != NULL) {
-        size_t k = 0;
-        for (size_t q = 0; q < cap; q++)
-            if (h[q].used)
-                v[k++] = h[q];
-        qsort(v, nl, sizeof *v, cmp_slot);
-        /* the slot of each lane in the table: its place in the sorted order */
-        for (size_t q = 0; q < nl; q++) {
-            uint64_t x = (uint64_t)v[q].lane * UINT64_C(0x9e3779b97f4a7c15);
-            size_t j = (size_t)(x >> 32) & (cap - 1);
-            while (h[j].lane != v[q].lane)
-                j = (j + 1) & (cap - 1);
-            h[j].count = q;
-            v[q].count = 0;
-        }
-        for (size_t i = 0; i < n; i++) { /* calls per lane, then where they go */
-            uint64_t x = (uint64_t)c[i].lane * UINT64_C(0x9e3779b97f4a7c15);
-            size_t j = (size_t)(x >> 32) & (cap - 1);
-            while (h[j].lane != c[i].lane)
-                j = (j + 1) & (cap - 1);
-            v[h[j].count].count++;
-        }
-        size_t at = 0;
-        for (size_t q = 0; q < nl; q++) {
-            size_t m = v[q].count;
-            v[q].count = at;
-            at += m;
-        }
-        for (size_t i = 0; i < n; i++) {
-            uint64_t x = (uint64_t)c[i].lane * UINT64_C(0x9e3779b97f4a7c15);
-            size_t j = (size_t)(x >> 32) & (cap - 1);
-            while (h[j].lane != c[i].lane)
-                j = (j + 1) & (cap - 1);
-            tmp[v[h[j].count].count++] = c[i];
-        }
+    size_t *at = sx_malloc((m.n + 1) * sizeof *at);
+    *nomem = at == NULL;
+    if (at != NULL) {
+        sx_lane_map_starts(&m, c, n, at);
+        for (size_t i = 0; i < n; i++)
+            tmp[at[sx_lane_map_place(&m, c[i].lane)]++] = c[i];
         memcpy(c, tmp, n * sizeof *c);
     }
-    free(v);
-    free(h);
-    return v != NULL;
+    free(at);
+    sx_lane_map_free(&m);
+    return at != NULL;
 }
 
 /* Sort a rank's calls by lane, start, -end, region, index (cmp_call). False: out of

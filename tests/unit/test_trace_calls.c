@@ -1,11 +1,14 @@
 /* test_trace_calls.c - a rank's calls: rows merged in sx_call_before's order as a sort
- * puts them, ends sorted as qsort does, and the one-pass nesting the same as the exact
- * method where it answers, which is the definition counted out call by call */
+ * puts them, ends sorted as qsort does, the one-pass nesting the same as the exact
+ * method where it answers, which is the definition counted out call by call, and the
+ * partition by lane the same as a stable sort */
+#define _GNU_SOURCE /* qsort_r */
 #include "sx_test.h"
 #include "trace_calls.h"
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 static uint64_t state = 0x2545f4914f6cdd1du;
 static uint64_t rnd(uint64_t n) { /* xorshift64, in [0, n) */
@@ -234,9 +237,56 @@ static void test_nest(void) {
     CHECK(stack_ok > 500 && stack_refused > 50 && exact_refused > 50);
 }
 
+/* Lane then position: the order of a stable partition by lane. */
+static int cmp_lane_pos(const void *a, const void *b, void *ctx) {
+    const struct sx_call *c = ctx;
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    if (c[x].lane != c[y].lane)
+        return c[x].lane < c[y].lane ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+/* The lane map's partition against a stable sort by lane: few lanes, negative ones
+ * (threads), lanes that collide in the table, more than its first size (it grows), and
+ * more than the callers' limit (it declines). */
+static void test_lanes(void) {
+    enum { N = 20000 };
+    static struct sx_call c[N];
+    static int64_t want[N], got[N];
+    static size_t at[N];
+    const int64_t spreads[] = {1, 3, 50, 700, 5000};
+    for (size_t k = 0; k < sizeof spreads / sizeof spreads[0]; k++) {
+        for (size_t i = 0; i < N; i++) {
+            int64_t v = (int64_t)rnd((uint64_t)spreads[k]);
+            c[i] = (struct sx_call){.lane = i % 3 == 0 ? -2 - v : v * (INT64_C(1) << 32)};
+            want[i] = (int64_t)i;
+        }
+        struct sx_lane_map m;
+        bool nomem = true;
+        const bool built = sx_lane_map_build(&m, c, N, SX_LANES_MAX, &nomem);
+        CHECK(!nomem);
+        if (spreads[k] * 2 > SX_LANES_MAX) { /* 2 * spread distinct lanes, nearly */
+            CHECK(!built);
+            continue;
+        }
+        ASSERT(built);
+        qsort_r(want, N, sizeof *want, cmp_lane_pos, c);
+        size_t lanes = 1;
+        for (size_t i = 1; i < N; i++)
+            lanes += c[want[i]].lane != c[want[i - 1]].lane;
+        CHECK(m.n == lanes);
+        sx_lane_map_starts(&m, c, N, at);
+        for (size_t i = 0; i < N; i++)
+            got[at[sx_lane_map_place(&m, c[i].lane)]++] = (int64_t)i;
+        CHECK(memcmp(got, want, sizeof got) == 0);
+        sx_lane_map_free(&m);
+    }
+}
+
 int main(void) {
     test_sort_i64();
     test_merge();
     test_nest();
+    test_lanes();
     TEST_DONE();
 }
