@@ -1568,6 +1568,10 @@ readback_targets() {
             a=$(rb_net "$d" import)
             r=$(ratio_of "$a" "$j")
             verdict "$(le "$r" 1)" "$L: import -n 1 net $a s = ${r}x json.load ($j s); target <= 1x [whole command $(rb_med "$d:import") s]"
+            # the way back against the way out: document a is the export of the rows1k run
+            if [ "$d" = a ] && [ -n "${EXP[rows1k:json.s]:-}" ]; then
+                echo "INFO  $L: import -n 1 net $a s = $(ratio_of "$a" "${EXP[rows1k:json.s]}")x the bare one-process export that wrote the document (${EXP[rows1k:json.s]} s, its own time)"
+            fi
         else verdict SKIP "$L: import vs json.load: missing measurement"; fi
         if rb_have "$d:val.1" && rb_have "$d:val.2" && rb_have "-:start.1" && rb_have "-:start.2"; then
             a=$(rb_net "$d" val.1) b=$(rb_net "$d" val.2)
