@@ -13,6 +13,10 @@
 #include <unistd.h>
 
 enum { DEFAULT_BYTES = 16 << 20, DEFAULT_PIECES = 1 << 16, MAX_IOV = 1024 };
+/* The stage is filled to 'limit' bytes, FIRST_LIMIT at first, doubled (up to its
+ * capacity) after each flush whose writes averaged less than SMALL_WRITE: pieces that
+ * come in the file's order, or large, keep it small (the memory it touches). */
+enum { FIRST_LIMIT = 1 << 20, SMALL_WRITE = 64 << 10 };
 
 struct piece {
     uint64_t at;  /* file offset */
@@ -24,7 +28,7 @@ struct sx_wstage {
     int fd;
     int *werr;
     char *buf;
-    size_t cap, used;
+    size_t cap, limit, used;
     struct piece *pc;
     size_t maxpc, npc;
     bool sorted; /* the pieces were put in ascending order */
@@ -46,6 +50,7 @@ struct sx_wstage *sx_wstage_new(int fd, int *werr, size_t bytes, size_t pieces) 
     s->fd = fd;
     s->werr = werr;
     s->cap = bytes > 0 && bytes <= UINT32_MAX ? bytes : DEFAULT_BYTES;
+    s->limit = s->cap < FIRST_LIMIT ? s->cap : FIRST_LIMIT;
     s->maxpc = pieces > 0 ? pieces : DEFAULT_PIECES;
     s->buf = sx_malloc(s->cap);
     s->pc = sx_malloc(s->maxpc * sizeof *s->pc);
@@ -133,7 +138,8 @@ void sx_wstage_flush(struct sx_wstage *s) {
         return;
     if (!s->sorted)
         qsort(s->pc, s->npc, sizeof *s->pc, cmp_piece);
-    for (size_t i = 0; i < s->npc && *s->werr == 0;) {
+    size_t runs = 0;
+    for (size_t i = 0; i < s->npc && *s->werr == 0; runs++) {
         size_t j = i + 1;
         while (j < s->npc && j - i < MAX_IOV &&
                s->pc[j - 1].at + s->pc[j - 1].len == s->pc[j].at)
@@ -141,6 +147,8 @@ void sx_wstage_flush(struct sx_wstage *s) {
         write_run(s, i, j);
         i = j;
     }
+    if (runs > 0 && s->used / runs < SMALL_WRITE && s->limit < s->cap)
+        s->limit = 2 * s->limit < s->cap ? 2 * s->limit : s->cap;
     s->npc = 0;
     s->used = 0;
     s->sorted = true;
@@ -149,11 +157,11 @@ void sx_wstage_flush(struct sx_wstage *s) {
 void sx_wstage_put(struct sx_wstage *s, uint64_t at, const void *p, size_t n) {
     if (n == 0 || *s->werr != 0)
         return;
-    if (n > s->cap / 4) {
+    if (n > s->limit / 4) {
         write_at(s, p, n, at);
         return;
     }
-    if (s->used + n > s->cap || s->npc == s->maxpc)
+    if (s->used + n > s->limit || s->npc == s->maxpc)
         sx_wstage_flush(s);
     if (s->npc > 0 && at < s->pc[s->npc - 1].at)
         s->sorted = false;

@@ -32,13 +32,14 @@ struct sx_wstage;
 bool sx_wstage_wanted(void);
 
 /* A stage of at most 'bytes' bytes in at most 'pieces' pieces (0, 0: the defaults,
- * 16 MiB and 64Ki pieces) for 'fd'; the first failure's errno goes to '*werr' (and
+ * 16 MiB and 64Ki pieces) for 'fd', filled to 1 MiB at first and to twice as much
+ * after each flush of small writes; the first failure's errno goes to '*werr' (and
  * nothing is written once it is set). NULL: out of memory. */
 struct sx_wstage *sx_wstage_new(int fd, int *werr, size_t bytes, size_t pieces);
 
 /* Bytes p[0..n) for file offset 'at' (pieces never overlap): copied, the stage written
- * first when it has no room; a piece of more than a quarter of the stage is written
- * at once. */
+ * first when it has no room; a piece of more than a quarter of the stage's fill is
+ * written at once. */
 void sx_wstage_put(struct sx_wstage *s, uint64_t at, const void *p, size_t n);
 
 /* Write what is staged. */
