@@ -75,7 +75,8 @@ enum sx_status sx_import(const char *input, const char *output, struct sx_error 
         goto out;
     if (!spec.aggregate) {
         struct pass2 p = {w, pos, nelements};
-        st = sx_json_load_ex(input, SX_JSON_KEEP_NONE, write_row, &p, &again, NULL, err);
+        st =
+            sx_json_load_ex(input, SX_JSON_KEEP_EVENTS, write_row, &p, &again, NULL, err);
         if (st != SX_OK)
             goto out;
     }

@@ -308,7 +308,7 @@ static enum sx_status commit_row(struct loader *ld, size_t i, struct sx_row *row
     struct sx_run *run = ld->run;
     bool existing = false;
 
-    if (ld->keep == SX_JSON_KEEP_NONE) {
+    if (ld->keep == SX_JSON_KEEP_NONE || ld->keep == SX_JSON_KEEP_EVENTS) {
         if (ld->on_row != NULL)
             st = ld->on_row(ld->on_row_ctx, i, row, ld->err);
         goto out;
@@ -1076,6 +1076,12 @@ static const struct sx_jstream_ops index_ops = {.value = on_value,
                                                 .element = on_element,
                                                 .end = on_end,
                                                 .no_events = true};
+/* the rows' events alone (SX_JSON_KEEP_EVENTS): their event metadata not gathered */
+static const struct sx_jstream_ops events_ops = {.value = on_value,
+                                                 .regions = on_regions,
+                                                 .element = on_element,
+                                                 .end = on_end,
+                                                 .no_meta = true};
 /* a check that keeps no row: the fast path need not copy columns out */
 static const struct sx_jstream_ops check_ops = {.value = on_value,
                                                 .regions = on_regions,
@@ -1106,6 +1112,7 @@ enum sx_status sx_json_load_ex(const char *path, enum sx_json_keep keep,
     st = sx_jstream_read(path,
                          keep == SX_JSON_KEEP_NONE && on_row == NULL ? &check_ops
                          : keep == SX_JSON_KEEP_INDEX                ? &index_ops
+                         : keep == SX_JSON_KEEP_EVENTS               ? &events_ops
                                                                      : &load_ops,
                          &ld, err);
     if (st != SX_OK)

@@ -13,7 +13,9 @@ enum sx_json_keep {
     SX_JSON_KEEP_ALL,   /* the whole run (sx_json_load) */
     SX_JSON_KEEP_INDEX, /* rows without their event columns; row->file_row is the
                            regions element a row came from */
-    SX_JSON_KEEP_NONE   /* no rows: each goes to the caller's function, then away */
+    SX_JSON_KEEP_NONE,  /* no rows: each goes to the caller's function, then away */
+    SX_JSON_KEEP_EVENTS /* as NONE, each row with its event columns alone (no event
+                           metadata: an import's second pass) */
 };
 
 /* A row read from element 'i' of regions (its region not numbered: row->region 0);
@@ -24,7 +26,8 @@ typedef enum sx_status (*sx_json_row_fn)(void *ctx, size_t i, struct sx_row *row
 /*
  * sx_json_load() read in one pass with memory bounded by the largest row (json_stream.h),
  * keeping 'keep' of the rows; 'on_row' (may be NULL) sees every row read under
- * SX_JSON_KEEP_NONE. '*nelements' (may be NULL): the elements of regions.
+ * SX_JSON_KEEP_NONE or SX_JSON_KEEP_EVENTS. '*nelements' (may be NULL): the elements of
+ * regions.
  */
 enum sx_status sx_json_load_ex(const char *path, enum sx_json_keep keep,
                                sx_json_row_fn on_row, void *on_row_ctx,

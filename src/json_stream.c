@@ -942,7 +942,8 @@ static enum fast fast_row(struct rd *r, uint64_t *poff, struct sx_row *row) {
             break;
         case K_META:
             r->span[r->nspans][0] = off;
-            f = fast_meta(r, &off, r->ops->no_columns ? NULL : &meta, &meta_any, &nmeta);
+            f = fast_meta(r, &off, r->ops->no_columns || r->ops->no_meta ? NULL : &meta,
+                          &meta_any, &nmeta);
             r->span[r->nspans][1] = off;
             r->span_col[r->nspans] = -1;
             if (r->metas != NULL && f == F_OK && nmeta > 0)
@@ -1009,7 +1010,7 @@ static enum fast fast_row(struct rd *r, uint64_t *poff, struct sx_row *row) {
         if (n > 0)
             memcpy(row->col[c], col[c].v, n * sizeof *row->col[c]);
     }
-    if (nmeta > 0 && !r->ops->no_columns) {
+    if (nmeta > 0 && !r->ops->no_columns && !r->ops->no_meta) {
         row->meta_text = meta.data;
         row->meta_any = meta_any;
         meta = (struct sx_buf){0};

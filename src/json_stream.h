@@ -43,6 +43,8 @@ struct sx_jstream_ops {
     bool no_columns;
     /* The rows' event columns stay NULL (counted, not copied out); the rest is read. */
     bool no_events;
+    /* The rows' event metadata is checked, not gathered (meta_text stays NULL). */
+    bool no_meta;
 };
 
 /* Read the document at 'path' (.json or gzip by content) through 'ops'. */
