@@ -117,12 +117,17 @@ shape() { # name block-size synth-options...
     rm -f "$TMP/$name".*
 }
 
-# a shim that fixes the clock (the import's files compared byte for byte)
-FIXTIME=$TMP/fixtime.so
-gcc -shared -fPIC -O1 -o "$FIXTIME" "$(dirname "$0")/../support/sx_fixtime.c" 2>"$TMP/cc.err" || {
-    echo "cannot build the time shim: $(head -1 "$TMP/cc.err")"
-    FIXTIME=
-}
+# a shim that fixes the clock (the import's files compared byte for byte); not under the
+# sanitizers, whose runtime must come first
+FIXTIME=
+if [ "$SX_SAN" = 0 ]; then
+    FIXTIME=$TMP/fixtime.so
+    gcc -shared -fPIC -O1 -o "$FIXTIME" "$(dirname "$0")/../support/sx_fixtime.c" \
+        2>"$TMP/cc.err" || {
+        echo "cannot build the time shim: $(head -1 "$TMP/cc.err")"
+        FIXTIME=
+    }
+fi
 
 # small blocks: rows of one block spread over the whole index, many blocks per rank
 shape every-column 16384 --ranks 300 --regions 24 --events 30000 --empty-ranks --zero-rows \
