@@ -3,6 +3,8 @@
 #define _DEFAULT_SOURCE /* pwritev */
 #include "h5_write_direct.h"
 
+#include "h5_direct.h"
+
 #include "internal.h"
 
 #include <errno.h>
@@ -36,11 +38,8 @@ struct sx_wstage {
 };
 
 bool sx_wstage_wanted(void) {
-    const uint16_t one = 1;
-    unsigned char low;
-    memcpy(&low, &one, 1);
     const char *v = getenv("SCOPE_EXPORT_DIRECT_EVENT_WRITES");
-    return low == 1 && (v == NULL || strcmp(v, "0") != 0);
+    return !sx_direct_host_big_endian() && (v == NULL || strcmp(v, "0") != 0);
 }
 
 struct sx_wstage *sx_wstage_new(int fd, int *werr, size_t bytes, size_t pieces) {
