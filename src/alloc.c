@@ -160,3 +160,44 @@ void *sx_pages_grow(void *p, size_t old, size_t len) {
 bool sx_pages_trim(void *p, size_t old, size_t len) {
     return len >= old || munmap((char *)p + len, old - len) == 0;
 }
+
+/* 'n' bytes rounded up to whole frames: a mapping that ends inside a frame fills its
+ * last frame 4 KiB at a time, and again at each growth; 0: too large. */
+static size_t frame_round(size_t n) {
+    return n <= SIZE_MAX - BIG_FRAME ? (n + BIG_FRAME - 1) & ~(BIG_FRAME - 1) : 0;
+}
+
+bool sx_grow(void **p, size_t *map, size_t old, size_t len) {
+    if (len < SX_BIG_MIN && *map == 0) {
+        void *q = sx_realloc(*p, len);
+        if (q == NULL)
+            return false;
+        *p = q;
+        return true;
+    }
+    const size_t want = frame_round(len);
+    if (want == 0)
+        return false;
+    if (*map >= want)
+        return true;
+    void *q = NULL;
+    if (*map > 0) {
+        q = sx_pages_grow(*p, *map, want);
+    } else if ((q = sx_pages_alloc(want)) != NULL) {
+        if (old > 0)
+            memcpy(q, *p, old);
+        free(*p);
+    }
+    if (q == NULL)
+        return false;
+    *p = q;
+    *map = want;
+    return true;
+}
+
+void sx_grow_free(void *p, size_t map) {
+    if (map > 0)
+        sx_pages_free(p, map);
+    else
+        free(p);
+}

@@ -51,7 +51,7 @@ struct sx_wstage *sx_wstage_new(int fd, int *werr, size_t bytes, size_t pieces) 
     s->cap = bytes > 0 && bytes <= UINT32_MAX ? bytes : DEFAULT_BYTES;
     s->limit = s->cap < FIRST_LIMIT ? s->cap : FIRST_LIMIT;
     s->maxpc = pieces > 0 ? pieces : DEFAULT_PIECES;
-    s->buf = sx_malloc(s->cap);
+    s->buf = sx_pages_alloc(s->cap); /* in large frames (internal.h) */
     s->pc = sx_malloc(s->maxpc * sizeof *s->pc);
     s->sorted = true;
     if (s->buf == NULL || s->pc == NULL) {
@@ -64,7 +64,7 @@ struct sx_wstage *sx_wstage_new(int fd, int *werr, size_t bytes, size_t pieces) 
 void sx_wstage_free(struct sx_wstage *s) {
     if (s == NULL)
         return;
-    free(s->buf);
+    sx_pages_free(s->buf, s->cap);
     free(s->pc);
     free(s);
 }

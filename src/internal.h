@@ -77,5 +77,16 @@ void sx_pages_free(void *p, size_t len);
 void *sx_pages_grow(void *p, size_t old, size_t len);
 /* Its pages from 'len' (whole pages) on let go: true, or false and 'p' as it was. */
 bool sx_pages_trim(void *p, size_t old, size_t len);
+/*
+ * An array that only grows, kept where growing is cheapest: malloc's while under
+ * SX_BIG_MIN, then pages of sx_pages_alloc, grown by sx_pages_grow (moved by the kernel,
+ * not copied, and faulted in 2 MiB frames: a loader's row table or the reader's column
+ * vectors grew in malloc's 4 KiB pages, a fifth of an import's time in page faults on a
+ * virtual machine). '*p' holds 'old' bytes, '*map' the bytes mapped at it (0: malloc's);
+ * on success it holds at least 'len', contents kept. false: no memory (a fault test may
+ * fail it), '*p' as it was. Freed by sx_grow_free.
+ */
+bool sx_grow(void **p, size_t *map, size_t old, size_t len);
+void sx_grow_free(void *p, size_t map);
 
 #endif /* SX_INTERNAL_H */

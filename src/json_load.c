@@ -212,8 +212,10 @@ static enum sx_status tables_room(struct loader *ld) {
     size_t *ns = NULL, *rs = NULL;
 
     if (run->nrows == ld->rows_cap) {
-        struct sx_row *p = sx_realloc(run->rows, (2 * ld->rows_cap + 1) * sizeof *p);
-        SX_CHECK(p != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
+        void *p = run->rows;
+        SX_CHECK(sx_grow(&p, &run->rows_map, (ld->rows_cap + 1) * sizeof *run->rows,
+                         (2 * ld->rows_cap + 1) * sizeof *run->rows),
+                 SX_ERR_NOMEM, err, ld->path, "out of memory");
         run->rows = p;
         ld->rows_cap *= 2;
     }
@@ -1076,12 +1078,15 @@ static const struct sx_jstream_ops index_ops = {.value = on_value,
                                                 .element = on_element,
                                                 .end = on_end,
                                                 .no_events = true};
-/* the rows' events alone (SX_JSON_KEEP_EVENTS): their event metadata not gathered */
+/* the rows' events alone (SX_JSON_KEEP_EVENTS): their event metadata not gathered, their
+ * columns the reader's (on_row sees each row before the reader reads on; commit_row
+ * clears it after) */
 static const struct sx_jstream_ops events_ops = {.value = on_value,
                                                  .regions = on_regions,
                                                  .element = on_element,
                                                  .end = on_end,
-                                                 .no_meta = true};
+                                                 .no_meta = true,
+                                                 .lend_events = true};
 /* a check that keeps no row: the fast path need not copy columns out */
 static const struct sx_jstream_ops check_ops = {.value = on_value,
                                                 .regions = on_regions,

@@ -15,7 +15,8 @@ enum sx_json_keep {
                            regions element a row came from */
     SX_JSON_KEEP_NONE,  /* no rows: each goes to the caller's function, then away */
     SX_JSON_KEEP_EVENTS /* as NONE, each row with its event columns alone (no event
-                           metadata: an import's second pass) */
+                           metadata: an import's second pass), lent by the reader
+                           (row->lent): read during the call, never taken */
 };
 
 /* A row read from element 'i' of regions (its region not numbered: row->region 0);

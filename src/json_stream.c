@@ -22,6 +22,9 @@ enum fast { F_OK = 0, F_NO, F_ERR };
 struct i64v {
     int64_t *v;
     size_t n, cap;
+    size_t map; /* sx_grow's: the bytes mapped at v (0: malloc's) */
+    bool pages; /* grown by sx_grow (the row's columns), else realloc ('all' is handed
+                   over as an sx_buf) */
 };
 
 struct rd {
@@ -488,10 +491,19 @@ static bool fast_word(struct rd *r, uint64_t *poff, const char *word) {
 
 static bool i64v_grow(struct i64v *v) {
     const size_t cap = v->cap ? 2 * v->cap : 1024;
-    int64_t *p = cap < SIZE_MAX / 16 ? sx_realloc(v->v, cap * sizeof *p) : NULL;
-    if (p == NULL)
+    if (cap >= SIZE_MAX / 16)
         return false;
-    v->v = p;
+    if (v->pages) {
+        void *p = v->v;
+        if (!sx_grow(&p, &v->map, v->n * sizeof *v->v, cap * sizeof *v->v))
+            return false;
+        v->v = p;
+    } else {
+        int64_t *p = sx_realloc(v->v, cap * sizeof *p);
+        if (p == NULL)
+            return false;
+        v->v = p;
+    }
     v->cap = cap;
     return true;
 }
@@ -1000,6 +1012,11 @@ static enum fast fast_row(struct rd *r, uint64_t *poff, struct sx_row *row) {
         row->cols |= SX_COLBIT(c);
         if (r->ops->no_columns || r->ops->no_events)
             continue; /* a check that keeps no row: the values are not copied out */
+        if (r->ops->lend_events && n > 0) {
+            row->col[c] = col[c].v; /* until the element callback returns */
+            row->lent |= SX_COLBIT(c);
+            continue;
+        }
         /* exactly its size: the reader's vector is grown for the largest row */
         row->col[c] = sx_malloc((n ? n : 1) * sizeof *row->col[c]);
         if (row->col[c] == NULL) {
@@ -1272,6 +1289,8 @@ static enum sx_status rd_open(struct rd *r, const char *path,
     r->ops = ops;
     r->ctx = ctx;
     r->keep = NO_KEEP;
+    for (int c = 0; c < SX_NCOLS; c++)
+        r->vec[c].pages = true;
     r->fast = !(fast != NULL && strcmp(fast, "0") == 0);
     r->c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
     SX_CHECK(r->c_locale != (locale_t)0, SX_ERR_NOMEM, err, path,
@@ -1297,7 +1316,7 @@ static void rd_close(struct rd *r) {
     sx_buf_free(&r->str);
     sx_buf_free(&r->keys);
     for (int c = 0; c < SX_NCOLS; c++)
-        free(r->vec[c].v);
+        sx_grow_free(r->vec[c].v, r->vec[c].map);
     free(r->all.v);
     free(r->items);
     if (r->c_locale != (locale_t)0)

@@ -45,6 +45,10 @@ struct sx_jstream_ops {
     bool no_events;
     /* The rows' event metadata is checked, not gathered (meta_text stays NULL). */
     bool no_meta;
+    /* The rows' event columns are the reader's own vectors, lent until the element
+     * callback returns (row->lent), not copies: a consumer that writes them out at
+     * once (an import's events pass) takes no copy of each row. */
+    bool lend_events;
 };
 
 /* Read the document at 'path' (.json or gzip by content) through 'ops'. */

@@ -31,7 +31,8 @@ void sx_row_clear(struct sx_row *row) {
     }
     free(row->group);
     for (int c = 0; c < SX_NCOLS; c++)
-        free(row->col[c]);
+        if (!(row->lent & SX_COLBIT(c)))
+            free(row->col[c]);
     free(row->meta_text);
     *row = (struct sx_row){0};
 }
@@ -101,7 +102,7 @@ void sx_run_free(struct sx_run *run) {
     free_strings(run->names, run->nnames);
     for (size_t i = 0; i < run->nrows; i++)
         sx_row_clear(&run->rows[i]);
-    free(run->rows);
+    sx_grow_free(run->rows, run->rows_map);
     free(run->index);
     free_lanes(run->threads, run->nthreads);
     free_lanes(run->tasks, run->ntasks);

@@ -51,6 +51,9 @@ struct sx_row {
     bool has_meta_col;         /* the file has rank_region_index/event_metadata */
     bool meta_any;             /* some call's metadata dict is non-empty */
     unsigned cols;             /* SX_COLBIT set of columns this row writes */
+    /* SX_COLBIT set of col[] lent by the reader that filled the row (its own vectors,
+     * valid until it reads on: sx_jstream_ops.lend_events): not freed with it */
+    unsigned lent;
     int64_t rank;
     char *source_file; /* NULL = None */
     char *source_text; /* NULL = None */
@@ -171,6 +174,7 @@ struct sx_run {
     size_t nnames;
     struct sx_row *rows; /* file order (columnar) or group order (schema 1) */
     size_t nrows;
+    size_t rows_map; /* the bytes mapped at 'rows' (sx_grow's); 0: malloc's */
     /* a run read lazily has no 'rows' (nrows 0) but this index, in file order */
     struct sx_index_row *index;
     size_t nindex;
