@@ -18,6 +18,7 @@ enum sx_col {
     SX_NCOLS
 };
 #define SX_COLBIT(c) (1u << (c))
+_Static_assert(SX_NCOLS <= 8, "a row's lent columns are a byte (struct sx_row)");
 
 enum sx_layout {
     SX_LAYOUT_SCHEMA1 = 1,   /* one group per rank */
@@ -50,10 +51,10 @@ struct sx_row {
     bool event_data_available; /* aggregate rows: false = summary-only */
     bool has_meta_col;         /* the file has rank_region_index/event_metadata */
     bool meta_any;             /* some call's metadata dict is non-empty */
-    unsigned cols;             /* SX_COLBIT set of columns this row writes */
     /* SX_COLBIT set of col[] lent by the reader that filled the row (its own vectors,
      * valid until it reads on: sx_jstream_ops.lend_events): not freed with it */
-    unsigned lent;
+    uint8_t lent;
+    unsigned cols; /* SX_COLBIT set of columns this row writes */
     int64_t rank;
     char *source_file; /* NULL = None */
     char *source_text; /* NULL = None */
