@@ -290,8 +290,8 @@ static enum sx_status write_agg_value(struct sx_buf *b, const struct sx_agg_fiel
                             "%s: region '%s' rank %" PRId64
                             " aggregate '%s' is %s: Out of "
                             "range float values are not JSON compliant",
-                            run->path, run->names[row->region], row->rank, f->key,
-                            isnan(v) ? "NaN" : "infinite");
+                            run->path, run->names[row->region], row->rank,
+                            sx_agg_keys[f->key], isnan(v) ? "NaN" : "infinite");
     if (v == floor(v)) {
         char tmp[400];
         if (v == 0.0)
@@ -359,7 +359,7 @@ static enum sx_status head_post(const struct sx_doc *doc, const struct sx_row *r
                 sx_write_sep(b, ind, 4);
             else
                 sx_write_newline(b, ind, 4);
-            key(b, row->agg[k].key);
+            key(b, sx_agg_keys[row->agg[k].key]);
             enum sx_status st = write_agg_value(b, &row->agg[k], run, row, err);
             if (st != SX_OK)
                 return st;

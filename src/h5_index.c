@@ -439,8 +439,8 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
         row->rank = ix.ranks[r];
         row->file_row = r;
         if (agg) {
-            static const char *const keys[5] = {"count", "total", "minimum", "maximum",
-                                                "exclusive"};
+            static const uint8_t keys[5] = {SX_AGG_COUNT, SX_AGG_TOTAL, SX_AGG_MINIMUM,
+                                            SX_AGG_MAXIMUM, SX_AGG_EXCLUSIVE};
             row->is_aggregate = true;
             row->event_data_available = true;
             for (int k = 0; k < 5; k++) {

@@ -50,18 +50,14 @@ enum sx_status sx_h5_read_summary(struct sx_h5 *h5, struct sx_run *run,
     for (size_t r = 0; r < run->nrows; r++) {
         struct sx_row *row = &run->rows[r];
         const struct summary_stats *x = &s[r];
-        static const char *const keys[] = {
-            "count",         "total",       "minimum",   "maximum",   "first", "last",
-            "start_minimum", "end_maximum", "gpu_count", "gpu_total", "mean",  "m2",
-            "exclusive"};
         int64_t iv[] = {0,        x->total,    x->minimum,       x->maximum,
                         x->first, x->last,     x->start_minimum, x->end_maximum,
                         0,        x->gpu_total};
         row->is_aggregate = true;
         row->event_data_available = false;
-        for (int k = 0; k < 13; k++) {
+        for (int k = 0; k < SX_AGG_NKEYS; k++) { /* every key, in its order */
             struct sx_agg_field *f = &row->agg[k];
-            f->key = keys[k];
+            f->key = (uint8_t)k;
             if (k == 0) {
                 f->is_unsigned = true;
                 f->u = row->count;
@@ -77,7 +73,7 @@ enum sx_status sx_h5_read_summary(struct sx_h5 *h5, struct sx_run *run,
                 f->i = iv[k];
             }
         }
-        row->nagg = 13;
+        row->nagg = SX_AGG_NKEYS;
     }
 out:
     free(s);

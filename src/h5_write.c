@@ -215,7 +215,7 @@ out:
 bool sx_h5w_agg_get(const struct sx_row *row, const char *key, int64_t *v) {
     for (size_t i = 0; i < row->nagg; i++) {
         const struct sx_agg_field *f = &row->agg[i];
-        if (f->key == NULL || strcmp(f->key, key) != 0)
+        if (strcmp(sx_agg_keys[f->key], key) != 0)
             continue;
         *v = f->is_float ? (int64_t)f->f : f->is_unsigned ? (int64_t)f->u : f->i;
         return true;

@@ -336,11 +336,6 @@ out:
     return st;
 }
 
-static const char *const agg_keys[] = {
-    "count",         "total",       "minimum",   "maximum",   "first", "last",
-    "start_minimum", "end_maximum", "gpu_count", "gpu_total", "mean",  "m2",
-    "exclusive"};
-
 static enum sx_status load_aggregate(struct loader *ld, const json_t *agg,
                                      struct sx_row *row) {
     enum sx_status st = SX_OK;
@@ -353,11 +348,11 @@ static enum sx_status load_aggregate(struct loader *ld, const json_t *agg,
          it = json_object_iter_next((json_t *)agg, it)) {
         const char *key = json_object_iter_key(it);
         const json_t *v = json_object_iter_value(it);
-        const char *skey = NULL;
-        for (size_t k = 0; k < sizeof agg_keys / sizeof agg_keys[0]; k++)
-            if (strcmp(key, agg_keys[k]) == 0)
-                skey = agg_keys[k];
-        SX_CHECK(skey != NULL, SX_ERR_FORMAT, err, ld->path,
+        int skey = -1;
+        for (int k = 0; k < SX_AGG_NKEYS; k++)
+            if (strcmp(key, sx_agg_keys[k]) == 0)
+                skey = k;
+        SX_CHECK(skey >= 0, SX_ERR_FORMAT, err, ld->path,
                  "%s: %s: unknown aggregate key '%s'", ld->path, ld->where, key);
         SX_CHECK(row->nagg < SX_AGG_MAX, SX_ERR_FORMAT, err, ld->path,
                  "%s: %s: too many aggregate keys", ld->path, ld->where);
@@ -373,7 +368,7 @@ static enum sx_status load_aggregate(struct loader *ld, const json_t *agg,
                  "%s: %s: aggregate '%s' must be a number, got %s", ld->path, ld->where,
                  key, sx_json_kind(v));
         struct sx_agg_field *f = &row->agg[row->nagg++];
-        *f = (struct sx_agg_field){.key = skey};
+        *f = (struct sx_agg_field){.key = (uint8_t)skey};
         if (big && !is_u64) {
             /* beyond 64 bits: an integral float the writer printed as int(v) (an m2
              * of long calls); it prints the same digits again */
@@ -396,7 +391,7 @@ static enum sx_status load_aggregate(struct loader *ld, const json_t *agg,
                 f->f = d;
             }
         }
-        if (skey == agg_keys[0] && !f->is_float && f->i >= 0)
+        if (skey == SX_AGG_COUNT && !f->is_float && f->i >= 0)
             row->count = (uint64_t)f->i;
     }
 out:

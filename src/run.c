@@ -6,6 +6,11 @@
 #include <math.h>
 #include <stdlib.h>
 
+const char *const sx_agg_keys[SX_AGG_NKEYS] = {
+    "count",         "total",       "minimum",   "maximum",   "first", "last",
+    "start_minimum", "end_maximum", "gpu_count", "gpu_total", "mean",  "m2",
+    "exclusive"};
+
 struct sx_run *sx_run_new(void) {
     struct sx_run *run = sx_calloc(1, sizeof *run);
     if (run == NULL)

@@ -27,15 +27,36 @@ enum sx_layout {
     SX_LAYOUT_JSON = 4       /* loaded from a JSON document */
 };
 
-/* Aggregate values of one row, written as int when integral. */
-#define SX_AGG_MAX 14
+/* The keys of an aggregate row, in the order of a summary's; their names sx_agg_keys. */
+enum sx_agg_key {
+    SX_AGG_COUNT,
+    SX_AGG_TOTAL,
+    SX_AGG_MINIMUM,
+    SX_AGG_MAXIMUM,
+    SX_AGG_FIRST,
+    SX_AGG_LAST,
+    SX_AGG_START_MINIMUM,
+    SX_AGG_END_MAXIMUM,
+    SX_AGG_GPU_COUNT,
+    SX_AGG_GPU_TOTAL,
+    SX_AGG_MEAN,
+    SX_AGG_M2,
+    SX_AGG_EXCLUSIVE,
+    SX_AGG_NKEYS
+};
+extern const char *const sx_agg_keys[SX_AGG_NKEYS];
+
+/* Aggregate values of one row (each key once), written as int when integral. 16 bytes,
+ * not 24 with the key's name: every row holds room for all of them (a many-row
+ * document's import keeps 210k rows). */
+#define SX_AGG_MAX SX_AGG_NKEYS
 struct sx_agg_field {
-    const char *key; /* static string */
     union {
         int64_t i;
         uint64_t u; /* when 'is_unsigned' */
         double f;   /* when 'is_float' */
     };
+    uint8_t key; /* enum sx_agg_key */
     bool is_float;
     bool is_unsigned;
 };

@@ -189,16 +189,16 @@ static bool rows_eq(const struct sx_run *a, const struct sx_row *x,
                           x->nagg, y->nagg);
         for (size_t k = 0; k < x->nagg; k++) {
             const struct sx_agg_field *fx = &x->agg[k], *fy = &y->agg[k];
-            if (strcmp(fx->key, fy->key) != 0)
+            if (fx->key != fy->key)
                 return differ(why, why_len,
                               "row ('%s', rank %lld): aggregate key %zu '%s' != '%s'",
-                              name, rank, k, fx->key, fy->key);
+                              name, rank, k, sx_agg_keys[fx->key], sx_agg_keys[fy->key]);
             if (!agg_eq(fx, fy)) {
                 agg_show(va, sizeof va, fx);
                 agg_show(vb, sizeof vb, fy);
                 return differ(why, why_len,
                               "row ('%s', rank %lld): aggregate '%s' %s != %s", name,
-                              rank, fx->key, va, vb);
+                              rank, sx_agg_keys[fx->key], va, vb);
             }
         }
         return true;

@@ -24,7 +24,7 @@ static double row_first(const struct sx_trace *t, size_t r) {
     const struct sx_row *row = &t->run->rows[r];
     if (row->is_aggregate) {
         for (size_t k = 0; k < row->nagg; k++)
-            if (strcmp(row->agg[k].key, "start_minimum") == 0)
+            if (row->agg[k].key == SX_AGG_START_MINIMUM)
                 return row->agg[k].is_float ? row->agg[k].f / 1e9 : s_of(row->agg[k].i);
         return 0.0;
     }

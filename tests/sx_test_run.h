@@ -69,8 +69,8 @@ static inline bool sx_test_row_same(const struct sx_row *x, const struct sx_row 
                      y->event_data_available, y->nagg);
     for (size_t k = 0; k < x->nagg; k++) {
         const struct sx_agg_field *a = &x->agg[k], *b = &y->agg[k];
-        if (!sx_test_str_same(a->key, b->key) || a->is_float != b->is_float ||
-            a->i != b->i || a->u != b->u || a->is_unsigned != b->is_unsigned ||
+        if (a->key != b->key || a->is_float != b->is_float || a->i != b->i ||
+            a->u != b->u || a->is_unsigned != b->is_unsigned ||
             memcmp(&a->f, &b->f, sizeof a->f) != 0)
             SX_TEST_DIFF("row %zu: aggregate field %zu differs", r, k);
     }

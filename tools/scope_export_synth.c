@@ -669,8 +669,8 @@ out:
  */
 static void fill_aggregates(const struct opts *o, struct plan *p,
                             const struct share *sh) {
-    static const char *const keys[] = {"count", "total", "minimum", "maximum",
-                                       "exclusive"};
+    static const uint8_t keys[] = {SX_AGG_COUNT, SX_AGG_TOTAL, SX_AGG_MINIMUM,
+                                   SX_AGG_MAXIMUM, SX_AGG_EXCLUSIVE};
     for (size_t i = 0; i < p->nrows; i++) {
         struct sx_row *row = &p->rows[i];
         struct row_gen g;

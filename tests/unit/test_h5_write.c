@@ -596,8 +596,8 @@ static void test_aggregate(void) {
     struct sx_error err = {0};
     char path[300], s[64];
     int64_t v[4];
-    static const char *const keys[] = {"count", "total", "minimum", "maximum",
-                                       "exclusive"};
+    static const uint8_t keys[] = {SX_AGG_COUNT, SX_AGG_TOTAL, SX_AGG_MINIMUM,
+                                   SX_AGG_MAXIMUM, SX_AGG_EXCLUSIVE};
 
     run.layout = SX_LAYOUT_AGGREGATE;
     run.names = names;

@@ -756,9 +756,9 @@ static void test_defaults(void) {
           strcmp(b->meta_text, "[{\"k\": 2}]") == 0);
     CHECK(a->is_aggregate && !a->event_data_available && a->nagg == 4);
     if (a->nagg == 4) {
-        CHECK_STR(a->agg[2].key, "mean");
+        CHECK_STR(sx_agg_keys[a->agg[2].key], "mean");
         CHECK(a->agg[2].is_float && a->agg[2].f == 3.5);
-        CHECK_STR(a->agg[3].key, "m2");
+        CHECK_STR(sx_agg_keys[a->agg[3].key], "m2");
         CHECK(!a->agg[3].is_float && a->agg[3].i == 4);
     }
     CHECK(run->metadata.kind == SX_V_OBJECT && run->metadata.u.obj.n == 3);
