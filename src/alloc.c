@@ -68,49 +68,8 @@ static void *big_map(size_t len) {
     return frame_keep(m, frame_start(m), len);
 }
 
-bool sx_big_reserve(struct sx_big *b, size_t bytes, size_t keep) {
-    if (bytes <= b->cap)
-        return true;
-    if (alloc_should_fail())
-        return false;
-    size_t cap = b->cap + b->cap / 2;
-    cap = cap > bytes ? cap : bytes;
-    void *p = NULL;
-    size_t map = 0;
-    if (cap >= SX_BIG_MIN && cap <= SIZE_MAX - BIG_FRAME && big_wanted()) {
-        map = (cap + BIG_FRAME - 1) & ~(BIG_FRAME - 1);
-        p = big_map(map);
-        if (p != NULL)
-            cap = map;
-        else
-            map = 0;
-    }
-    if (p == NULL)
-        p = malloc(cap);
-    if (p == NULL)
-        return false;
-    keep = keep < b->cap ? keep : b->cap;
-    if (keep > 0)
-        memcpy(p, b->p, keep);
-    sx_big_free(b);
-    b->p = p;
-    b->cap = cap;
-    b->map = map;
-    return true;
-}
-
-void sx_big_free(struct sx_big *b) {
-    if (b->map > 0)
-        munmap(b->p, b->map);
-    else
-        free(b->p);
-    b->p = NULL;
-    b->cap = b->map = 0;
-}
-
-void *sx_pages_alloc(size_t len) {
-    if (len == 0 || alloc_should_fail())
-        return NULL;
+/* 'len' bytes (whole pages) mapped at a page, in frames from SX_BIG_MIN; NULL: none. */
+static void *pages_map(size_t len) {
     void *p = len >= SX_BIG_MIN && big_wanted() ? big_map(len) : NULL;
     if (p == NULL) {
         p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -119,9 +78,10 @@ void *sx_pages_alloc(size_t len) {
     return p;
 }
 
-void sx_pages_free(void *p, size_t len) {
-    if (p != NULL)
-        munmap(p, len);
+/* 'n' bytes rounded up to whole frames: a mapping that ends inside a frame fills its
+ * last frame 4 KiB at a time, and again at each growth; 0: too large. */
+static size_t frame_round(size_t n) {
+    return n <= SIZE_MAX - BIG_FRAME ? (n + BIG_FRAME - 1) & ~(BIG_FRAME - 1) : 0;
 }
 
 /*
@@ -131,9 +91,7 @@ void sx_pages_free(void *p, size_t len) {
  * sx_pages_alloc maps them: the pages move into a reservation of the size
  * and a frame more, whose ends are let go. NULL: 'p' as it was.
  */
-void *sx_pages_grow(void *p, size_t old, size_t len) {
-    if (alloc_should_fail())
-        return NULL;
+static void *pages_move(void *p, size_t old, size_t len) {
 #ifdef MREMAP_FIXED
     if (len >= SX_BIG_MIN && len <= SIZE_MAX - BIG_FRAME && big_wanted()) {
         char *r = mmap(NULL, len + BIG_FRAME, PROT_NONE,
@@ -148,56 +106,83 @@ void *sx_pages_grow(void *p, size_t old, size_t len) {
     void *q = mremap(p, old, len, MREMAP_MAYMOVE);
     return q != MAP_FAILED ? q : NULL;
 #else /* no mremap: a copy */
-    char *q = sx_pages_alloc(len);
+    char *q = pages_map(len);
     if (q != NULL) {
         memcpy(q, p, old < len ? old : len);
-        sx_pages_free(p, old);
+        munmap(p, old);
     }
     return q;
 #endif
+}
+
+/*
+ * Growth of a buffer with bytes to keep costs no copy where it can: a mapped one's
+ * pages move (pages_move), a malloc'd one stays malloc's (realloc) while small. A
+ * loader's row table and a reader's column vectors grow so; copied at each doubling
+ * into fresh 4 KiB pages, they were a fifth of an import's time in page faults on a
+ * virtual machine. Nothing kept: a fresh mapping (it reads as zeros).
+ */
+bool sx_big_reserve(struct sx_big *b, size_t bytes, size_t keep) {
+    if (bytes <= b->cap)
+        return true;
+    if (alloc_should_fail())
+        return false;
+    size_t cap = b->cap + b->cap / 2;
+    cap = cap > bytes ? cap : bytes;
+    keep = keep < b->cap ? keep : b->cap;
+    const size_t map = cap >= SX_BIG_MIN && big_wanted() ? frame_round(cap) : 0;
+    void *p = NULL;
+    if (map > 0 && keep > 0 && b->map > 0) {
+        p = pages_move(b->p, b->map, map); /* b->p let go with its pages */
+        if (p != NULL) {
+            b->p = p;
+            b->cap = b->map = map;
+            return true;
+        }
+    }
+    const bool mapped = map > 0 && (p = big_map(map)) != NULL;
+    if (mapped) {
+        cap = map;
+    } else if (keep > 0 && b->map == 0) {
+        if ((p = realloc(b->p, cap)) == NULL)
+            return false;
+        b->p = p;
+        b->cap = cap;
+        return true;
+    } else if ((p = malloc(cap)) == NULL) {
+        return false;
+    }
+    if (keep > 0)
+        memcpy(p, b->p, keep);
+    sx_big_free(b);
+    b->p = p;
+    b->cap = cap;
+    b->map = mapped ? map : 0;
+    return true;
+}
+
+void sx_big_free(struct sx_big *b) {
+    if (b->map > 0)
+        munmap(b->p, b->map);
+    else
+        free(b->p);
+    b->p = NULL;
+    b->cap = b->map = 0;
+}
+
+void *sx_pages_alloc(size_t len) {
+    return len == 0 || alloc_should_fail() ? NULL : pages_map(len);
+}
+
+void sx_pages_free(void *p, size_t len) {
+    if (p != NULL)
+        munmap(p, len);
 }
 
 bool sx_pages_trim(void *p, size_t old, size_t len) {
     return len >= old || munmap((char *)p + len, old - len) == 0;
 }
 
-/* 'n' bytes rounded up to whole frames: a mapping that ends inside a frame fills its
- * last frame 4 KiB at a time, and again at each growth; 0: too large. */
-static size_t frame_round(size_t n) {
-    return n <= SIZE_MAX - BIG_FRAME ? (n + BIG_FRAME - 1) & ~(BIG_FRAME - 1) : 0;
-}
-
-bool sx_grow(void **p, size_t *map, size_t old, size_t len) {
-    if (len < SX_BIG_MIN && *map == 0) {
-        void *q = sx_realloc(*p, len);
-        if (q == NULL)
-            return false;
-        *p = q;
-        return true;
-    }
-    const size_t want = frame_round(len);
-    if (want == 0)
-        return false;
-    if (*map >= want)
-        return true;
-    void *q = NULL;
-    if (*map > 0) {
-        q = sx_pages_grow(*p, *map, want);
-    } else if ((q = sx_pages_alloc(want)) != NULL) {
-        if (old > 0)
-            memcpy(q, *p, old);
-        free(*p);
-    }
-    if (q == NULL)
-        return false;
-    *p = q;
-    *map = want;
-    return true;
-}
-
-void sx_grow_free(void *p, size_t map) {
-    if (map > 0)
-        sx_pages_free(p, map);
-    else
-        free(p);
+void *sx_pages_grow(void *p, size_t old, size_t len) {
+    return alloc_should_fail() ? NULL : pages_move(p, old, len);
 }

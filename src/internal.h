@@ -60,10 +60,12 @@ char *sx_strndup(const char *s, size_t n);
 struct sx_big {
     void *p;
     size_t cap; /* bytes */
-    size_t map; /* bytes mapped at p (fresh: they read as zeros); 0: p is malloc's */
+    size_t map; /* bytes mapped at p; 0: p is malloc's */
 };
-/* Make 'b' hold 'bytes', its first 'keep' bytes kept (grown by half again at least);
- * false: no memory, 'b' as it was. A fault test may fail it (SX_FAULT_ALLOC). */
+/* Make 'b' hold 'bytes', its first 'keep' bytes kept (grown by half again at least;
+ * mapped pages move, not copied: a growing array's storage); keep 0: fresh room, and
+ * mapped room reads as zeros. false: no memory, 'b' as it was. A fault test may fail
+ * it (SX_FAULT_ALLOC). */
 bool sx_big_reserve(struct sx_big *b, size_t bytes, size_t keep);
 /* Accepts an empty 'b' (zeroed); leaves it empty. */
 void sx_big_free(struct sx_big *b);
@@ -77,16 +79,5 @@ void sx_pages_free(void *p, size_t len);
 void *sx_pages_grow(void *p, size_t old, size_t len);
 /* Its pages from 'len' (whole pages) on let go: true, or false and 'p' as it was. */
 bool sx_pages_trim(void *p, size_t old, size_t len);
-/*
- * An array that only grows, kept where growing is cheapest: malloc's while under
- * SX_BIG_MIN, then pages of sx_pages_alloc, grown by sx_pages_grow (moved by the kernel,
- * not copied, and faulted in 2 MiB frames: a loader's row table or the reader's column
- * vectors grew in malloc's 4 KiB pages, a fifth of an import's time in page faults on a
- * virtual machine). '*p' holds 'old' bytes, '*map' the bytes mapped at it (0: malloc's);
- * on success it holds at least 'len', contents kept. false: no memory (a fault test may
- * fail it), '*p' as it was. Freed by sx_grow_free.
- */
-bool sx_grow(void **p, size_t *map, size_t old, size_t len);
-void sx_grow_free(void *p, size_t map);
 
 #endif /* SX_INTERNAL_H */

@@ -195,7 +195,8 @@ static enum sx_status tables_init(struct loader *ld) {
              "out of memory");
     if (run->rows == NULL) {
         ld->rows_cap = ld->names_cap = 16;
-        run->rows = sx_calloc(ld->rows_cap + 1, sizeof *run->rows);
+        if (sx_big_reserve(&run->rows_mem, (ld->rows_cap + 1) * sizeof *run->rows, 0))
+            run->rows = run->rows_mem.p;
         run->names = sx_calloc(ld->names_cap + 1, sizeof *run->names);
         SX_CHECK(run->names != NULL && run->rows != NULL, SX_ERR_NOMEM, err, ld->path,
                  "out of memory");
@@ -212,12 +213,12 @@ static enum sx_status tables_room(struct loader *ld) {
     size_t *ns = NULL, *rs = NULL;
 
     if (run->nrows == ld->rows_cap) {
-        void *p = run->rows;
-        SX_CHECK(sx_grow(&p, &run->rows_map, (ld->rows_cap + 1) * sizeof *run->rows,
-                         (2 * ld->rows_cap + 1) * sizeof *run->rows),
+        SX_CHECK(sx_big_reserve(&run->rows_mem,
+                                (2 * ld->rows_cap + 1) * sizeof *run->rows,
+                                run->nrows * sizeof *run->rows),
                  SX_ERR_NOMEM, err, ld->path, "out of memory");
-        run->rows = p;
-        ld->rows_cap *= 2;
+        run->rows = run->rows_mem.p;
+        ld->rows_cap = run->rows_mem.cap / sizeof *run->rows - 1;
     }
     if (run->nnames == ld->names_cap) {
         char **p = sx_realloc(run->names, (2 * ld->names_cap + 1) * sizeof *p);

@@ -22,9 +22,9 @@ enum fast { F_OK = 0, F_NO, F_ERR };
 struct i64v {
     int64_t *v;
     size_t n, cap;
-    size_t map; /* sx_grow's: the bytes mapped at v (0: malloc's) */
-    bool pages; /* grown by sx_grow (the row's columns), else realloc ('all' is handed
-                   over as an sx_buf) */
+    struct sx_big mem; /* v's storage: a row's columns ('pages'); else v is realloc's
+                          ('all' is handed over as an sx_buf) */
+    bool pages;
 };
 
 struct rd {
@@ -494,10 +494,11 @@ static bool i64v_grow(struct i64v *v) {
     if (cap >= SIZE_MAX / 16)
         return false;
     if (v->pages) {
-        void *p = v->v;
-        if (!sx_grow(&p, &v->map, v->n * sizeof *v->v, cap * sizeof *v->v))
+        if (!sx_big_reserve(&v->mem, cap * sizeof *v->v, v->n * sizeof *v->v))
             return false;
-        v->v = p;
+        v->v = v->mem.p;
+        v->cap = v->mem.cap / sizeof *v->v;
+        return true;
     } else {
         int64_t *p = sx_realloc(v->v, cap * sizeof *p);
         if (p == NULL)
@@ -1316,7 +1317,7 @@ static void rd_close(struct rd *r) {
     sx_buf_free(&r->str);
     sx_buf_free(&r->keys);
     for (int c = 0; c < SX_NCOLS; c++)
-        sx_grow_free(r->vec[c].v, r->vec[c].map);
+        sx_big_free(&r->vec[c].mem);
     free(r->all.v);
     free(r->items);
     if (r->c_locale != (locale_t)0)

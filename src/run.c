@@ -107,7 +107,10 @@ void sx_run_free(struct sx_run *run) {
     free_strings(run->names, run->nnames);
     for (size_t i = 0; i < run->nrows; i++)
         sx_row_clear(&run->rows[i]);
-    sx_grow_free(run->rows, run->rows_map);
+    if (run->rows_mem.p != NULL)
+        sx_big_free(&run->rows_mem);
+    else
+        free(run->rows);
     free(run->index);
     free_lanes(run->threads, run->nthreads);
     free_lanes(run->tasks, run->ntasks);

@@ -196,7 +196,8 @@ struct sx_run {
     size_t nnames;
     struct sx_row *rows; /* file order (columnar) or group order (schema 1) */
     size_t nrows;
-    size_t rows_map; /* the bytes mapped at 'rows' (sx_grow's); 0: malloc's */
+    struct sx_big rows_mem; /* the storage of 'rows' when grown by a loader (a JSON
+                               load); else 'rows' is malloc's */
     /* a run read lazily has no 'rows' (nrows 0) but this index, in file order */
     struct sx_index_row *index;
     size_t nindex;

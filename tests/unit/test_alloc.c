@@ -1,7 +1,7 @@
 /* test_alloc.c - large buffers (sx_big): kept bytes, growth, large frames advised on
  * their own mapping, and malloc's when the switch is off or the buffer small; the
  * page-aligned buffers of the output's stages: grown without a copy, trimmed back;
- * growing arrays (sx_grow): malloc's, then whole frames, contents kept */
+ * growing arrays: malloc's, then whole frames, contents kept */
 #include "buf.h"
 #include "internal.h"
 #include "sx_fault.h"
@@ -139,40 +139,38 @@ int main(void) {
 
     /*
      * A growing array (a loader's rows, a reader's column): malloc's while small, then
-     * whole 2 MiB frames at a frame boundary, advised, its bytes kept at every step; a
-     * failed growth leaves it as it was.
+     * whole 2 MiB frames at a frame boundary, advised, its bytes kept at every step
+     * (moved from malloc's to frames, then from frames to frames); a failed growth
+     * leaves it as it was.
      */
-    void *g = NULL;
-    size_t gmap = 0, have = 0;
+    struct sx_big g = {0};
+    size_t have = 0;
     for (size_t len = 1000; len <= 40 * MIB; len = len * 2 + 3) {
-        if (len >= 8 * MIB && gmap > 0) {
+        if (len >= 8 * MIB && g.map > 0) {
             sx_fault_arm(SX_FAULT_ALLOC, 1);
-            void *before = g;
-            const size_t map_before = gmap;
-            CHECK(!sx_grow(&g, &gmap, have, gmap + 1));
+            const struct sx_big before = g;
+            CHECK(!sx_big_reserve(&g, g.cap + 1, have));
             CHECK(sx_fault_fired());
             sx_fault_off();
-            CHECK(g == before && gmap == map_before && pattern_ok(g, have, 7));
+            CHECK(g.p == before.p && g.cap == before.cap && g.map == before.map);
+            CHECK(pattern_ok(g.p, have, 7));
         }
-        CHECK(sx_grow(&g, &gmap, have, len));
-        CHECK(g != NULL && pattern_ok(g, have, 7));
-        if (len < MIB) {
-            CHECK(gmap == 0);
+        CHECK(sx_big_reserve(&g, len, have));
+        CHECK(g.p != NULL && g.cap >= len && pattern_ok(g.p, have, 7));
+        if (g.cap < MIB) {
+            CHECK(g.map == 0);
         } else {
-            CHECK(gmap >= len && gmap % (2 * MIB) == 0 && (uintptr_t)g % (2 * MIB) == 0);
-            vm_flags(g, flags, sizeof flags);
+            CHECK(g.map == g.cap && g.map % (2 * MIB) == 0 &&
+                  (uintptr_t)g.p % (2 * MIB) == 0);
+            vm_flags(g.p, flags, sizeof flags);
             if (flags[0] != '\0')
                 CHECK(strstr(flags, " hg") != NULL);
         }
-        pattern(g, len, 7); /* all of it writable */
+        pattern(g.p, len, 7); /* all of it writable */
         have = len;
     }
-    const size_t full = gmap;
-    CHECK(sx_grow(&g, &gmap, have, full - 10) && gmap == full); /* room enough */
-    sx_grow_free(g, gmap);
-    g = NULL;
-    gmap = 0;
-    CHECK(sx_grow(&g, &gmap, 0, 100) && gmap == 0);
-    sx_grow_free(g, gmap); /* malloc's */
+    const struct sx_big full = g;
+    CHECK(sx_big_reserve(&g, full.cap - 10, have) && g.p == full.p); /* room enough */
+    sx_big_free(&g);
     TEST_DONE();
 }
