@@ -29,7 +29,8 @@ void sx_doc_ahead_init(struct sx_doc_ahead *ah) { memset(ah, 0, sizeof *ah); }
 static void rows_release(struct sx_doc_ahead *ah) {
     for (size_t r = 0; r < ah->nrows; r++) {
         struct sx_row *row = &ah->rows[r];
-        bool owns = !row->borrowed || row->group != NULL || row->meta_text != NULL;
+        bool owns = !row->borrowed || row->group != NULL || row->meta_text != NULL ||
+                    row->agg != NULL;
         for (int c = 0; c < SX_NCOLS && !owns; c++)
             owns = row->col[c] != NULL;
         if (owns)

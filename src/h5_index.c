@@ -443,6 +443,7 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
                                             SX_AGG_MAXIMUM, SX_AGG_EXCLUSIVE};
             row->is_aggregate = true;
             row->event_data_available = true;
+            SX_CHECK(sx_row_agg(row), SX_ERR_NOMEM, err, src, "out of memory");
             for (int k = 0; k < 5; k++) {
                 row->agg[k].key = keys[k];
                 if (k == 0) {

@@ -55,6 +55,7 @@ enum sx_status sx_h5_read_summary(struct sx_h5 *h5, struct sx_run *run,
                         0,        x->gpu_total};
         row->is_aggregate = true;
         row->event_data_available = false;
+        SX_CHECK(sx_row_agg(row), SX_ERR_NOMEM, err, src, "out of memory");
         for (int k = 0; k < SX_AGG_NKEYS; k++) { /* every key, in its order */
             struct sx_agg_field *f = &row->agg[k];
             f->key = (uint8_t)k;

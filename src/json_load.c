@@ -345,6 +345,7 @@ static enum sx_status load_aggregate(struct loader *ld, const json_t *agg,
     SX_CHECK(json_is_object(agg), SX_ERR_FORMAT, err, ld->path,
              "%s: %s: 'aggregate' must be an object, got %s", ld->path, ld->where,
              sx_json_kind(agg));
+    SX_CHECK(sx_row_agg(row), SX_ERR_NOMEM, err, ld->path, "out of memory");
     for (void *it = json_object_iter((json_t *)agg); it != NULL;
          it = json_object_iter_next((json_t *)agg, it)) {
         const char *key = json_object_iter_key(it);

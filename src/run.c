@@ -39,7 +39,14 @@ void sx_row_clear(struct sx_row *row) {
         if (!(row->lent & SX_COLBIT(c)))
             free(row->col[c]);
     free(row->meta_text);
+    free(row->agg);
     *row = (struct sx_row){0};
+}
+
+bool sx_row_agg(struct sx_row *row) {
+    if (row->agg == NULL)
+        row->agg = sx_calloc(SX_AGG_MAX, sizeof *row->agg);
+    return row->agg != NULL;
 }
 
 static void free_lanes(struct sx_lane_rank *lanes, size_t n) {

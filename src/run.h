@@ -47,8 +47,9 @@ enum sx_agg_key {
 extern const char *const sx_agg_keys[SX_AGG_NKEYS];
 
 /* Aggregate values of one row (each key once), written as int when integral. 16 bytes,
- * not 24 with the key's name: every row holds room for all of them (a many-row
- * document's import keeps 210k rows). */
+ * not 24 with the key's name; held apart from the row (sx_row_agg): rows of events,
+ * by far the most (a many-row document's import keeps 210k, a read-ahead tens of
+ * thousands), have none. */
 #define SX_AGG_MAX SX_AGG_NKEYS
 struct sx_agg_field {
     union {
@@ -84,7 +85,7 @@ struct sx_row {
     size_t ntags;
     int64_t exclusive_total;
     /* aggregate branch */
-    struct sx_agg_field agg[SX_AGG_MAX];
+    struct sx_agg_field *agg; /* room for SX_AGG_MAX, the row's own (sx_row_agg) */
     size_t nagg;
     /* event branch */
     uint64_t count; /* calls */
@@ -257,6 +258,8 @@ struct sx_event_source {
 struct sx_run *sx_run_new(void);
 void sx_run_free(struct sx_run *run);
 void sx_row_clear(struct sx_row *row);
+/* Room for the aggregate fields of 'row' (none set yet, when new); false: no memory. */
+bool sx_row_agg(struct sx_row *row);
 /* Free the contents of one LIKWID entry; it becomes all zero. */
 void sx_likwid_entry_clear(struct sx_likwid_entry *e);
 

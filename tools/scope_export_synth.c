@@ -309,8 +309,10 @@ static char *base_name(const struct opts *o, uint32_t b, char *buf, size_t len) 
 
 static void free_plan(struct plan *p) {
     if (p->rows != NULL)
-        for (size_t i = 0; i < p->nrows; i++)
+        for (size_t i = 0; i < p->nrows; i++) {
             free(p->rows[i].meta_text);
+            free(p->rows[i].agg);
+        }
     free(p->rows);
     free(p->order);
     free(p->base);
@@ -667,7 +669,8 @@ out:
  * sums the rows of its file ranks; with np > 1 the values are then shared
  * (NOTE: collective), since every process passes the whole index to the writer.
  */
-static void fill_aggregates(const struct opts *o, struct plan *p,
+/* false: no memory for the rows' aggregate fields */
+static bool fill_aggregates(const struct opts *o, struct plan *p,
                             const struct share *sh) {
     static const uint8_t keys[] = {SX_AGG_COUNT, SX_AGG_TOTAL, SX_AGG_MINIMUM,
                                    SX_AGG_MAXIMUM, SX_AGG_EXCLUSIVE};
@@ -694,6 +697,8 @@ static void fill_aggregates(const struct opts *o, struct plan *p,
     for (size_t i = 0; i < p->nrows; i++) {
         struct sx_row *row = &p->rows[i];
         const int64_t *v = &sh->agg[5 * i];
+        if (!sx_row_agg(row))
+            return false;
         row->is_aggregate = true;
         row->nagg = 5;
         for (size_t k = 0; k < 5; k++)
@@ -703,6 +708,7 @@ static void fill_aggregates(const struct opts *o, struct plan *p,
         row->tags = NULL;
         row->ntags = 0;
     }
+    return true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1008,8 +1014,12 @@ static enum sx_status synth(const struct opts *o, int me, int np, struct sx_erro
         goto out;
     if (st != SX_OK)
         goto out;
-    if (o->aggregate)
-        fill_aggregates(o, &p, &sh);
+    if (o->aggregate && !fill_aggregates(o, &p, &sh))
+        st = sx_error_set(err, SX_ERR_NOMEM, o->out, "out of memory");
+    if (np > 1 && (st = sx_all_ok(MPI_COMM_WORLD, st, err)) != SX_OK)
+        goto out;
+    if (st != SX_OK)
+        goto out;
 
     sx_h5w_spec_init(&spec);
     spec.aggregate = o->aggregate;

@@ -104,6 +104,9 @@ static const struct cmd cmds[] = {
      SX_FORMAT_REGION_STATISTICS, 0},
     {"export --summary", K_EXPORT, "golden/gen_schema3_allcols/run.h5", "p.json",
      SX_FORMAT_JSON, 1},
+    /* rows of aggregates, their fields held apart from the row */
+    {"export aggregate", K_EXPORT, "golden/gen_aggregate/run.h5", "p.json",
+     SX_FORMAT_JSON, 0},
     {"export, three inputs", K_MULTI, NULL, "p.json", SX_FORMAT_JSON, 0},
     {"export --native", K_NATIVE, "golden-native/mixed_3ranks/ranks", "p.json.gz",
      SX_FORMAT_JSON, 0},
@@ -119,6 +122,8 @@ static const struct cmd cmds[] = {
      SX_FORMAT_JSON, 0},
     {"import", K_IMPORT, "golden/gen_schema3_allcols/run.json.gz", "i.h5", SX_FORMAT_JSON,
      0},
+    {"import aggregate", K_IMPORT, "golden/gen_aggregate/run.json", "i.h5",
+     SX_FORMAT_JSON, 0},
     /* a plain profile large enough to be read in parts ($SX_SWEEP_PARTS_JSON) */
     {"validate in parts", K_VALIDATE_PARTS, NULL, NULL, SX_FORMAT_JSON, 0},
     {"import-native", K_IMPORT_NATIVE, "golden-native/mixed_3ranks/ranks", "m.h5",

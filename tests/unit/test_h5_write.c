@@ -605,6 +605,7 @@ static void test_aggregate(void) {
     for (int r = 0; r < 2; r++) {
         rows[r] = (struct sx_row){
             .region = (uint32_t)r, .rank = 1 - r, .is_aggregate = true, .nagg = 5};
+        ASSERT(sx_row_agg(&rows[r]));
         for (int k = 0; k < 5; k++)
             rows[r].agg[k] = (struct sx_agg_field){.key = keys[k], .i = 10 * (r + 1) + k};
     }
@@ -635,6 +636,8 @@ static void test_aggregate(void) {
     CHECK(dset_len(f, "/events/durations") == 0);
     CHECK(dset_len(f, "/events/call_ids") == -1);
     H5Fclose(f);
+    for (int r = 0; r < 2; r++)
+        sx_row_clear(&rows[r]);
 }
 
 /* The streaming API: a row in pieces, fixed strings, chunked + deflated columns. */
