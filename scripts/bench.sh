@@ -532,6 +532,10 @@ pth_time() {
     PR[$key]+=" $(lastline "$W/time.r0.0" | cut -d' ' -f2)"
     PRALL[$key]+=" $allm"
     PE[$key]+=" $(sed -n 's/.* bytes in \([0-9.]*\) s .*/\1/p' "$W/err" | tail -1)"
+    # every repetition in raw.tsv too (run "paths"; time_e_s: the export's own time)
+    printf 'paths\t%s\t%s\t%s\t%s\t%s\t\t%s\t\n' "$key" "${rep:-}" \
+        "$(calc 3 "($t1 - $t0) / 1e6")" "${PE[$key]##* }" "$allm" \
+        "$(lastline "$W/time.r0.0" | cut -d' ' -f2)" >>"$raw"
 }
 pth_fail() { echo "bench: $1 failed: $(grep -v -e '^-*$' -e '^ *$' "$W/err" | head -2 | tr '\n' ' ')" >&2; broke=1; }
 SSB=0
@@ -1340,7 +1344,7 @@ targets() {
     for run in large skew; do
         local L=${RUN_LABEL[$run]} k g
         k=$(ratio_of "${EVENTS[$run]}" "${EVENTS[small]}")
-        worst=0 list="" raw=0
+        local worst=0 list="" raw=0
         if ! have "$run:gzip" || ! have "small:gzip"; then
             verdict SKIP "$L vs $S time: no gzip yardstick"
             continue

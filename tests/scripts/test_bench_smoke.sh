@@ -184,12 +184,18 @@ grep -q '^ERRORS' "$out" && bad "bench reports errors"
 
 # bench.txt is the table; raw.tsv has a line per repetition; the work directory is gone.
 cmp -s "$out" "$TMP/out/bench.txt" && ok || bad "bench.txt differs from what was printed"
-nraw=$(($(wc -l <"$TMP/out/raw.tsv") - 1))
+nraw=$(($(grep -vc '^paths' "$TMP/out/raw.tsv") - 1))
 ncases=$(($(echo "$cases" | wc -w) + 2))   # and start.1, start.2
 # every case on the few-row runs; all but the 9 trace cases (Chrome and Perfetto) on the
 # first many-row run; 7 (with dd, the disk's yardstick), 3 and 3 on the others
 nwant=$((3 * ncases + ncases - 9 + 13))
 [ "$nraw" = "$nwant" ] && ok || bad "raw.tsv has $nraw repetitions, not $nwant"
+# and a line per repetition of the other paths, each with its repetition and wall time
+npaths=$(awk -F'\t' '$1 == "paths" && $3 ~ /^[0-9]+$/ && $4 > 0' "$TMP/out/raw.tsv" | wc -l)
+nbare=$(awk -F'\t' '$1 == "paths" && $2 == "nat:bare"' "$TMP/out/raw.tsv" | wc -l)
+[ "$npaths" -gt 0 ] && [ "$npaths" = "$(grep -c '^paths' "$TMP/out/raw.tsv")" ] &&
+    [ "$nbare" = 1 ] && ok ||
+    bad "raw.tsv: $npaths lines of the other paths ($nbare of the native bare export, not 1)"
 left=$(find "$TMP" -maxdepth 1 -name 'sx-bench.*' | head -1)
 [ -z "$left" ] && ok || bad "work directory left behind: $left"
 
