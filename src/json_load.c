@@ -29,7 +29,7 @@ struct loader {
     size_t *name_slot; /* open addressing: name index + 1, 0 = empty */
     size_t *row_slot;  /* row index + 1 */
     size_t cap;        /* slots in each table (power of two) */
-    size_t rows_cap, names_cap;
+    size_t names_cap;
     json_t *top;           /* the top-level values read so far, but a streamed regions */
     bool streamed;         /* regions came as a list, an element at a time */
     size_t nelements;      /* elements of the (last) regions list */
@@ -194,8 +194,8 @@ static enum sx_status tables_init(struct loader *ld) {
     SX_CHECK(ld->name_slot != NULL && ld->row_slot != NULL, SX_ERR_NOMEM, err, ld->path,
              "out of memory");
     if (run->rows == NULL) {
-        ld->rows_cap = ld->names_cap = 16;
-        if (sx_big_reserve(&run->rows_mem, (ld->rows_cap + 1) * sizeof *run->rows, 0))
+        ld->names_cap = 16;
+        if (sx_big_reserve(&run->rows_mem, 16 * sizeof *run->rows, 0))
             run->rows = run->rows_mem.p;
         run->names = sx_calloc(ld->names_cap + 1, sizeof *run->names);
         SX_CHECK(run->names != NULL && run->rows != NULL, SX_ERR_NOMEM, err, ld->path,
@@ -212,14 +212,11 @@ static enum sx_status tables_room(struct loader *ld) {
     struct sx_run *run = ld->run;
     size_t *ns = NULL, *rs = NULL;
 
-    if (run->nrows == ld->rows_cap) {
-        SX_CHECK(sx_big_reserve(&run->rows_mem,
-                                (2 * ld->rows_cap + 1) * sizeof *run->rows,
-                                run->nrows * sizeof *run->rows),
-                 SX_ERR_NOMEM, err, ld->path, "out of memory");
-        run->rows = run->rows_mem.p;
-        ld->rows_cap = run->rows_mem.cap / sizeof *run->rows - 1;
-    }
+    /* (grown by half again when full: nothing moves while there is room) */
+    SX_CHECK(sx_big_reserve(&run->rows_mem, (run->nrows + 1) * sizeof *run->rows,
+                            run->nrows * sizeof *run->rows),
+             SX_ERR_NOMEM, err, ld->path, "out of memory");
+    run->rows = run->rows_mem.p;
     if (run->nnames == ld->names_cap) {
         char **p = sx_realloc(run->names, (2 * ld->names_cap + 1) * sizeof *p);
         SX_CHECK(p != NULL, SX_ERR_NOMEM, err, ld->path, "out of memory");
