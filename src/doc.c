@@ -292,10 +292,10 @@ static enum sx_status write_agg_value(struct sx_buf *b, const struct sx_agg_fiel
                             "range float values are not JSON compliant",
                             run->path, run->names[row->region], row->rank,
                             sx_agg_keys[f->key], isnan(v) ? "NaN" : "infinite");
-    if (v == floor(v)) {
+    if (v == floor(v) && fabs(v) < 0x1p63) {
+        sx_buf_i64(b, (int64_t)v); /* exact: int(-0.0) is 0 */
+    } else if (v == floor(v)) {
         char tmp[400];
-        if (v == 0.0)
-            v = 0.0; /* int(-0.0) is 0 */
         snprintf(tmp, sizeof tmp, "%.0f", v);
         sx_buf_puts(b, tmp);
     } else {
@@ -316,10 +316,10 @@ static void head_pre(const struct sx_doc *doc, const struct sx_row *row,
     key(b, "rank");
 }
 
-/* A row's head after its rank: source, tags and, for a summary row, its aggregates. */
-static enum sx_status head_post(const struct sx_doc *doc, const struct sx_row *row,
-                                struct sx_buf *b, struct sx_error *err) {
-    const struct sx_run *run = doc->run;
+/* A row's head after its rank: its source and tags (the same for every rank's row of a
+ * region, so made once a run of them: write_head). */
+static void head_post(const struct sx_doc *doc, const struct sx_row *row,
+                      struct sx_buf *b) {
     const int ind = doc->indent;
     if (row->source_file != NULL) {
         sx_write_sep(b, ind, 3);
@@ -350,36 +350,41 @@ static enum sx_status head_post(const struct sx_doc *doc, const struct sx_row *r
         sx_write_newline(b, ind, 3);
         sx_buf_putc(b, ']');
     }
-    if (row->is_aggregate) {
+}
+
+/* A summary row's head after its source and tags: its aggregates. */
+static enum sx_status head_agg(const struct sx_doc *doc, const struct sx_row *row,
+                               struct sx_buf *b, struct sx_error *err) {
+    const int ind = doc->indent;
+    sx_write_sep(b, ind, 3);
+    key(b, "aggregate");
+    sx_buf_putc(b, '{');
+    for (size_t k = 0; k < row->nagg; k++) {
+        if (k > 0)
+            sx_write_sep(b, ind, 4);
+        else
+            sx_write_newline(b, ind, 4);
+        key(b, sx_agg_keys[row->agg[k].key]);
+        enum sx_status st = write_agg_value(b, &row->agg[k], doc->run, row, err);
+        if (st != SX_OK)
+            return st;
+    }
+    if (row->nagg > 0)
+        sx_write_newline(b, ind, 3);
+    sx_buf_putc(b, '}');
+    if (!row->event_data_available) {
         sx_write_sep(b, ind, 3);
-        key(b, "aggregate");
-        sx_buf_putc(b, '{');
-        for (size_t k = 0; k < row->nagg; k++) {
-            if (k > 0)
-                sx_write_sep(b, ind, 4);
-            else
-                sx_write_newline(b, ind, 4);
-            key(b, sx_agg_keys[row->agg[k].key]);
-            enum sx_status st = write_agg_value(b, &row->agg[k], run, row, err);
-            if (st != SX_OK)
-                return st;
-        }
-        if (row->nagg > 0)
-            sx_write_newline(b, ind, 3);
-        sx_buf_putc(b, '}');
-        if (!row->event_data_available) {
-            sx_write_sep(b, ind, 3);
-            key(b, "event_data_available");
-            sx_buf_puts(b, "false");
-        }
+        key(b, "event_data_available");
+        sx_buf_puts(b, "false");
     }
     return SX_OK;
 }
 
 /*
- * The head of the last event row a block wrote, but for its rank: a region's
- * rows follow one another rank by rank, and their heads differ in the rank
- * alone; escaping the same strings again was most of a many-row block's head.
+ * The head of the last row a block wrote, but for its rank and a summary row's
+ * aggregates (written after it): a region's rows follow one another rank by
+ * rank, and their heads differ in those alone; escaping the same strings again
+ * was most of a many-row block's head, summary rows' included.
  */
 struct head_memo {
     bool ok;
@@ -414,19 +419,12 @@ static enum sx_status write_head(const struct sx_doc *doc, uint64_t i,
         sx_write_sep(b, doc->indent, 2);
     else
         sx_write_newline(b, doc->indent, 2);
-    if (row->is_aggregate) {
-        head_pre(doc, row, b);
-        sx_buf_i64(b, row->rank);
-        return head_post(doc, row, b, err);
-    }
     if (!memo_fits(m, row)) {
         /* the strings are the reader's, alive while the block is written */
         sx_buf_reset(&m->pre);
         sx_buf_reset(&m->post);
         head_pre(doc, row, &m->pre);
-        enum sx_status st = head_post(doc, row, &m->post, err);
-        if (st != SX_OK)
-            return st;
+        head_post(doc, row, &m->post);
         m->ok = !m->pre.failed && !m->post.failed;
         m->region = row->region;
         m->file = row->source_file;
@@ -449,7 +447,7 @@ static enum sx_status write_head(const struct sx_doc *doc, uint64_t i,
         memcpy(b->data + b->len, m->post.data, m->post.len);
     b->len += m->post.len;
     b->data[b->len] = '\0';
-    return SX_OK;
+    return row->is_aggregate ? head_agg(doc, row, b, err) : SX_OK;
 }
 
 static void write_tail(const struct sx_doc *doc, const struct sx_row *row,
