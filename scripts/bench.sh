@@ -570,6 +570,26 @@ if [ -f "$W/run.nest.h5" ]; then
         rm -f "$W"/ss.*
     done
 fi
+# --summary of the many-row run (the aggregates alone, no event column read), one
+# process, against cat of the same bytes: a path of its own (the index and the strings)
+SUMB=0
+if [ -f "$W/run.rows1k.h5" ]; then
+    for ((rep = 1; rep <= reps; rep++)); do
+        echo "bench: rep $rep/$reps ${RUN_LABEL[rows1k]} --summary" >&2
+        rm -f "$W/sum.json" "$W/sum.cat"
+        warm "$W/run.rows1k.h5"
+        pth_time "sum:1" 0 "$X" export "$W/run.rows1k.h5" -o "$W/sum.json" --summary \
+            --quiet --stats || pth_fail "--summary"
+        if [ -f "$W/sum.json" ]; then
+            warm "$W/sum.json"
+            # shellcheck disable=SC2016
+            pth_time "sum:cat" 0 sh -c 'cat "$1" >"$2"' sh "$W/sum.json" "$W/sum.cat" ||
+                pth_fail "cat"
+            SUMB=$(fsize "$W/sum.json")
+        fi
+    done
+    rm -f "$W/sum.json" "$W/sum.cat"
+fi
 # ---------------------------------------------------------------- OTF2 archives
 # The OTF2 archive (--format otf2) of every rank of runs whose calls nest (synth --nest:
 # Enter and Leave events need calls that nest, and the few-row runs' overlap at random), of
@@ -1433,7 +1453,7 @@ paths_report() {
     mede() { [ -n "${PE[$1]// /}" ] && median ${PE[$1]}; }
     echo
     echo "== other paths: speedscope (${RUN_LABEL[large]} nested calls, 8 x 20, every rank), native 256 files, text rates"
-    for k in ss:1 ss:2 ss:s1 ss:s2 ss:cat nat:bare nat:imp nat:exp nat:cat nat:tr1 nat:tr2 nat:s1 nat:s2 nat:dd; do
+    for k in ss:1 ss:2 ss:s1 ss:s2 ss:cat sum:1 sum:cat nat:bare nat:imp nat:exp nat:cat nat:tr1 nat:tr2 nat:s1 nat:s2 nat:dd; do
         [ -n "${PW[$k]:-}" ] || continue
         # shellcheck disable=SC2086
         printf '%-9s wall %7s s  exp %6s s  r0 %7s MiB  every rank <= %7s MiB\n' "$k" "$(med "$k")" \
@@ -1476,6 +1496,10 @@ paths_report() {
         r=$(awk -v b="${JSONB[$run]}" -v t="${EXP[$run:json.s]}" 'BEGIN { printf "%.0f", (t > 0 ? b / 1e6 / t : 0) }')
         verdict "$(le 1000 "$r")" "${RUN_LABEL[$run]}: .json one process, bare: $r MB/s of text (export's own time); target >= 1000 MB/s"
     done
+    if [ -n "${PW[sum:1]:-}" ] && [ -n "${PW[sum:cat]:-}" ]; then
+        r=$(awk -v b="$SUMB" -v t="$(mede sum:1)" 'BEGIN { printf "%.0f", (t > 0 ? b / 1e6 / t : 0) }')
+        echo "INFO  ${RUN_LABEL[rows1k]} --summary $(calc 0 "$SUMB / 1e6") MB, one process: $(med sum:1) s = $(ratio_of "$(med sum:1)" "$(med sum:cat)")x cat ($(med sum:cat) s); $r MB/s of text (export's own time); no target"
+    fi
     if have "large:trace.1"; then
         r=$(awk -v b="${TRACEB[large]:-0}" -v t="${EXP[large:trace.1]}" 'BEGIN { printf "%.0f", (t > 0 ? b / 1e6 / t : 0) }')
         verdict "$(le 500 "$r")" "${RUN_LABEL[large]}: Chrome trace, one process: $r MB/s of text (export's own time); target >= 500 MB/s"

@@ -94,6 +94,9 @@ for what in "100k-gzip4: .json -n 2 net .* the disk writes the same .* MB around
     "native Chrome trace .* MB: one process writes .* the disk takes .* MB/s"; do
     grep -Eq "^INFO  $what" "$out" && ok || bad "no yardstick line '$what'"
 done
+# --summary of the many-row run against cat of its bytes
+grep -Eq '^INFO  [0-9]+x[0-9]+ --summary .* MB, one process: [0-9.]+ s = [0-9.]+x cat' "$out" &&
+    ok || bad "no --summary line"
 # the Perfetto trace's targets: its size against the Chrome trace's, 1 -> 2 ranks, rank 0
 for t in "perfetto .* MB = .*x the Chrome trace" "perfetto 1 -> 2 ranks net" \
     "perfetto -n 2 rank 0 peak RSS"; do
