@@ -292,14 +292,14 @@ static enum sx_status write_agg_value(struct sx_buf *b, const struct sx_agg_fiel
                             "range float values are not JSON compliant",
                             run->path, run->names[row->region], row->rank,
                             sx_agg_keys[f->key], isnan(v) ? "NaN" : "infinite");
-    if (v == floor(v) && fabs(v) < 0x1p63) {
+    if (v != floor(v)) {
+        sx_buf_double(b, v);
+    } else if (fabs(v) < 0x1p63) {
         sx_buf_i64(b, (int64_t)v); /* exact: int(-0.0) is 0 */
-    } else if (v == floor(v)) {
+    } else {
         char tmp[400];
         snprintf(tmp, sizeof tmp, "%.0f", v);
         sx_buf_puts(b, tmp);
-    } else {
-        sx_buf_double(b, v);
     }
     return SX_OK;
 }
