@@ -179,6 +179,53 @@ out:
     return st;
 }
 
+/*
+ * File row 'r' of string column 'c' (RD_FILES..RD_TAGS) into 'row', borrowed from the
+ * column's pool ("" is None, as the full read has it); tags are parsed the first time a
+ * row needs them, once a distinct string. 'src' names the column.
+ */
+static enum sx_status pool_string(struct sx_h5 *h5, int c, uint64_t r, struct sx_row *row,
+                                  const char *src, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct pool *pl = &h5->pool[c];
+    const uint32_t id = pl->id[r];
+    if (id == 0)
+        return SX_OK;
+    const char *p = pl->s[id - 1];
+    if (c == RD_FILES) {
+        row->source_file = (char *)p;
+        return SX_OK;
+    }
+    if (c == RD_TEXTS) {
+        row->source_text = (char *)p;
+        return SX_OK;
+    }
+    if (pl->tags == NULL) {
+        pl->tags = sx_calloc(pl->n, sizeof *pl->tags);
+        pl->ntags = sx_calloc(pl->n, sizeof *pl->ntags);
+        if (pl->tags == NULL || pl->ntags == NULL) {
+            free(pl->tags);
+            free(pl->ntags);
+            pl->tags = NULL;
+            pl->ntags = NULL;
+        }
+        SX_CHECK(pl->tags != NULL, SX_ERR_NOMEM, err, src, "out of memory");
+    }
+    if (pl->ntags[id - 1] == 0) {
+        size_t nt = 0;
+        char where[1200];
+        snprintf(where, sizeof where, "%.1100s row %" PRIu64, src, r);
+        st = sx_json_parse_tags(p, strlen(p), where, &pl->tags[id - 1], &nt, err);
+        if (st != SX_OK)
+            goto out;
+        pl->ntags[id - 1] = nt + 1;
+    }
+    row->tags = pl->tags[id - 1];
+    row->ntags = pl->ntags[id - 1] - 1;
+out:
+    return st;
+}
+
 /* Open the per-row index columns a lazy run reads later, checked as the full read does.
  */
 static enum sx_status open_lazy_cols(struct sx_h5 *h5, uint64_t nrows,
@@ -369,7 +416,13 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
             static const char *const sn[3] = {"source_files", "source_texts", "tags"};
             char ***sv[3] = {&ix.files, &ix.texts, &ix.tags};
             uint64_t *sc[3] = {&ix.n_files, &ix.n_texts, &ix.n_tags};
-            for (int k = 0; k < 3; k++) {
+            /* rows that borrow: the string columns in pools, each string once */
+            if (h5->borrow) {
+                st = open_lazy_cols(h5, ix.n, err);
+                if (st != SX_OK)
+                    goto out;
+            }
+            for (int k = 0; k < 3 && !h5->borrow; k++) {
                 char p[128];
                 snprintf(p, sizeof p, "rank_region_index/%s", sn[k]);
                 if (!sx_h5_has_link(h5, h5->file, p))
@@ -412,6 +465,12 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
         run->rows = sx_calloc(ix.n + 1, sizeof *run->rows);
         SX_CHECK(run->rows != NULL, SX_ERR_NOMEM, err, src, "out of memory");
         run->nrows = (size_t)ix.n;
+    }
+    char col_src[RD_TAGS + 1][1100];
+    for (int c = RD_FILES; c <= RD_TAGS; c++) {
+        char obj[128];
+        snprintf(obj, sizeof obj, "rank_region_index/%s", sx_h5_rd_names[c]);
+        sx_h5_src_name(col_src[c], sizeof col_src[c], h5->path, obj);
     }
     int64_t max_rank = -1;
     for (uint64_t r = 0; r < ix.n; r++) {
@@ -460,6 +519,14 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
         row->count = (uint64_t)ix.counts[r];
         row->cols = SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END) | run->file_cols;
         row->has_meta_col = run->has_meta_col;
+        if (h5->borrow) {
+            row->borrowed = true;
+            for (int c = RD_FILES; c <= RD_TAGS && st == SX_OK; c++)
+                if (h5->rd[c] >= 0)
+                    st = pool_string(h5, c, r, row, col_src[c], err);
+            if (st != SX_OK)
+                goto out;
+        }
         if (ix.files != NULL && ix.files[r][0] != '\0') {
             row->source_file = ix.files[r];
             ix.files[r] = NULL;
@@ -530,6 +597,7 @@ static enum sx_status open_run(MPI_Comm comm, const char *path, bool summary, bo
         h5->file = -1;
         h5->meta = -1;
         h5->lazy = lazy && !summary;
+        h5->borrow = lazy;
         for (int k = 0; k < RD_N; k++)
             h5->rd[k] = -1;
         for (int c = 0; c < SX_NCOLS; c++)
@@ -719,45 +787,10 @@ static enum sx_status fill_rows(struct sx_h5 *h5, const struct sx_run *run,
             }
             continue;
         }
-        struct pool *pl = &h5->pool[c];
-        if (c == RD_TAGS && pl->tags == NULL && pl->n > 0) {
-            char ***t = sx_calloc(pl->n, sizeof *t);
-            size_t *nt = sx_calloc(pl->n, sizeof *nt);
-            if (t == NULL || nt == NULL) {
-                free(t);
-                free(nt);
-                t = NULL;
-            }
-            SX_CHECK(t != NULL, SX_ERR_NOMEM, err, src, "out of memory");
-            pl->tags = t;
-            pl->ntags = nt;
-        }
-        for (size_t k = 0; k < n; k++) {
-            uint32_t id = pl->id[ix[k]->file_row];
-            if (id == 0) /* "" is None, as the full read has it */
-                continue;
-            const char *p = pl->s[id - 1];
-            if (c == RD_TAGS) {
-                if (pl->ntags[id - 1] == 0) {
-                    size_t nt = 0;
-                    char where[1200];
-                    snprintf(where, sizeof where, "%.1100s row %" PRIu64, src,
-                             (uint64_t)ix[k]->file_row);
-                    st = sx_json_parse_tags(p, strlen(p), where, &pl->tags[id - 1], &nt,
-                                            err);
-                    if (st != SX_OK)
-                        goto out;
-                    pl->ntags[id - 1] = nt + 1;
-                }
-                out[k].tags = pl->tags[id - 1];
-                out[k].ntags = pl->ntags[id - 1] - 1;
-                continue;
-            }
-            if (c == RD_FILES)
-                out[k].source_file = (char *)p;
-            else
-                out[k].source_text = (char *)p;
-        }
+        for (size_t k = 0; k < n && st == SX_OK; k++)
+            st = pool_string(h5, c, ix[k]->file_row, &out[k], src, err);
+        if (st != SX_OK)
+            goto out;
     }
 out:
     sx_buf_free(&text);

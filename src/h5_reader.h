@@ -38,7 +38,10 @@ struct sx_h5 {
     hid_t meta;         /* rank_region_index/event_metadata, or -1 */
     bool lazy;          /* sx_h5_open_index: rows are read by sx_h5_fill_rows */
     bool open_only;     /* a rank other than 0 of a shared index: opens, reads no rows */
-    hid_t rd[5];        /* lazily read index columns (RD_*), or -1 */
+    /* sx_h5_open_index: the caller keeps the run open while its rows live, so the rows
+     * of a full read (--summary) borrow their strings from the pools as a lazy run's */
+    bool borrow;
+    hid_t rd[5]; /* lazily read index columns (RD_*), or -1 */
     /* the strings of 'meta' read from the file's global heap, or NULL: HDF5 reads them */
     struct sx_vlen *meta_vlen;
     /* running sums of start_deltas at piece ends, so that a row read in
@@ -63,8 +66,9 @@ struct sx_h5 {
     /* per event column (SX_NCOLS) and per index column (RD_N), in one allocation:
      * by pointer, so that this header needs not the direct reads' own */
     struct sx_direct_col *raw, *rdraw;
-    /* a lazy run's string columns (RD_FILES..RD_TAGS), read once at open: every
-     * distinct string once in a pool, and per row its id (0: empty) */
+    /* the string columns (RD_FILES..RD_TAGS) of a lazy run or one whose rows borrow,
+     * read once at open: every distinct string once in a pool, and per row its id (0:
+     * empty) */
     struct pool {
         char **s; /* s[id - 1] */
         size_t n, cap;

@@ -68,6 +68,14 @@ count-negative|rank_region_index/event_counts row 0|negative
 bad-tags|rank_region_index/tags row 0|not valid JSON
 EOF
 
+# Tags that are not JSON under --summary, whose rows borrow the strings of the index
+# from its pools: the same refusal, the row named
+f="$TMP/bad-tags.h5"
+for np in 0 2; do
+    LIMIT=30 refused "bad-tags --summary" "$np" \
+        "$f|rank_region_index/tags row 0|not valid JSON" "$f" --summary
+done
+
 # A negative count read through HDF5 rather than at its address: the same refusal
 f="$TMP/count-negative.h5"
 SCOPE_EXPORT_DIRECT_READS=0 LIMIT=30 refused "count-negative, direct reads off" 0 \
