@@ -25,10 +25,17 @@ static const char *const seg_keys[SX_NSEGS] = {
 /* ------------------------------------------------------------------ */
 /* Header and trailer                                                 */
 
+/* '"k": ', in one reservation (a summary row writes fourteen keys) */
 static void key(struct sx_buf *b, const char *k) {
-    sx_buf_putc(b, '"');
-    sx_buf_puts(b, k);
-    sx_buf_puts(b, "\": ");
+    const size_t n = strlen(k);
+    if (!sx_buf_reserve(b, n + 4))
+        return;
+    char *p = b->data + b->len;
+    *p++ = '"';
+    memcpy(p, k, n);
+    memcpy(p + n, "\": ", 3);
+    b->len += n + 4;
+    b->data[b->len] = '\0';
 }
 
 enum sx_status sx_doc_header(const struct sx_doc *doc, struct sx_buf *out,
@@ -352,34 +359,6 @@ static void head_post(const struct sx_doc *doc, const struct sx_row *row,
     }
 }
 
-/* An aggregate's item up to its value: the separator, or the first item's newline, and
- * its key, in one reservation (a summary row has fourteen, and each was five calls). */
-static void agg_key(struct sx_buf *b, int ind, bool first, const char *k) {
-    const size_t kn = strlen(k), pad = ind > 0 ? (size_t)ind * 4 : 0;
-    if (!sx_buf_reserve(b, pad + kn + 6))
-        return;
-    char *p = b->data + b->len;
-    if (ind < 0) {
-        if (!first) {
-            *p++ = ',';
-            *p++ = ' ';
-        }
-    } else {
-        if (!first)
-            *p++ = ',';
-        *p++ = '\n';
-        memset(p, ' ', pad);
-        p += pad;
-    }
-    *p++ = '"';
-    memcpy(p, k, kn);
-    p += kn;
-    memcpy(p, "\": ", 3);
-    p += 3;
-    b->len = (size_t)(p - b->data);
-    b->data[b->len] = '\0';
-}
-
 /* A summary row's head after its source and tags: its aggregates. */
 static enum sx_status head_agg(const struct sx_doc *doc, const struct sx_row *row,
                                struct sx_buf *b, struct sx_error *err) {
@@ -388,7 +367,11 @@ static enum sx_status head_agg(const struct sx_doc *doc, const struct sx_row *ro
     key(b, "aggregate");
     sx_buf_putc(b, '{');
     for (size_t k = 0; k < row->nagg; k++) {
-        agg_key(b, ind, k == 0, sx_agg_keys[row->agg[k].key]);
+        if (k > 0)
+            sx_write_sep(b, ind, 4);
+        else
+            sx_write_newline(b, ind, 4);
+        key(b, sx_agg_keys[row->agg[k].key]);
         enum sx_status st = write_agg_value(b, &row->agg[k], doc->run, row, err);
         if (st != SX_OK)
             return st;

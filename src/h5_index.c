@@ -413,25 +413,25 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
                     goto out;
                 ix.has_excl = true;
             }
-            static const char *const sn[3] = {"source_files", "source_texts", "tags"};
-            char ***sv[3] = {&ix.files, &ix.texts, &ix.tags};
-            uint64_t *sc[3] = {&ix.n_files, &ix.n_texts, &ix.n_tags};
-            /* rows that borrow: the string columns in pools, each string once */
             if (h5->borrow) {
+                /* rows that borrow: the string columns in pools, each string once */
                 st = open_lazy_cols(h5, ix.n, err);
                 if (st != SX_OK)
                     goto out;
-            }
-            for (int k = 0; k < 3 && !h5->borrow; k++) {
-                char p[128];
-                snprintf(p, sizeof p, "rank_region_index/%s", sn[k]);
-                if (!sx_h5_has_link(h5, h5->file, p))
-                    continue;
-                st = sx_h5_read_strings(h5, h5->file, p, sv[k], sc[k], err);
-                if (st == SX_OK)
-                    st = sx_h5_req_len(h5, p, *sc[k], ix.n, err);
-                if (st != SX_OK)
-                    goto out;
+            } else {
+                char ***sv[3] = {&ix.files, &ix.texts, &ix.tags};
+                uint64_t *sc[3] = {&ix.n_files, &ix.n_texts, &ix.n_tags};
+                for (int k = RD_FILES; k <= RD_TAGS; k++) {
+                    char p[128];
+                    snprintf(p, sizeof p, "rank_region_index/%s", sx_h5_rd_names[k]);
+                    if (!sx_h5_has_link(h5, h5->file, p))
+                        continue;
+                    st = sx_h5_read_strings(h5, h5->file, p, sv[k], sc[k], err);
+                    if (st == SX_OK)
+                        st = sx_h5_req_len(h5, p, *sc[k], ix.n, err);
+                    if (st != SX_OK)
+                        goto out;
+                }
             }
         }
         st = open_meta(h5, run, ix.n, err);
@@ -466,8 +466,8 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
         SX_CHECK(run->rows != NULL, SX_ERR_NOMEM, err, src, "out of memory");
         run->nrows = (size_t)ix.n;
     }
-    char col_src[RD_TAGS + 1][1100];
-    for (int c = RD_FILES; c <= RD_TAGS; c++) {
+    char col_src[RD_TAGS + 1][1100]; /* the string columns, named in errors */
+    for (int c = RD_FILES; c <= RD_TAGS && h5->borrow; c++) {
         char obj[128];
         snprintf(obj, sizeof obj, "rank_region_index/%s", sx_h5_rd_names[c]);
         sx_h5_src_name(col_src[c], sizeof col_src[c], h5->path, obj);

@@ -233,8 +233,15 @@ void sx_write_sep(struct sx_buf *b, int indent, int depth) {
         sx_buf_append(b, ", ", 2);
         return;
     }
-    sx_buf_putc(b, ',');
-    sx_write_newline(b, indent, depth);
+    /* one reservation for the comma and the newline's */
+    const size_t n = (size_t)indent * (size_t)(depth > 0 ? depth : 0);
+    if (!sx_buf_reserve(b, n + 2))
+        return;
+    b->data[b->len++] = ',';
+    b->data[b->len++] = '\n';
+    memset(b->data + b->len, ' ', n);
+    b->len += n;
+    b->data[b->len] = '\0';
 }
 
 void sx_write_value(struct sx_buf *b, const struct sx_value *v, int indent, int depth) {
