@@ -384,6 +384,37 @@ if awk -v a="$sc_s" -v b="$pf_s" 'BEGIN { exit !(a + 0 > 0 && b + 0 > 0) }'; the
     kernel_note+=" writes of a byte); fresh memory $(calc 2 "$pf_s / 65536 * 1e6") us a 4 KiB"
     kernel_note+=" page, $(calc 0 "268.435456 / $pf_s") MB/s (dd bs=256M count=1)"
 fi
+# Fresh memory after a pause, in 2 MiB frames (MADV_HUGEPAGE, as the read-ahead's buffers)
+# and in 4 KiB pages: a virtual machine whose balloon reports free memory to its host
+# takes free frames back within seconds, and filling them again costs the host's faults
+# (a sixth of the pages' speed on one such machine): the many-row text rates vary with it.
+frames_mbs() { # HUGE(0|1): MB/s of 64 MiB of fresh anonymous memory, a byte a 4 KiB page
+    python3 - "$1" 2>/dev/null <<'PYEOF'
+import mmap, sys, time
+n = 64 << 20
+m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)  # private: THP applies
+m.madvise(mmap.MADV_HUGEPAGE if sys.argv[1] == "1" else mmap.MADV_NOHUGEPAGE)
+t = time.perf_counter()
+for i in range(0, n, 4096):
+    m[i] = 1
+print("%.0f" % (n / 1e6 / (time.perf_counter() - t)))
+PYEOF
+}
+frames_note=""
+if [ "$mode" != tiny ] && command -v python3 >/dev/null 2>&1; then
+    probe_hf=() probe_sf=()
+    for _ in 1 2 3; do
+        sleep 3
+        probe_hf+=("$(frames_mbs 1)")
+        sleep 3
+        probe_sf+=("$(frames_mbs 0)")
+    done
+    hf=$(median "${probe_hf[@]}") sf=$(median "${probe_sf[@]}")
+    if awk -v a="$hf" -v b="$sf" 'BEGIN { exit !(a + 0 > 0 && b + 0 > 0) }'; then
+        frames_note="64 MiB of fresh memory 3 s after the last: $(calc 0 "$hf") MB/s in 2 MiB"
+        frames_note+=" frames, $(calc 0 "$sf") MB/s in 4 KiB pages (medians of 3)"
+    fi
+fi
 
 # ---------------------------------------------------------------- run the benchmark
 start_load=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -1148,6 +1179,7 @@ header() {
     echo "host: $(hostname), $(nproc) cores, load $start_load at start, $end_load at end;" \
         "ISA-L: $isal_note"
     echo "kernel: $kernel_note"
+    [ -z "$frames_note" ] || echo "frames: $frames_note"
     echo "commit: $(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
         "$(git -C "$top" status --porcelain 2>/dev/null | grep -q . && echo '(with local changes)')"
     echo "MPI settings: $( (env | grep '^OMPI_MCA_' | grep -v -e rmaps_base_oversubscribe \
