@@ -387,7 +387,8 @@ fi
 # Fresh memory after a pause, in 2 MiB frames (MADV_HUGEPAGE, as the read-ahead's buffers)
 # and in 4 KiB pages: a virtual machine whose balloon reports free memory to its host
 # takes free frames back within seconds, and filling them again costs the host's faults
-# (a sixth of the pages' speed on one such machine): the many-row text rates vary with it.
+# (a fifth to a ninth of the pages' speed on one such machine): the many-row text rates vary
+# with it.
 frames_mbs() { # HUGE(0|1): MB/s of 64 MiB of fresh anonymous memory, a byte a 4 KiB page
     python3 - "$1" 2>/dev/null <<'PYEOF'
 import mmap, sys, time

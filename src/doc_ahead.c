@@ -16,12 +16,13 @@
  * room is reused from one read-ahead to the next. Each read-ahead of a
  * many-row run touches most of the event columns' file (a block's rows lie
  * over all of it), so fewer, larger ones fault fewer frames of the mapping
- * in (h5_direct.h). But the room is fresh memory, twice (two read-aheads), and
- * a virtual machine whose balloon hands free memory back to its host fills
- * fresh large frames at a sixth of the speed of reused pages: 6 MiB of values
- * (a block of the 1024 x 64 run; 12 MiB held three) made that export's own
- * time 0.256 -> 0.225 s with the frames cold, 0.181 -> 0.168 s warm; 3 MiB
- * read too often (0.178 s warm).
+ * in (h5_direct.h). But the rooms are fresh memory, twice (two read-aheads),
+ * and a virtual machine whose balloon hands free memory back to its host fills
+ * fresh large frames at a fifth to a ninth of the speed of 4 KiB pages: 6 MiB
+ * of values (a job of five blocks of the 1024 x 64 run, 36k pieces; 12 MiB
+ * took six, 43k, and the rooms of their pieces) made that export's own time
+ * 0.256 -> 0.225 s with the frames cold, 0.181 -> 0.168 s warm; 3 MiB read too
+ * often (0.178 s warm).
  */
 enum { AHEAD_VALUES = 3 << 18, AHEAD_PIECES = 3 << 14, AHEAD_META_CALLS = 3 << 17 };
 /* Events of a block's average piece from which it is read on its own. */
