@@ -419,8 +419,11 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
                 if (st != SX_OK)
                     goto out;
             } else {
-                char ***sv[3] = {&ix.files, &ix.texts, &ix.tags};
-                uint64_t *sc[3] = {&ix.n_files, &ix.n_texts, &ix.n_tags};
+                char ***sv[RD_TAGS + 1] = {
+                    [RD_FILES] = &ix.files, [RD_TEXTS] = &ix.texts, [RD_TAGS] = &ix.tags};
+                uint64_t *sc[RD_TAGS + 1] = {[RD_FILES] = &ix.n_files,
+                                             [RD_TEXTS] = &ix.n_texts,
+                                             [RD_TAGS] = &ix.n_tags};
                 for (int k = RD_FILES; k <= RD_TAGS; k++) {
                     char p[128];
                     snprintf(p, sizeof p, "rank_region_index/%s", sx_h5_rd_names[k]);

@@ -216,32 +216,30 @@ bool sx_value_equal(const struct sx_value *a, const struct sx_value *b) {
     }
 }
 
-void sx_write_newline(struct sx_buf *b, int indent, int depth) {
-    if (indent < 0)
-        return;
+/* A newline and the indent of 'depth', after a comma with 'comma': one reservation (a
+ * summary row writes fourteen items). */
+static void newline_after(struct sx_buf *b, bool comma, int indent, int depth) {
     const size_t n = (size_t)indent * (size_t)(depth > 0 ? depth : 0);
-    if (!sx_buf_reserve(b, n + 1))
+    if (!sx_buf_reserve(b, n + 2))
         return;
+    if (comma)
+        b->data[b->len++] = ',';
     b->data[b->len++] = '\n';
     memset(b->data + b->len, ' ', n);
     b->len += n;
     b->data[b->len] = '\0';
 }
 
+void sx_write_newline(struct sx_buf *b, int indent, int depth) {
+    if (indent >= 0)
+        newline_after(b, false, indent, depth);
+}
+
 void sx_write_sep(struct sx_buf *b, int indent, int depth) {
-    if (indent < 0) {
+    if (indent < 0)
         sx_buf_append(b, ", ", 2);
-        return;
-    }
-    /* one reservation for the comma and the newline's */
-    const size_t n = (size_t)indent * (size_t)(depth > 0 ? depth : 0);
-    if (!sx_buf_reserve(b, n + 2))
-        return;
-    b->data[b->len++] = ',';
-    b->data[b->len++] = '\n';
-    memset(b->data + b->len, ' ', n);
-    b->len += n;
-    b->data[b->len] = '\0';
+    else
+        newline_after(b, true, indent, depth);
 }
 
 void sx_write_value(struct sx_buf *b, const struct sx_value *v, int indent, int depth) {
