@@ -697,7 +697,8 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
                 uint64_t n, first = pc->a;
                 if (kb >= 0) {
                     const struct sx_doc_ahead_ent *en = &ah->pl.ent[ei++];
-                    SX_CHECK(ei <= ah->pl.first[kb + 1] && en->i == pc->i &&
+                    SX_CHECK(ei <= ah->pl.first[kb + 1] &&
+                                 en->row - ah->pl.rfirst[kb] == pc->i - r0 &&
                                  en->seg == pc->seg && en->a == pc->a &&
                                  en->n == pc->z - pc->a,
                              SX_ERR_INTERNAL, err, run->path,

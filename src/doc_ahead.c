@@ -25,6 +25,8 @@
  * often (0.178 s warm).
  */
 enum { AHEAD_VALUES = 3 << 18, AHEAD_PIECES = 3 << 14, AHEAD_META_CALLS = 3 << 17 };
+_Static_assert(AHEAD_VALUES < (1 << 28) && SX_SEG_TAIL < (1 << 4),
+               "a piece's events and segment fit its entry (doc_ahead.h)");
 /* Events of a block's average piece from which it is read on its own. */
 enum { AHEAD_LONG = 1024 };
 
@@ -63,7 +65,6 @@ void sx_doc_ahead_free(struct sx_doc_ahead *ah) {
     sx_ahead_plan_free(&ah->pl);
     sx_big_free(&ah->arena_mem);
     sx_big_free(&ah->rows_mem);
-    sx_big_free(&ah->slices_mem);
     free(ah->mrows);
     free(ah->moff);
     free(ah->many);
@@ -144,12 +145,13 @@ enum sx_status sx_doc_ahead_plan(const struct sx_doc *doc,
         /* long pieces are read well block by block, in bounded batches: read ahead,
          * they would only hold the room of whole blocks (and hold back the block
          * stream, decompressing, say) */
-        if (values + evs > AHEAD_VALUES || pl->nent + nev > AHEAD_PIECES ||
-            calls + mcalls > AHEAD_META_CALLS || (nev > 0 && evs / nev >= AHEAD_LONG))
-            break;
         /* the block's rows: from its first to its last piece's */
         const uint64_t r0 = doc->blocks[blocks[k]].from.row;
         const size_t nbr = np > 0 ? (size_t)(pieces[np - 1].i - r0 + 1) : 0;
+        if (values + evs > AHEAD_VALUES || pl->nent + nev > AHEAD_PIECES ||
+            calls + mcalls > AHEAD_META_CALLS || (nev > 0 && evs / nev >= AHEAD_LONG) ||
+            nrow + nbr > UINT32_MAX)
+            break;
         SX_CHECK(grow((void **)&pl->block, &pl->block_cap, pl->nblock + 1,
                       sizeof *pl->block) &&
                      grow((void **)&pl->first, &pl->first_cap, pl->nblock + 2,
@@ -179,7 +181,7 @@ enum sx_status sx_doc_ahead_plan(const struct sx_doc *doc,
             const size_t row = nrow + (size_t)(pc->i - r0);
             if (sx_seg_col(pc->seg) >= 0) {
                 pl->ent[pl->nent++] = (struct sx_doc_ahead_ent){
-                    pc->i, pc->seg, pc->a, pc->z - pc->a, values, row};
+                    pc->a, values, (uint32_t)row, (uint32_t)(pc->z - pc->a), pc->seg};
                 values += pc->z - pc->a;
             } else if (pc->seg == SX_SEG_META && pl->metas) {
                 pl->mrow[pl->nmeta++] = row;
@@ -222,12 +224,14 @@ static size_t arena_room(const struct sx_doc_ahead *ah) {
 }
 
 static size_t slices_room(const struct sx_doc_ahead *ah) {
-    return room_of(ah->pl.nent * sizeof *ah->slices, AHEAD_PIECES * sizeof *ah->slices);
+    return room_of(ah->pl.nent * sizeof(struct sx_slice),
+                   AHEAD_PIECES * sizeof(struct sx_slice));
 }
 
 enum sx_status sx_doc_ahead_read(const struct sx_doc *doc,
                                  const struct sx_event_source *src,
-                                 struct sx_doc_ahead *ah, struct sx_error *err) {
+                                 struct sx_doc_ahead *ah, struct sx_big *slices_mem,
+                                 struct sx_error *err) {
     enum sx_status st = SX_OK;
     const struct sx_run *run = doc->run;
     const size_t nrow = ah->pl.nblock > 0 ? ah->pl.rfirst[ah->pl.nblock] : 0;
@@ -247,11 +251,10 @@ enum sx_status sx_doc_ahead_read(const struct sx_doc *doc,
     /* Their events: one slice per piece, one read. */
     if (ah->pl.nent > 0) {
         SX_CHECK(sx_big_reserve(&ah->arena_mem, arena_room(ah), 0) &&
-                     sx_big_reserve(&ah->slices_mem, slices_room(ah), 0),
+                     sx_big_reserve(slices_mem, slices_room(ah), 0),
                  SX_ERR_NOMEM, err, run->path, "out of memory");
         ah->arena = ah->arena_mem.p;
-        ah->slices = ah->slices_mem.p;
-        struct sx_slice *slices = ah->slices;
+        struct sx_slice *slices = slices_mem->p;
         memset(slices, 0, ah->pl.nent * sizeof *slices);
         for (size_t e = 0; e < ah->pl.nent; e++) {
             const struct sx_doc_ahead_ent *en = &ah->pl.ent[e];
@@ -289,9 +292,9 @@ out:
 enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
                                  const struct sx_event_source *src,
                                  struct sx_doc_ahead *ah, const size_t *blocks, size_t n,
-                                 struct sx_error *err) {
+                                 struct sx_big *slices, struct sx_error *err) {
     enum sx_status st = sx_doc_ahead_plan(doc, src, &ah->pl, blocks, n, err);
-    return st == SX_OK ? sx_doc_ahead_read(doc, src, ah, err) : st;
+    return st == SX_OK ? sx_doc_ahead_read(doc, src, ah, slices, err) : st;
 }
 
 /* Write a byte of each page of b->p[0 .. n): their frames faulted in. */
@@ -311,8 +314,7 @@ void sx_doc_ahead_warm(struct sx_doc_ahead *ah) {
         return;
     if (sx_big_reserve(&ah->arena_mem, arena_room(ah), 0))
         touch(&ah->arena_mem, (ahead_values(ah) + 1) * sizeof *ah->arena);
-    if (sx_big_reserve(&ah->slices_mem, slices_room(ah), 0))
-        touch(&ah->slices_mem, ah->pl.nent * sizeof *ah->slices);
+    /* not the slices' room: the caller's, which it may read into meanwhile */
 }
 
 const struct sx_row *sx_doc_ahead_rows(const struct sx_doc_ahead *ah, long k) {

@@ -12,12 +12,18 @@
  * one read each per column; the rows of a rank in the next blocks lie side by
  * side, so reading several blocks together takes one read per rank and column.
  */
+/*
+ * A piece read ahead: events [a, a + n) of segment 'seg' of rows[row] (its row in
+ * document order is the block's first, sx_block.from.row, plus row - rfirst[k]), its
+ * values at arena[at ..). 24 bytes: a many-row job plans tens of thousands (the
+ * pieces' bound) in each of three plans; 48 took a large frame more in each.
+ */
 struct sx_doc_ahead_ent {
-    uint64_t i; /* the piece: row in doc order, segment, events [a, a + n) */
-    unsigned seg;
-    uint64_t a, n;
-    uint64_t at; /* its values: arena[at ..) */
-    size_t row;  /* its row: rows[row] */
+    uint64_t a;
+    uint64_t at;
+    uint32_t row;
+    uint32_t n : 28; /* at most the values' bound (doc_ahead.c) */
+    uint32_t seg : 4;
 };
 
 /*
@@ -59,8 +65,6 @@ struct sx_doc_ahead {
     struct sx_row *rows;
     struct sx_big rows_mem;
     size_t nrows;
-    struct sx_slice *slices;
-    struct sx_big slices_mem;
     /* event_metadata (pl.metas): block k's text at mtext[moff[m] .. moff[m + 1]) for
      * m from pl.mfirst[k], as stored: the formatting makes it canonical (canon_meta),
      * beside the next reads */
@@ -85,11 +89,16 @@ bool sx_doc_ahead_has(const struct sx_doc_ahead *ah, size_t b);
  * pieces are left to be read block by block, in bounded batches. What was read
  * ahead before is gone. A block read ahead asks nothing more of the source
  * (sx_doc_block), which is then free to read the next blocks meanwhile.
+ *
+ * 'slices' is the room of the read's slices (one a piece, 96 bytes: more than its
+ * values in a many-row run), needed only while it reads: the caller's, one for all its
+ * read-aheads, as their reads never run at once (each a source's, used by one thread at
+ * a time).
  */
 enum sx_status sx_doc_ahead_fill(const struct sx_doc *doc,
                                  const struct sx_event_source *src,
                                  struct sx_doc_ahead *ah, const size_t *blocks, size_t n,
-                                 struct sx_error *err);
+                                 struct sx_big *slices, struct sx_error *err);
 
 /*
  * sx_doc_ahead_fill in two steps: the plan (which blocks, their pieces and rows: nothing
@@ -102,7 +111,8 @@ enum sx_status sx_doc_ahead_plan(const struct sx_doc *doc,
                                  struct sx_error *err);
 enum sx_status sx_doc_ahead_read(const struct sx_doc *doc,
                                  const struct sx_event_source *src,
-                                 struct sx_doc_ahead *ah, struct sx_error *err);
+                                 struct sx_doc_ahead *ah, struct sx_big *slices,
+                                 struct sx_error *err);
 void sx_ahead_plan_free(struct sx_ahead_plan *pl);
 
 /* Fault in the rooms sx_doc_ahead_read of what 'ah' plans will write (nothing of the

@@ -42,7 +42,8 @@ struct json_doc {
     /* with a reader, the plan of its next job, made while it reads the one before;
      * nblock 0: none */
     struct sx_ahead_plan plan;
-    struct reader *rd; /* NULL: none (yet, or to be had) */
+    struct sx_big slices; /* the slices of a read-ahead's read (sx_doc_ahead_fill) */
+    struct reader *rd;    /* NULL: none (yet, or to be had) */
     bool rd_tried, warmed;
     struct sx_doc_room room;
 };
@@ -68,7 +69,8 @@ static void *reader_main(void *arg) {
         if (r->warm)
             sx_doc_ahead_warm(r->ah);
         else
-            r->st = sx_doc_ahead_read(&r->j->doc, &r->j->src, r->ah, &r->err);
+            r->st =
+                sx_doc_ahead_read(&r->j->doc, &r->j->src, r->ah, &r->j->slices, &r->err);
         pthread_mutex_lock(&r->t.mu);
         r->done = true;
         pthread_cond_broadcast(&r->t.cv);
@@ -194,7 +196,8 @@ static enum sx_status json_prepare(void *ctx, const size_t *next, size_t n, size
             reader_give(r, &j->ahead[1 - j->cur], true);
     }
     if (st == SX_OK && n > 0 && !sx_doc_ahead_has(ah, next[0]))
-        st = sx_doc_ahead_fill(&j->doc, &j->src, ah, next, r != NULL ? 1 : n, err);
+        st = sx_doc_ahead_fill(&j->doc, &j->src, ah, next, r != NULL ? 1 : n, &j->slices,
+                               err);
     reader_wait(r, true); /* the warming, if any */
     while (*ready < n && sx_doc_ahead_has(ah, next[*ready]))
         ++*ready;
@@ -225,6 +228,7 @@ static void json_free(void *ctx) {
     sx_doc_ahead_free(&j->ahead[0]);
     sx_doc_ahead_free(&j->ahead[1]);
     sx_ahead_plan_free(&j->plan);
+    sx_big_free(&j->slices);
     sx_doc_room_free(&j->room);
     sx_doc_free(&j->doc);
     free(j);
