@@ -6,6 +6,7 @@
 #include "filter.h"
 #include "run.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,7 +80,7 @@ const struct sx_row *sx_plan_row_again(const struct sx_run *run, uint64_t r,
     tmp->rank = x->rank;
     tmp->count = x->count;
     tmp->offset = x->offset;
-    tmp->file_row = x->file_row;
+    tmp->file_row = r;
     tmp->cols = SX_COLBIT(SX_COL_START) | SX_COLBIT(SX_COL_END) | run->file_cols;
     if (x->flags & SX_IR_NO_GPU)
         tmp->cols &= ~SX_COLBIT(SX_COL_GPU);
@@ -89,7 +90,7 @@ const struct sx_row *sx_plan_row_again(const struct sx_run *run, uint64_t r,
 
 static int cmp_doc_rows(const void *a, const void *b, void *ctx) {
     const struct sx_run *sort_run = ctx;
-    uint64_t i = *(const uint64_t *)a, j = *(const uint64_t *)b;
+    uint64_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
     uint32_t xr, yr;
     int64_t xk, yk;
     if (sx_run_is_lazy(sort_run)) {
@@ -126,9 +127,9 @@ static void row_key(const struct sx_run *run, uint64_t r, uint32_t *region,
  * comparator read the index in no order at all, a cache miss a comparison.
  * Without memory for the counts, that sort.
  */
-static void sort_doc_rows(const struct sx_run *run, uint64_t *order, size_t n) {
+static void sort_doc_rows(const struct sx_run *run, uint32_t *order, size_t n) {
     size_t *start = sx_calloc(run->nnames + 2, sizeof *start);
-    uint64_t *to = sx_malloc((n + 1) * sizeof *to);
+    uint32_t *to = sx_malloc((n + 1) * sizeof *to);
     int64_t *ranks = sx_malloc((n + 1) * sizeof *ranks);
     if (start == NULL || to == NULL || ranks == NULL) {
         qsort_r(order, n, sizeof *order, cmp_doc_rows, (void *)run);
@@ -225,13 +226,17 @@ enum sx_status sx_doc_plan(struct sx_doc *doc, const struct sx_run *run,
     struct sx_row tmp, tmp2;
     memset(&tmp, 0, sizeof tmp);
     memset(&tmp2, 0, sizeof tmp2);
+    SX_CHECK(nall <= UINT32_MAX, SX_ERR_FORMAT, err, run->path,
+             "%s: %zu rows (a region on a rank each) are more than the %" PRIu32
+             " a document can hold",
+             run->path, nall, UINT32_MAX);
     doc->order = sx_malloc((nall + 1) * sizeof *doc->order);
     SX_CHECK(doc->order != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
     uint64_t n = 0;
     for (size_t r = 0; r < nall; r++) {
         const struct sx_row *row = sx_plan_row_again(run, r, &tmp);
         if (keep_name[row->region] && sx_filter_rank(filter, row->rank))
-            doc->order[n++] = r;
+            doc->order[n++] = (uint32_t)r;
     }
     /* Region-major (region table order), then rank ascending. */
     sort_doc_rows(run, doc->order, n);

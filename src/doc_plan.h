@@ -40,7 +40,9 @@ struct sx_block {
 /* The document: ordered rows (after filters) and their blocks. */
 struct sx_doc {
     const struct sx_run *run;
-    uint64_t *order; /* indexes into run->rows, in document order */
+    /* indexes into run->rows (or run->index), in document order; 4 bytes: every rank
+     * holds one a row of the run (a run of more rows is refused: sx_doc_plan) */
+    uint32_t *order;
     uint64_t nrows;
     int indent;
     struct sx_block *blocks;

@@ -491,7 +491,6 @@ static enum sx_status read_columnar(struct sx_h5 *h5, struct sx_run *run,
                 .offset = (uint64_t)ix.offsets[r],
                 .count = (uint64_t)ix.counts[r],
                 .rank = ix.ranks[r],
-                .file_row = r,
                 .region = first[ix.region_ids[r]],
             };
             continue;
@@ -750,7 +749,7 @@ static enum sx_status fill_rows(struct sx_h5 *h5, const struct sx_run *run,
         row->rank = ix[k]->rank;
         row->offset = ix[k]->offset;
         row->count = ix[k]->count;
-        row->file_row = ix[k]->file_row;
+        row->file_row = sx_index_file_row(run, ix[k]);
         row->cols = cols;
         if (ix[k]->flags & SX_IR_NO_GPU)
             row->cols &= ~SX_COLBIT(SX_COL_GPU);
@@ -765,7 +764,7 @@ static enum sx_status fill_rows(struct sx_h5 *h5, const struct sx_run *run,
     SX_CHECK(pts != NULL && off != NULL && iv != NULL, SX_ERR_NOMEM, err, h5->path,
              "out of memory");
     for (size_t k = 0; k < n; k++)
-        pts[k] = ix[k]->file_row;
+        pts[k] = out[k].file_row;
     for (int c = 0; c < RD_N; c++) {
         if (h5->rd[c] < 0)
             continue;
@@ -791,7 +790,7 @@ static enum sx_status fill_rows(struct sx_h5 *h5, const struct sx_run *run,
             continue;
         }
         for (size_t k = 0; k < n && st == SX_OK; k++)
-            st = pool_string(h5, c, ix[k]->file_row, &out[k], src, err);
+            st = pool_string(h5, c, out[k].file_row, &out[k], src, err);
         if (st != SX_OK)
             goto out;
     }

@@ -175,13 +175,14 @@ struct sx_lp_rank {
  * place in the document and in the event columns, a few dozen bytes. The
  * rest of the row is read for the blocks that write it (sx_h5_fill_rows).
  */
+/* A row of a lazily read run's index: row r of rank_region_index is index[r]
+ * (sx_index_file_row). 32 bytes: every rank holds one a row of the run. */
 struct sx_index_row {
     uint64_t offset; /* first event of the row in the event columns */
     uint64_t count;
     int64_t rank;
-    uint64_t file_row; /* row of rank_region_index */
-    uint32_t region;   /* index into run->names */
-    uint32_t flags;    /* SX_IR_* */
+    uint32_t region; /* index into run->names */
+    uint32_t flags;  /* SX_IR_* */
 };
 #define SX_IR_NO_GPU 1u /* the GPU slice has no value >= 0: no GPU column */
 
@@ -216,6 +217,12 @@ struct sx_run {
     struct sx_lp_rank *line_profile;
     size_t nline_profile;
 };
+
+/* The row of rank_region_index that index row 'x' (of run->index) is. */
+static inline uint64_t sx_index_file_row(const struct sx_run *run,
+                                         const struct sx_index_row *x) {
+    return (uint64_t)(x - run->index);
+}
 
 /* Events [first, first + n) of one row, for the columns in 'cols'. */
 struct sx_slice {
