@@ -142,12 +142,12 @@ enum sx_status sx_doc_ahead_plan(const struct sx_doc *doc,
                 nm++;
             }
         }
-        /* long pieces are read well block by block, in bounded batches: read ahead,
-         * they would only hold the room of whole blocks (and hold back the block
-         * stream, decompressing, say) */
         /* the block's rows: from its first to its last piece's */
         const uint64_t r0 = doc->blocks[blocks[k]].from.row;
         const size_t nbr = np > 0 ? (size_t)(pieces[np - 1].i - r0 + 1) : 0;
+        /* long pieces are read well block by block, in bounded batches: read ahead,
+         * they would only hold the room of whole blocks (and hold back the block
+         * stream, decompressing, say); a job's rows are counted in 32 bits */
         if (values + evs > AHEAD_VALUES || pl->nent + nev > AHEAD_PIECES ||
             calls + mcalls > AHEAD_META_CALLS || (nev > 0 && evs / nev >= AHEAD_LONG) ||
             nrow + nbr > UINT32_MAX)

@@ -11,8 +11,7 @@
  * rank by rank, one block's rows (a region, rank after rank) lie far apart,
  * one read each per column; the rows of a rank in the next blocks lie side by
  * side, so reading several blocks together takes one read per rank and column.
- */
-/*
+ *
  * A piece read ahead: events [a, a + n) of segment 'seg' of rows[row] (its row in
  * document order is the block's first, sx_block.from.row, plus row - rfirst[k]), its
  * values at arena[at ..). 24 bytes: a many-row job plans tens of thousands (the

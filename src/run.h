@@ -172,11 +172,11 @@ struct sx_lp_rank {
 
 /*
  * What the plan keeps of a row of a run read lazily (sx_h5_open_index): its
- * place in the document and in the event columns, a few dozen bytes. The
- * rest of the row is read for the blocks that write it (sx_h5_fill_rows).
+ * place in the document and in the event columns, 32 bytes (every rank holds
+ * one a row of the run). Row r of rank_region_index is index[r]
+ * (sx_index_file_row). The rest of the row is read for the blocks that write
+ * it (sx_h5_fill_rows).
  */
-/* A row of a lazily read run's index: row r of rank_region_index is index[r]
- * (sx_index_file_row). 32 bytes: every rank holds one a row of the run. */
 struct sx_index_row {
     uint64_t offset; /* first event of the row in the event columns */
     uint64_t count;
