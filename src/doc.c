@@ -502,6 +502,32 @@ void sx_doc_room_free(struct sx_doc_room *room) {
     memset(room, 0, sizeof *room);
 }
 
+/*
+ * Rows held whole (a summary's, a loaded or native run's) are written in document
+ * order, region by region, and lie in the file's, rank by rank: each row, and the
+ * aggregates it points to, a miss of every cache (a 1.6M-row summary spent 80% of its
+ * block writing's own time in two loads). The row of the piece ROW_AHEAD on is asked
+ * of the cache, and the aggregates of the one half as far, whose row came meanwhile.
+ */
+enum { ROW_AHEAD = 24 };
+/* A macro: GCC 12 drops a prefetch inlined from a function into the loop (doc_plan.h). */
+#define PREFETCH_ROWS(run, order, pieces, k, q)                                          \
+    do {                                                                                 \
+        if ((k) + ROW_AHEAD < (q)) {                                                     \
+            const char *r_ =                                                             \
+                (const char *)&(run)->rows[(order)[(pieces)[(k) + ROW_AHEAD].i]];        \
+            __builtin_prefetch(r_);                                                      \
+            __builtin_prefetch(r_ + 64);                                                 \
+            __builtin_prefetch(r_ + 128);                                                \
+        }                                                                                \
+        if ((k) + ROW_AHEAD / 2 < (q)) {                                                 \
+            const struct sx_row *h_ =                                                    \
+                &(run)->rows[(order)[(pieces)[(k) + ROW_AHEAD / 2].i]];                  \
+            if (h_->agg != NULL)                                                         \
+                __builtin_prefetch(h_->agg);                                             \
+        }                                                                                \
+    } while (0)
+
 enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_source *src,
                             const struct sx_doc_ahead *ah, struct sx_doc_room *room,
                             size_t bi, struct sx_buf *out, struct sx_error *err) {
@@ -660,6 +686,8 @@ enum sx_status sx_doc_block(const struct sx_doc *doc, const struct sx_event_sour
             struct sx_piece *pc = &pieces[k];
             const struct sx_row *row = BLOCK_ROW(pc->i);
             int c = sx_seg_col(pc->seg);
+            if (arows == NULL && brows == NULL)
+                PREFETCH_ROWS(run, doc->order, pieces, k, q);
             if (pc->seg == SX_SEG_HEAD) {
                 st = write_head(doc, pc->i, row, &memo, out, err);
                 if (st != SX_OK)

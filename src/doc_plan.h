@@ -82,15 +82,25 @@ const struct sx_row *sx_plan_row(const struct sx_run *run, uint64_t r,
 const struct sx_row *sx_plan_row_again(const struct sx_run *run, uint64_t r,
                                        struct sx_row *tmp);
 
-/* Rows are planned in document order, and the index is in the file's (rank by rank):
- * the index row of order[i + SX_PLAN_AHEAD] asked of the cache while row i is
- * planned, when there is one. A macro: GCC 12 drops a prefetch inlined from a
+/* Rows are planned in document order, and the index (or the rows read whole) is in the
+ * file's (rank by rank): the index row of order[i + SX_PLAN_AHEAD] asked of the cache
+ * while row i is planned (or the row, its first lines: a summary's 1.6M rows of ~200
+ * bytes are far out of the caches). A macro: GCC 12 drops a prefetch inlined from a
  * function into these loops. */
 enum { SX_PLAN_AHEAD = 16 };
 #define SX_PLAN_PREFETCH(run, order, i, n)                                               \
     do {                                                                                 \
-        if ((run)->index != NULL && (i) + SX_PLAN_AHEAD < (n))                           \
-            __builtin_prefetch(&(run)->index[(order)[(i) + SX_PLAN_AHEAD]]);             \
+        if ((i) + SX_PLAN_AHEAD < (n)) {                                                 \
+            if ((run)->index != NULL) {                                                  \
+                __builtin_prefetch(&(run)->index[(order)[(i) + SX_PLAN_AHEAD]]);         \
+            } else {                                                                     \
+                const char *pf_ =                                                        \
+                    (const char *)&(run)->rows[(order)[(i) + SX_PLAN_AHEAD]];            \
+                __builtin_prefetch(pf_);                                                 \
+                __builtin_prefetch(pf_ + 64);                                            \
+                __builtin_prefetch(pf_ + 128);                                           \
+            }                                                                            \
+        }                                                                                \
     } while (0)
 
 /* Events a piece of a block is read and written in at the most. */
