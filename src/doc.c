@@ -513,13 +513,8 @@ enum { ROW_AHEAD = 24 };
 /* A macro: GCC 12 drops a prefetch inlined from a function into the loop (doc_plan.h). */
 #define PREFETCH_ROWS(run, order, pieces, k, q)                                          \
     do {                                                                                 \
-        if ((k) + ROW_AHEAD < (q)) {                                                     \
-            const char *r_ =                                                             \
-                (const char *)&(run)->rows[(order)[(pieces)[(k) + ROW_AHEAD].i]];        \
-            __builtin_prefetch(r_);                                                      \
-            __builtin_prefetch(r_ + 64);                                                 \
-            __builtin_prefetch(r_ + 128);                                                \
-        }                                                                                \
+        if ((k) + ROW_AHEAD < (q))                                                       \
+            SX_PREFETCH_ROW(&(run)->rows[(order)[(pieces)[(k) + ROW_AHEAD].i]]);         \
         if ((k) + ROW_AHEAD / 2 < (q)) {                                                 \
             const struct sx_row *h_ =                                                    \
                 &(run)->rows[(order)[(pieces)[(k) + ROW_AHEAD / 2].i]];                  \

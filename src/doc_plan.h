@@ -88,18 +88,22 @@ const struct sx_row *sx_plan_row_again(const struct sx_run *run, uint64_t r,
  * bytes are far out of the caches). A macro: GCC 12 drops a prefetch inlined from a
  * function into these loops. */
 enum { SX_PLAN_AHEAD = 16 };
+/* The first three cache lines of row 'row' (a const struct sx_row *), where a row's
+ * region, rank, strings, count and aggregates lie. */
+#define SX_PREFETCH_ROW(row)                                                             \
+    do {                                                                                 \
+        const char *pf_ = (const char *)(row);                                           \
+        __builtin_prefetch(pf_);                                                         \
+        __builtin_prefetch(pf_ + 64);                                                    \
+        __builtin_prefetch(pf_ + 128);                                                   \
+    } while (0)
 #define SX_PLAN_PREFETCH(run, order, i, n)                                               \
     do {                                                                                 \
         if ((i) + SX_PLAN_AHEAD < (n)) {                                                 \
-            if ((run)->index != NULL) {                                                  \
+            if ((run)->index != NULL)                                                    \
                 __builtin_prefetch(&(run)->index[(order)[(i) + SX_PLAN_AHEAD]]);         \
-            } else {                                                                     \
-                const char *pf_ =                                                        \
-                    (const char *)&(run)->rows[(order)[(i) + SX_PLAN_AHEAD]];            \
-                __builtin_prefetch(pf_);                                                 \
-                __builtin_prefetch(pf_ + 64);                                            \
-                __builtin_prefetch(pf_ + 128);                                           \
-            }                                                                            \
+            else                                                                         \
+                SX_PREFETCH_ROW(&(run)->rows[(order)[(i) + SX_PLAN_AHEAD]]);             \
         }                                                                                \
     } while (0)
 
