@@ -25,6 +25,10 @@
  * often (0.178 s warm).
  */
 enum { AHEAD_VALUES = 3 << 18, AHEAD_PIECES = 3 << 14, AHEAD_META_CALLS = 3 << 17 };
+/* Rows of one read-ahead: a row of events has two pieces at least, so this bounds only
+ * rows without (a summary's, 400 bytes a row held with its aggregates): without it, one
+ * read-ahead took a rank's every block of the 16384 x 100 summary, 240k rows at once. */
+enum { AHEAD_ROWS = AHEAD_PIECES / 2 };
 _Static_assert(AHEAD_VALUES < (1 << 28) && SX_SEG_TAIL < (1 << 4),
                "a piece's events and segment fit its entry (doc_ahead.h)");
 /* Events of a block's average piece from which it is read on its own. */
@@ -147,10 +151,11 @@ enum sx_status sx_doc_ahead_plan(const struct sx_doc *doc,
         const size_t nbr = np > 0 ? (size_t)(pieces[np - 1].i - r0 + 1) : 0;
         /* long pieces are read well block by block, in bounded batches: read ahead,
          * they would only hold the room of whole blocks (and hold back the block
-         * stream, decompressing, say); a job's rows are counted in 32 bits */
+         * stream, decompressing, say); a job's rows are counted in 32 bits (an
+         * entry's row, doc_ahead.h), well within AHEAD_ROWS */
         if (values + evs > AHEAD_VALUES || pl->nent + nev > AHEAD_PIECES ||
             calls + mcalls > AHEAD_META_CALLS || (nev > 0 && evs / nev >= AHEAD_LONG) ||
-            nrow + nbr > UINT32_MAX)
+            nrow + nbr > AHEAD_ROWS)
             break;
         SX_CHECK(grow((void **)&pl->block, &pl->block_cap, pl->nblock + 1,
                       sizeof *pl->block) &&

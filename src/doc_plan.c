@@ -85,6 +85,11 @@ const struct sx_row *sx_plan_row_again(const struct sx_run *run, uint64_t r,
     if (x->flags & SX_IR_NO_GPU)
         tmp->cols &= ~SX_COLBIT(SX_COL_GPU);
     tmp->has_meta_col = run->has_meta_col;
+    if (run->summary_index) { /* as sx_h5_summary_rows makes it, but its aggregates */
+        tmp->is_aggregate = true;
+        tmp->event_data_available = false;
+        tmp->nagg = SX_AGG_NKEYS;
+    }
     return tmp;
 }
 

@@ -732,6 +732,11 @@ static enum sx_status src_fill_rows(void *ctx, const struct sx_run *run,
     return sx_h5_fill_rows(ctx, run, ix, n, out, err);
 }
 
+static enum sx_status src_hold_rows(void *ctx, const struct sx_run *run,
+                                    const uint8_t *want, struct sx_error *err) {
+    return sx_h5_hold_rows(ctx, run, want, err);
+}
+
 static enum sx_status src_read_metas(void *ctx, const struct sx_run *run,
                                      const struct sx_row *const *rows, size_t n,
                                      bool stored, struct sx_buf *out, size_t *off,
@@ -753,6 +758,7 @@ static enum sx_status src_read_slices(void *ctx, const struct sx_run *run,
 
 struct sx_event_source sx_h5_event_source(struct sx_h5 *h5) {
     static const struct sx_event_ops ops = {.fill_rows = src_fill_rows,
+                                            .hold_rows = src_hold_rows,
                                             .read_metas = src_read_metas,
                                             .canon_meta = src_canon_meta,
                                             .read_slices = src_read_slices};

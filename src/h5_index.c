@@ -598,7 +598,7 @@ static enum sx_status open_run(MPI_Comm comm, const char *path, bool summary, bo
     if (h5 != NULL) {
         h5->file = -1;
         h5->meta = -1;
-        h5->lazy = lazy && !summary;
+        h5->lazy = lazy; /* a summary too: its statistics are held apart (h5->sum) */
         h5->borrow = lazy;
         for (int k = 0; k < RD_N; k++)
             h5->rd[k] = -1;
@@ -675,8 +675,14 @@ static enum sx_status open_run(MPI_Comm comm, const char *path, bool summary, bo
     } else {
         st = read_columnar(h5, run, err);
         if (st == SX_OK && summary && run->layout == SX_LAYOUT_COLUMNAR &&
-            sx_h5_has_link(h5, h5->file, "rank_region_index/summary_statistics"))
-            st = sx_h5_read_summary(h5, run, err);
+            sx_h5_has_link(h5, h5->file, "rank_region_index/summary_statistics")) {
+            if (h5->lazy) {
+                st = sx_h5_open_summary(h5, run, err);
+                run->summary_index = true;
+            } else {
+                st = sx_h5_read_summary(h5, run, err);
+            }
+        }
     }
     if (st != SX_OK)
         goto out;
@@ -715,6 +721,7 @@ static void close_run(struct sx_h5 *h5) {
         sx_h5_pool_free(&h5->pool[k]);
     sx_h5_close_id(h5->file);
     sx_h5_quiet_end(&q);
+    sx_h5_summary_free(h5);
     sx_direct_close(h5->direct);
     sx_h5_links_free(h5->links);
     sx_big_free(&h5->scratch);
@@ -771,6 +778,8 @@ static enum sx_status fill_rows(struct sx_h5 *h5, const struct sx_run *run,
         char obj[128];
         snprintf(obj, sizeof obj, "rank_region_index/%s", sx_h5_rd_names[c]);
         sx_h5_src_name(src, sizeof src, h5->path, obj);
+        if ((c == RD_LINES || c == RD_EXCL) && h5->summary)
+            continue; /* a summary's: held, set by sx_h5_summary_rows */
         if (c == RD_LINES || c == RD_EXCL) {
             st = sx_direct_point_ints(h5->direct, &h5->rdraw[c], h5->rd[c], pts, n, iv,
                                       src, err);
@@ -794,6 +803,9 @@ static enum sx_status fill_rows(struct sx_h5 *h5, const struct sx_run *run,
         if (st != SX_OK)
             goto out;
     }
+    /* a summary's rows: their lines, exclusive times and aggregates, held */
+    if (h5->summary)
+        st = sx_h5_summary_rows(h5, out, n, err);
 out:
     sx_buf_free(&text);
     free(iv);
@@ -825,6 +837,19 @@ enum sx_status sx_h5_fill_rows(struct sx_h5 *h5, const struct sx_run *run,
                                struct sx_row *out, struct sx_error *err) {
     sx_h5_enter(h5->path);
     enum sx_status st = fill_rows(h5, run, ix, n, out, err);
+    sx_h5_leave();
+    return st;
+}
+
+enum sx_status sx_h5_hold_rows(struct sx_h5 *h5, const struct sx_run *run,
+                               const uint8_t *want, struct sx_error *err) {
+    if (!h5->summary || !run->summary_index)
+        return SX_OK;
+    struct h5_quiet q;
+    sx_h5_enter(h5->path);
+    sx_h5_quiet_begin(&q);
+    enum sx_status st = sx_h5_hold_summary(h5, want, err);
+    sx_h5_quiet_end(&q);
     sx_h5_leave();
     return st;
 }

@@ -23,10 +23,10 @@ struct sx_h5;
 enum sx_status sx_h5_open(MPI_Comm comm, const char *path, bool summary,
                           struct sx_h5 **h5, struct sx_run **run, struct sx_error *err);
 /*
- * The same, but a columnar run with events (not summary, not aggregate) is
- * read lazily: 'run' gets the index (run->index) and no rows; the rest of a
- * row is read by sx_h5_fill_rows when a block writes it. Other layouts are
- * read as by sx_h5_open. Collective like sx_h5_open.
+ * The same, but a columnar run (not aggregate) is read lazily: 'run' gets the
+ * index (run->index) and no rows; the rest of a row is read by sx_h5_fill_rows
+ * when a block writes it, a summary's aggregates too (run->summary_index).
+ * Other layouts are read as by sx_h5_open. Collective like sx_h5_open.
  */
 enum sx_status sx_h5_open_index(MPI_Comm comm, const char *path, bool summary,
                                 struct sx_h5 **h5, struct sx_run **run,
@@ -39,6 +39,13 @@ enum sx_status sx_h5_open_index(MPI_Comm comm, const char *path, bool summary,
 enum sx_status sx_h5_fill_rows(struct sx_h5 *h5, const struct sx_run *run,
                                const struct sx_index_row *const *ix, size_t n,
                                struct sx_row *out, struct sx_error *err);
+/*
+ * The rows of a lazily read run this process fills, want[file row] != 0: a
+ * summary holds the statistics of those alone (else all, at the first fill).
+ * Nothing for other runs. Local.
+ */
+enum sx_status sx_h5_hold_rows(struct sx_h5 *h5, const struct sx_run *run,
+                               const uint8_t *want, struct sx_error *err);
 /* Local. Accepts NULL. */
 void sx_h5_close(struct sx_h5 *h5);
 

@@ -24,6 +24,7 @@ extern const char *const sx_h5_rd_names[RD_N];
 struct sx_direct;     /* h5_direct.h */
 struct sx_direct_col; /* h5_direct.h */
 struct sx_vlen;       /* h5_direct_heap.h */
+struct sx_h5_sum;     /* h5_summary.c */
 
 /* An open run: the file, its event datasets and what the readers reuse between calls. */
 struct sx_h5 {
@@ -42,6 +43,15 @@ struct sx_h5 {
      * of a full read (--summary) borrow their strings from the pools as a lazy run's */
     bool borrow;
     hid_t rd[5]; /* lazily read index columns (RD_*), or -1 */
+    /* a lazy summary (sx_h5_open_summary): summary_statistics has nsum rows, one an
+     * index row; the rows' statistics, lines and exclusive times, 104 bytes a row, held
+     * for the rows this process fills (sx_h5_hold_summary), which the blocks' rows are
+     * made of (sx_h5_summary_rows): by file row, or where sum_slot[file row] - 1 says
+     * when only some are held (0: not held) */
+    bool summary;
+    struct sx_h5_sum *sum;
+    uint32_t *sum_slot;
+    uint64_t nsum;
     /* the strings of 'meta' read from the file's global heap, or NULL: HDF5 reads them */
     struct sx_vlen *meta_vlen;
     /* running sums of start_deltas at piece ends, so that a row read in
@@ -118,7 +128,28 @@ enum sx_status sx_h5_read_pools(struct sx_direct *dr, const hid_t *d, int n,
 
 /* h5_summary.c */
 
+/* Every row of a run read in full made an aggregate row of its statistics. */
 enum sx_status sx_h5_read_summary(struct sx_h5 *h5, struct sx_run *run,
+                                  struct sx_error *err);
+
+/* A lazy summary: summary_statistics opened and checked against the index on the ranks
+ * that read it; its rows are held later (sx_h5_hold_summary). */
+enum sx_status sx_h5_open_summary(struct sx_h5 *h5, const struct sx_run *run,
+                                  struct sx_error *err);
+
+/*
+ * Hold the statistics, lines and exclusive times of the rows want[file row] != 0 (NULL:
+ * all), read in file order a bounded piece at a time: a process holds 104 bytes for
+ * each row it writes (against some 530 of rows read in full with their aggregates).
+ * Read by row for the blocks instead, each block's rows (a region's, rank by rank) lie
+ * all over the file, which was read again for every region.
+ */
+enum sx_status sx_h5_hold_summary(struct sx_h5 *h5, const uint8_t *want,
+                                  struct sx_error *err);
+
+void sx_h5_summary_free(struct sx_h5 *h5);
+
+enum sx_status sx_h5_summary_rows(struct sx_h5 *h5, struct sx_row *rows, size_t n,
                                   struct sx_error *err);
 
 /* h5_schema1.c */

@@ -215,6 +215,32 @@ static enum sx_status json_block(void *ctx, size_t b, struct sx_buf *out,
     return sx_doc_block(&j->doc, &j->src, ah, &j->room, b, out, err);
 }
 
+/* The rows of this rank's blocks, told to the source: a summary holds their statistics
+ * alone (h5_summary.c), 104 bytes a row of the run on every rank otherwise. */
+static enum sx_status json_claim(void *ctx, const bool *mine, struct sx_error *err) {
+    struct json_doc *j = ctx;
+    const struct sx_doc *doc = &j->doc;
+    const struct sx_run *run = doc->run;
+    enum sx_status st = SX_OK;
+    if (j->src.ops == NULL || j->src.ops->hold_rows == NULL || !run->summary_index)
+        return SX_OK;
+    uint8_t *want = sx_calloc(run->nindex + 1, 1);
+    SX_CHECK(want != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
+    for (size_t b = 0; b < doc->nblocks; b++) {
+        if (!mine[b])
+            continue;
+        const struct sx_block *blk = &doc->blocks[b];
+        /* to its last row, which a block may end within */
+        uint64_t end = blk->to.row + (blk->to.seg > 0 || blk->to.ev > 0);
+        for (uint64_t i = blk->from.row; i < end && i < doc->nrows; i++)
+            want[doc->order[i]] = 1;
+    }
+    st = j->src.ops->hold_rows(j->src.ctx, run, want, err);
+out:
+    free(want);
+    return st;
+}
+
 static uint64_t json_units(void *ctx, size_t b) {
     return ((const struct json_doc *)ctx)->doc.blocks[b].units;
 }
@@ -252,7 +278,8 @@ static enum sx_status json_plan(const struct sx_pipe *p, struct sx_doc_state *d,
                                    .tail = json_tail,
                                    .block = json_block,
                                    .block_units = json_units,
-                                   .prepare = json_prepare};
+                                   .prepare = json_prepare,
+                                   .claim = json_claim};
 out:
     return st;
 }

@@ -203,6 +203,8 @@ struct sx_run {
     /* a run read lazily has no 'rows' (nrows 0) but this index, in file order */
     struct sx_index_row *index;
     size_t nindex;
+    /* a lazy summary: every row of the index is an aggregate row (sx_h5_summary_rows) */
+    bool summary_index;
     unsigned file_cols; /* optional event columns the file has (SX_COLBIT) */
     bool has_meta_col;
     bool delta_encoded; /* events/start_deltas exists */
@@ -242,6 +244,11 @@ struct sx_event_ops {
     enum sx_status (*fill_rows)(void *ctx, const struct sx_run *run,
                                 const struct sx_index_row *const *ix, size_t n,
                                 struct sx_row *out, struct sx_error *err);
+    /* Optional: the rows of a lazily read run this process fills, want[file row] != 0,
+     * told once before the first fill: a source may hold what those need alone
+     * (sx_h5_hold_rows). */
+    enum sx_status (*hold_rows)(void *ctx, const struct sx_run *run, const uint8_t *want,
+                                struct sx_error *err);
     /* The canonical event_metadata text of n rows, or with 'stored' the texts as stored
      * (sx_h5_read_metas). */
     enum sx_status (*read_metas)(void *ctx, const struct sx_run *run,

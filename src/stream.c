@@ -216,7 +216,24 @@ struct ahead {
     int rank, size;
     size_t from;    /* blocks before 'from' were made ready by the last 'prepare' */
     const int *own; /* the turns' owners, or NULL */
+    bool claimed;   /* the producer was told this rank's blocks (sx_producer.claim) */
 };
+
+/* Tell the producer which blocks are this rank's, once. */
+static enum sx_status claim(const struct sx_producer *p, const struct sx_stream_opts *so,
+                            struct ahead *ah, struct sx_error *err) {
+    if (p->claim == NULL || ah->claimed)
+        return SX_OK;
+    ah->claimed = true;
+    bool *mine = sx_malloc(p->nblocks + 1);
+    if (mine == NULL)
+        return sx_error_set(err, SX_ERR_NOMEM, so->path, "out of memory");
+    for (size_t b = 0; b < p->nblocks; b++)
+        mine[b] = owner_of(so, ah->own, b, ah->size) == ah->rank;
+    enum sx_status st = p->claim(p->ctx, mine, err);
+    free(mine);
+    return st;
+}
 
 /* Tell the producer this rank's next blocks from 'b' on, unless they are ready. */
 static enum sx_status prepare(const struct sx_producer *p,
@@ -246,6 +263,8 @@ static enum sx_status make_block(const struct sx_producer *p,
                             "%s: export interrupted by a signal; no output was written",
                             so->path);
     st = sx_fault_at(SX_FAIL_READ, err);
+    if (st == SX_OK)
+        st = claim(p, so, ah, err);
     if (st == SX_OK)
         st = prepare(p, so, ah, b, err);
     if (st == SX_OK)
@@ -600,7 +619,7 @@ static enum sx_status stream_root(MPI_Comm comm, int size, const struct sx_produ
     bool remote_failed = false;
     int ended = -1; /* the one worker whose 'end' came inside the loop */
     struct block_hdr h;
-    struct ahead ah = {0, size, 0, own};
+    struct ahead ah = {0, size, 0, own, false};
     struct own_queue oq = {
         .f = w->f, .p = p, .so = so, .ah = &ah, .own = own, .size = size};
 
@@ -816,7 +835,7 @@ static enum sx_status stream_worker(MPI_Comm comm, int rank, int size,
     int *idle = fly != NULL ? fly + nsets : NULL, nidle = nsets, head = 0, nfly = 0;
     uint64_t fly_bytes = 0;
     int got_ctrl = 0, ctrl = 0;
-    struct ahead ah = {rank, size, 0, own};
+    struct ahead ah = {rank, size, 0, own, false};
     if (set == NULL || fly == NULL) {
         st = sx_error_set(err, SX_ERR_NOMEM, "", "out of memory sending blocks");
         *fail_at = -1; /* before its first block */

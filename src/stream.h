@@ -35,6 +35,10 @@ struct sx_producer {
      */
     enum sx_status (*prepare)(void *ctx, const size_t *next, size_t n, size_t *ready,
                               struct sx_error *err);
+    /* Optional, on every rank that formats a block, once before its first block (and
+     * 'prepare'): mine[b] for every block, true for those this rank formats, so that it
+     * holds what those need alone. An error is that block's. */
+    enum sx_status (*claim)(void *ctx, const bool *mine, struct sx_error *err);
     /* Optional, on every rank: the part of the document block 'b' belongs to (a trace's
      * rank), ascending with 'b'; a stream in 'turns' hands out the blocks by part. */
     size_t (*part)(void *ctx, size_t b);

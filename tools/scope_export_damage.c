@@ -58,6 +58,8 @@ static const char usage_text[] =
     "                   scope-export-synth --perf)\n"
     "  rank-huge        rank_region_index/ranks row 0 is 4294967295 (valid: the file\n"
     "                   claims that many ranks)\n"
+    "  summary-short    rank_region_index/summary_statistics has one row fewer than\n"
+    "                   the index [rank_region_index/summary_statistics]\n"
     "  count-negative   rank_region_index/event_counts is int64, row 0 is -1\n"
     "                   [rank_region_index/event_counts]\n"
     "  bad-tags         rank_region_index/tags row 0 is not JSON\n"
@@ -258,6 +260,29 @@ static int damage_index_lengths(hid_t f) {
                          (hsize_t)(n - 1), H5P_DEFAULT, H5T_NATIVE_UINT64, cnt);
 out:
     free(cnt);
+    return rc;
+}
+
+/* summary-short: summary_statistics one row shorter than the index. */
+static int damage_summary_short(hid_t f) {
+    int rc = -1;
+    const char *path = "rank_region_index/summary_statistics";
+    void *rec = NULL;
+    int64_t n = 0;
+    hid_t d = H5Dopen2(f, path, H5P_DEFAULT);
+    hid_t t = d >= 0 ? H5Dget_type(d) : -1;
+    sx_h5_close_id(d);
+    H5TRY(t, path);
+    if (io_column(f, path, t, H5Tget_size(t), &rec, &n, false) != 0)
+        goto out;
+    if (n < 2) {
+        fprintf(stderr, "scope-export-damage: the base run needs two rows or more\n");
+        goto out;
+    }
+    rc = replace_dataset(f, path, t, (hsize_t)(n - 1), H5P_DEFAULT, t, rec);
+out:
+    free(rec);
+    sx_h5_close_id(t);
     return rc;
 }
 
@@ -792,7 +817,7 @@ static const char *const modes[] = {
     "vlen-name",      "vlen-meta",    "external-storage", "external-link",
     "virtual",        "rank-huge",    "count-negative",   "bad-tags",
     "vlen-overrun",   "virtual-meta", "virtual-perf",     "soft-index",
-    "linked-twice",   "bad-meta",     "meta-count"};
+    "linked-twice",   "bad-meta",     "meta-count",       "summary-short"};
 
 int main(int argc, char **argv) {
     int rc = 1;
@@ -831,6 +856,8 @@ int main(int argc, char **argv) {
         r = damage_offsets(f, true);
     else if (!strcmp(mode, "index-lengths"))
         r = damage_index_lengths(f);
+    else if (!strcmp(mode, "summary-short"))
+        r = damage_summary_short(f);
     else if (!strcmp(mode, "region-id"))
         r = damage_region_id(f);
     else if (!strcmp(mode, "huge-claim"))

@@ -76,6 +76,21 @@ for np in 0 2; do
         "$f|rank_region_index/tags row 0|not valid JSON" "$f" --summary
 done
 
+# A summary whose statistics are a row short of the index: the rows are made of the
+# statistics block by block (h5_summary.c), after the index is shared; refused at the open
+f="$TMP/summary-short.h5"
+if "$DAMAGE" summary-short "$base" "$f"; then
+    n=$(h5dump -H -d /rank_region_index/region_ids "$base" | grep -o '( [0-9]* )' | head -1 |
+        tr -dc 0-9)
+    for np in 0 2; do
+        LIMIT=30 refused "summary-short --summary" "$np" \
+            "$f|rank_region_index/summary_statistics|has $((n - 1)) rows but the index has $n" \
+            "$f" --summary
+    done
+else
+    bad "scope-export-damage summary-short failed"
+fi
+
 # A negative count read through HDF5 rather than at its address: the same refusal
 f="$TMP/count-negative.h5"
 SCOPE_EXPORT_DIRECT_READS=0 LIMIT=30 refused "count-negative, direct reads off" 0 \

@@ -2,7 +2,8 @@
 # test_many_rows.sh - runs of thousands of rows (empty ranks, rows without calls) export to
 # the same text at 1, 2 and 3 ranks, with the reads around libhdf5 on and off and the
 # read-ahead thread on and off, and that text holds the rows the generator wrote; imported
-# back, with the event writes around libhdf5 on and off, it exports to the same text
+# back, with the event writes around libhdf5 on and off, it exports to the same text; and
+# the same of their summaries (--summary)
 . "$(dirname "$0")/lib.sh"
 SYNTH="$BIN/scope-export-synth"
 
@@ -101,8 +102,34 @@ shape() { # name block-size synth-options...
         bad "$name: SCOPE_EXPORT_THREADS=1 and the default give different documents"
     fi
 
+    # --summary: the rows made of the statistics block by block (h5_summary.c) are those
+    # of the run read in full; and the same bytes in the caller's thread alone and at 2
+    # and 3 ranks
+    local sum=$TMP/$name.sum.json
+    if "$X" export "$h5" -o "$sum" -q --summary --block-size "$bs" &&
+        "$BIN/tests/same_run" --summary "$sum" "$h5" 2>"$TMP/err"; then
+        ok
+    else
+        bad "$name --summary: $(head -1 "$TMP/err")"
+    fi
+    if SCOPE_EXPORT_THREADS=1 "$X" export "$h5" -o "$TMP/$name.sum1.json" -q --summary \
+        --block-size "$bs" && cmp -s "$TMP/$name.sum1.json" "$sum"; then
+        ok
+    else
+        bad "$name --summary: SCOPE_EXPORT_THREADS=1 and the default give different documents"
+    fi
+
     for np in 1 2 3; do
         sx_np_wanted "$np" || continue
+        if [ "$np" -gt 1 ] && sx_sample 2; then
+            out="$TMP/$name.$np.sum.json"
+            if run_np "$np" "$X" export "$h5" -o "$out" -q --summary --block-size "$bs" &&
+                cmp -s "$out" "$sum"; then
+                ok
+            else
+                bad "$name --summary -n $np (blocks of $bs)"
+            fi
+        fi
         for ext in json json.gz; do
             sx_sample 2 || continue
             out="$TMP/$name.$np.$ext"
