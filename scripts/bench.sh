@@ -159,6 +159,9 @@ cases=(
 )
 [ "$have_isal" = 1 ] && cases+=("isal.1|sx|1|pigz.1|--deflate isal" "isal.2|sx|2|pigz.2|--deflate isal")
 cases+=("cat|y|1||" "gzip|y|1||" "pigz.1|y|1||" "pigz.2|y|2||")
+# --summary of the 16384 x 100 run (1.6M aggregate rows): each rank holds the statistics of
+# its own blocks' rows alone (h5_summary.c); its memory at -n 2, its speed 1 -> 2 ranks
+cases+=("sum.1|sx|1||--summary" "sum.2|sx|2||--summary")
 # The disk's yardstick for a large output, which the export writes around the page cache:
 # dd of the same text in 8 MiB direct writes (the gzip-4 run, whose -n 2 is held by it).
 cases+=("dd|y|1||")
@@ -178,6 +181,7 @@ case_cmd() {   # the command line shown in the table
         json.s) echo "scope-export export run.h5 -o out.json   (no mpiexec: no MPI)" ;;
         json.*) echo "mpiexec -n ${1#json.} scope-export export run.h5 -o out.json" ;;
         gz.*)   echo "mpiexec -n ${1#gz.} scope-export export run.h5 -o out.json.gz" ;;
+        sum.*)  echo "mpiexec -n ${1#sum.} scope-export export run.h5 -o out.json --summary" ;;
         isal.*) echo "mpiexec -n ${1#isal.} scope-export export run.h5 -o out.json.gz --deflate isal" ;;
         cat)    echo "cat doc.json > out" ;;
         dd)     echo "dd if=doc.json of=out bs=8M oflag=direct" ;;
@@ -193,6 +197,7 @@ case_cmd() {   # the command line shown in the table
 case_out() {
     case $1 in start.*) echo "$W/tiny.json" ;; json.*|cat|cat.t|dd) echo "$W/out.json" ;;
         trace.*) echo "$W/out.trace.json" ;; tracegz.*) echo "$W/out.trace.json.gz" ;;
+        sum.*) echo "$W/out.sum.json" ;;
         pf.*) echo "$W/out.pftrace" ;;
         *) echo "$W/out.json.gz" ;; esac
 }
@@ -227,11 +232,13 @@ done
 RUN_LABEL[gz6m]="$(human "$zev")-gzip4"
 # cases a run times (all when unset)
 declare -A RUN_CASES=([gz6m]="start.1 start.2 json.1 json.s json.2 cat dd"
-                      [rows4k]="start.2 json.1 json.2" [rows16k]="start.2 json.1 json.2")
+                      [rows4k]="start.2 json.1 json.2"
+                      [rows16k]="start.1 start.2 json.1 json.2 sum.1 sum.2")
 runs_case() {
     case $2 in # the trace formats are timed on the few-row runs
         trace.*|tracegz.*|cat.t|pigz.t*|pf.*) [[ " ${base_runs[*]} " == *" $1 "* ]] || return 1 ;;
         dd) [ "$1" = gz6m ] || return 1 ;;
+        sum.*) [ "$1" = rows16k ] || return 1 ;;
     esac
     [ -z "${RUN_CASES[$1]:-}" ] || [[ " ${RUN_CASES[$1]} " == *" $2 "* ]]
 }
@@ -320,6 +327,14 @@ check_output() {
     case $c in
         json.1|start.*|trace.1) return 0 ;;   # it is doc.json; a launch exports the tiny run
         pf.1) cp "$out" "$W/doc.$run.pftrace"; return 0 ;;
+        sum.1) mv "$out" "$W/doc.$run.sum.json"; return 0 ;;
+        sum.2)
+            what="${RUN_LABEL[$run]} $c"
+            if cmp -s "$out" "$W/doc.$run.sum.json"; then
+                verified=$((verified + 1))
+            else
+                verify_fail=$((verify_fail + 1)); vnote+=("$what: text differs from 1 rank")
+            fi ;;
         pf.*)
             what="${RUN_LABEL[$run]} $c"
             if cmp -s "$out" "$W/doc.$run.pftrace"; then
@@ -1294,6 +1309,16 @@ rows_targets() {
         a=${ALLRSS[rows16k:json.2]}
         verdict "$(le "$a" $((256 * 1024 - 1)))" "$C (${ROWS[rows16k]} rows): .json -n 2 every rank's peak RSS ${RANKRSS[rows16k:json.2]} MiB; target < 256 MiB"
     else verdict SKIP "$C: peak RSS at -n 2: missing measurement"; fi
+    # --summary: the aggregate rows made block by block, each rank holding its own rows'
+    # statistics: no more than the export of the same run's events
+    if have "rows16k:sum.2"; then
+        a=${ALLRSS[rows16k:sum.2]}
+        verdict "$(le "$a" $((256 * 1024 - 1)))" "$C --summary: -n 2 every rank's peak RSS ${RANKRSS[rows16k:sum.2]} MiB; target < 256 MiB (as the .json of its events)"
+    else verdict SKIP "$C --summary: peak RSS at -n 2: missing measurement"; fi
+    if have "rows16k:sum.1" && have "rows16k:sum.2" && have "rows16k:start.1" && have "rows16k:start.2"; then
+        a=$(net rows16k sum.1) b=$(net rows16k sum.2)
+        echo "INFO  $C --summary: 1 -> 2 ranks net $a s -> $b s = $(ratio_of "$a" "$b")x faster; one process peak RSS ${RANKRSS[rows16k:sum.1]} MiB; no target"
+    fi
     # what a row costs: the bare export's own time over the rows (the events' share included)
     local run list=""
     for run in rows1k rows4k rows16k; do

@@ -174,8 +174,9 @@ done
 # import-native + export, the native Chrome trace at 2 ranks; the OTF2 archives of the two
 # nested runs at 2 ranks; the read-back of the three documents: validate at 1 and 2 ranks
 # said OK and the import exports back to the document, on each, validate of the .json.gz
-# of the first two, and the module's load of each where it has one.
-want=$((4 * (isal ? 6 : 4) + 3 + 3 * 4 + 2 + 3 + 4 + 2 + 3 * 3 + 2 + rbload))
+# of the first two, and the module's load of each where it has one; the largest many-row
+# run's --summary at 2 ranks.
+want=$((4 * (isal ? 6 : 4) + 3 + 3 * 4 + 2 + 3 + 4 + 2 + 3 * 3 + 2 + rbload + 1))
 for c in otf2.100.1 otf2.100.2 otf2.10k.1 otf2.10k.2 otf2.100k.1 otf2.100k.2; do
     grep -Eq "^$c +mpiexec .* [0-9]+\.[0-9]{3} " "$out" && ok || bad "no OTF2 row for $c"
 done
@@ -184,14 +185,18 @@ grep -q '^PASS  100k nested: OTF2 archive .* target <= 0.2x' "$out" && ok ||
 grep -q "^outputs verified: $want OK" "$out" && ok ||
     bad "outputs not verified: $(grep -i 'outputs' "$out" || echo 'no verification line')"
 grep -q '^ERRORS' "$out" && bad "bench reports errors"
+grep -Eq "^(PASS|FAIL)  1024x25 --summary: -n 2 every rank's peak RSS [0-9]+/[0-9]+ MiB" "$out" &&
+    ok || bad "no --summary memory target"
+grep -Eq "^INFO  1024x25 --summary: 1 -> 2 ranks net" "$out" && ok || bad "no --summary INFO line"
 
 # bench.txt is the table; raw.tsv has a line per repetition; the work directory is gone.
 cmp -s "$out" "$TMP/out/bench.txt" && ok || bad "bench.txt differs from what was printed"
 nraw=$(($(grep -vc '^paths' "$TMP/out/raw.tsv") - 1))
 ncases=$(($(echo "$cases" | wc -w) + 2))   # and start.1, start.2
 # every case on the few-row runs; all but the 9 trace cases (Chrome and Perfetto) on the
-# first many-row run; 7 (with dd, the disk's yardstick), 3 and 3 on the others
-nwant=$((3 * ncases + ncases - 9 + 13))
+# first many-row run; 7 (with dd, the disk's yardstick), 3 and 6 (--summary at 1 and 2
+# ranks, and the launch of one) on the others
+nwant=$((3 * ncases + ncases - 9 + 16))
 [ "$nraw" = "$nwant" ] && ok || bad "raw.tsv has $nraw repetitions, not $nwant"
 # and a line per repetition of the other paths, each with its repetition and wall time
 npaths=$(awk -F'\t' '$1 == "paths" && $3 ~ /^[0-9]+$/ && $4 > 0' "$TMP/out/raw.tsv" | wc -l)
