@@ -228,9 +228,8 @@ enum sx_status sx_doc_plan(struct sx_doc *doc, const struct sx_run *run,
     for (size_t i = 0; i < run->nnames; i++)
         keep_name[i] = sx_filter_name(filter, run->names[i]);
     const size_t nall = sx_run_nrows(run);
-    struct sx_row tmp, tmp2;
+    struct sx_row tmp;
     memset(&tmp, 0, sizeof tmp);
-    memset(&tmp2, 0, sizeof tmp2);
     SX_CHECK(nall <= UINT32_MAX, SX_ERR_FORMAT, err, run->path,
              "%s: %zu rows (a region on a rank each) are more than the %" PRIu32
              " a document can hold",
@@ -238,21 +237,26 @@ enum sx_status sx_doc_plan(struct sx_doc *doc, const struct sx_run *run,
     doc->order = sx_malloc((nall + 1) * sizeof *doc->order);
     SX_CHECK(doc->order != NULL, SX_ERR_NOMEM, err, run->path, "out of memory");
     uint64_t n = 0;
-    for (size_t r = 0; r < nall; r++) {
-        const struct sx_row *row = sx_plan_row_again(run, r, &tmp);
-        if (keep_name[row->region] && sx_filter_rank(filter, row->rank))
+    uint32_t region, nx_region;
+    int64_t rank, nx_rank;
+    for (size_t r = 0; r < nall; r++) { /* a row's key alone: not the whole row made */
+        row_key(run, r, &region, &rank);
+        if (keep_name[region] && sx_filter_rank(filter, rank))
             doc->order[n++] = (uint32_t)r;
     }
     /* Region-major (region table order), then rank ascending. */
     sort_doc_rows(run, doc->order, n);
     /* A (name, rank) written twice: the later row wins, as in the reader's dict. */
     uint64_t k = 0;
+    if (n > 0)
+        row_key(run, doc->order[0], &nx_region, &nx_rank);
     for (uint64_t i = 0; i < n; i++) {
         SX_PLAN_PREFETCH(run, doc->order, i + 1, n);
-        const struct sx_row *row = sx_plan_row_again(run, doc->order[i], &tmp);
+        region = nx_region;
+        rank = nx_rank;
         if (i + 1 < n) {
-            const struct sx_row *nx = sx_plan_row_again(run, doc->order[i + 1], &tmp2);
-            if (nx->region == row->region && nx->rank == row->rank)
+            row_key(run, doc->order[i + 1], &nx_region, &nx_rank);
+            if (nx_region == region && nx_rank == rank)
                 continue;
         }
         doc->order[k++] = doc->order[i];
