@@ -1,7 +1,8 @@
 /* test_sweep.c - every allocation, read and write of an export failing on one rank */
 /*
  * Run at -n 2 and -n 3. For each input and output kind (.json, .json.gz; with
- * SX_SWEEP_ONE_EXT=1 one of them) a normal export first counts, on every rank,
+ * SX_SWEEP_ONE_EXT=1 one of them), and a --summary to .json, a normal export first
+ * counts, on every rank,
  * the library's allocations, HDF5 reads and output writes; then for every N up
  * to that count (every SX_SWEEP_STRIDE-th N when set) and every rank in turn,
  * the Nth call of that kind fails on that rank alone. Every run must end (an alarm turns
@@ -271,6 +272,20 @@ int main(int argc, char **argv) {
             snprintf(out, sizeof out, "%s/%s.%s", tmpdir, cases[c], ext[x]);
             sweep(in, want, out, &o, stride);
         }
+    }
+
+    /* --summary: each rank holds the statistics of its own blocks' rows, read at its
+     * first block (h5_summary.c); against scope-profiler's summary of the run */
+    {
+        char in[2048], want[2048], out[2048];
+        struct sx_options so = o;
+        so.summary = 1;
+        so.block_bytes = 512; /* a block or two a rank: every rank holds some rows */
+        snprintf(in, sizeof in, "%s/golden/basic_nested/run.h5", SX_SHARED_DIR);
+        snprintf(want, sizeof want, "%s/golden/basic_nested/run.summary.json",
+                 SX_SHARED_DIR);
+        snprintf(out, sizeof out, "%s/basic_nested.summary.json", tmpdir);
+        sweep(in, want, out, &so, stride);
     }
 
     if (wrank == 0) { /* the import is not collective: one process is enough */
