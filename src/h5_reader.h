@@ -149,6 +149,9 @@ enum sx_status sx_h5_hold_summary(struct sx_h5 *h5, const uint8_t *want,
 
 void sx_h5_summary_free(struct sx_h5 *h5);
 
+/* Rows filled from the index (their count and file row set) made the aggregate rows of
+ * their statistics, their lines and exclusive times set; all rows are held first when
+ * none are yet. */
 enum sx_status sx_h5_summary_rows(struct sx_h5 *h5, struct sx_row *rows, size_t n,
                                   struct sx_error *err);
 

@@ -4,8 +4,8 @@
 
 #include <inttypes.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 /* A row of summary_statistics as read: its fields, all of 8 bytes, in the file's order.
  */

@@ -225,7 +225,7 @@ static enum sx_status claim(const struct sx_producer *p, const struct sx_stream_
     if (p->claim == NULL || ah->claimed)
         return SX_OK;
     ah->claimed = true;
-    bool *mine = sx_malloc(p->nblocks + 1);
+    bool *mine = sx_malloc((p->nblocks + 1) * sizeof *mine);
     if (mine == NULL)
         return sx_error_set(err, SX_ERR_NOMEM, so->path, "out of memory");
     for (size_t b = 0; b < p->nblocks; b++)
