@@ -503,11 +503,12 @@ void sx_doc_room_free(struct sx_doc_room *room) {
 }
 
 /*
- * Rows held whole (a summary's, a loaded or native run's) are written in document
- * order, region by region, and lie in the file's, rank by rank: each row, and the
- * aggregates it points to, a miss of every cache (a 1.6M-row summary spent 80% of its
- * block writing's own time in two loads). The row of the piece ROW_AHEAD on is asked
- * of the cache, and the aggregates of the one half as far, whose row came meanwhile.
+ * Rows held whole (an aggregate layout's, a loaded or native run's) are written in
+ * document order, region by region, and lie in the file's, rank by rank: each row, and
+ * the aggregates it points to, a miss of every cache (a 1.6M-row summary, when it was
+ * read whole, spent 80% of its block writing's own time in two loads). The row of the
+ * piece ROW_AHEAD on is asked of the cache, and the aggregates of the one half as far,
+ * whose row came meanwhile.
  */
 enum { ROW_AHEAD = 24 };
 /* A macro: GCC 12 drops a prefetch inlined from a function into the loop (doc_plan.h). */

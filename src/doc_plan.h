@@ -84,9 +84,9 @@ const struct sx_row *sx_plan_row_again(const struct sx_run *run, uint64_t r,
 
 /* Rows are planned in document order, and the index (or the rows read whole) is in the
  * file's (rank by rank): the index row of order[i + SX_PLAN_AHEAD] asked of the cache
- * while row i is planned (or the row, its first lines: a summary's 1.6M rows of ~200
- * bytes are far out of the caches). A macro: GCC 12 drops a prefetch inlined from a
- * function into these loops. */
+ * while row i is planned (or the row, its first lines: 1.6M rows of ~200 bytes are far
+ * out of the caches). A macro: GCC 12 drops a prefetch inlined from a function into
+ * these loops. */
 enum { SX_PLAN_AHEAD = 16 };
 /* The first three cache lines of row 'row' (a const struct sx_row *), where a row's
  * region, rank, strings, count and aggregates lie. */

@@ -678,7 +678,7 @@ static enum sx_status open_run(MPI_Comm comm, const char *path, bool summary, bo
             sx_h5_has_link(h5, h5->file, "rank_region_index/summary_statistics")) {
             if (h5->lazy) {
                 st = sx_h5_open_summary(h5, run, err);
-                run->summary_index = true;
+                run->summary_index = st == SX_OK;
             } else {
                 st = sx_h5_read_summary(h5, run, err);
             }
@@ -773,13 +773,11 @@ static enum sx_status fill_rows(struct sx_h5 *h5, const struct sx_run *run,
     for (size_t k = 0; k < n; k++)
         pts[k] = out[k].file_row;
     for (int c = 0; c < RD_N; c++) {
-        if (h5->rd[c] < 0)
-            continue;
+        if (h5->rd[c] < 0 || ((c == RD_LINES || c == RD_EXCL) && run->summary_index))
+            continue; /* a summary's lines and exclusive times: held, set below */
         char obj[128];
         snprintf(obj, sizeof obj, "rank_region_index/%s", sx_h5_rd_names[c]);
         sx_h5_src_name(src, sizeof src, h5->path, obj);
-        if ((c == RD_LINES || c == RD_EXCL) && h5->summary)
-            continue; /* a summary's: held, set by sx_h5_summary_rows */
         if (c == RD_LINES || c == RD_EXCL) {
             st = sx_direct_point_ints(h5->direct, &h5->rdraw[c], h5->rd[c], pts, n, iv,
                                       src, err);
@@ -804,7 +802,7 @@ static enum sx_status fill_rows(struct sx_h5 *h5, const struct sx_run *run,
             goto out;
     }
     /* a summary's rows: their lines, exclusive times and aggregates, held */
-    if (h5->summary)
+    if (run->summary_index)
         st = sx_h5_summary_rows(h5, out, n, err);
 out:
     sx_buf_free(&text);
@@ -843,7 +841,7 @@ enum sx_status sx_h5_fill_rows(struct sx_h5 *h5, const struct sx_run *run,
 
 enum sx_status sx_h5_hold_rows(struct sx_h5 *h5, const struct sx_run *run,
                                const uint8_t *want, struct sx_error *err) {
-    if (!h5->summary || !run->summary_index)
+    if (!run->summary_index)
         return SX_OK;
     struct h5_quiet q;
     sx_h5_enter(h5->path);

@@ -43,12 +43,11 @@ struct sx_h5 {
      * of a full read (--summary) borrow their strings from the pools as a lazy run's */
     bool borrow;
     hid_t rd[5]; /* lazily read index columns (RD_*), or -1 */
-    /* a lazy summary (sx_h5_open_summary): summary_statistics has nsum rows, one an
-     * index row; the rows' statistics, lines and exclusive times, 104 bytes a row, held
-     * for the rows this process fills (sx_h5_hold_summary), which the blocks' rows are
-     * made of (sx_h5_summary_rows): by file row, or where sum_slot[file row] - 1 says
-     * when only some are held (0: not held) */
-    bool summary;
+    /* a lazy summary (sx_h5_open_summary, run->summary_index): summary_statistics has
+     * nsum rows, one an index row; the rows' statistics, lines and exclusive times, 104
+     * bytes a row, held for the rows this process fills (sx_h5_hold_summary), which the
+     * blocks' rows are made of (sx_h5_summary_rows): by file row, or where
+     * sum_slot[file row] - 1 says when only some are held (0: not held) */
     struct sx_h5_sum *sum;
     uint32_t *sum_slot;
     uint64_t nsum;

@@ -110,29 +110,21 @@ static bool sum_row(struct sx_row *row, const struct stat_rec *x) {
 
 enum sx_status sx_h5_read_summary(struct sx_h5 *h5, struct sx_run *run,
                                   struct sx_error *err) {
-    enum sx_status st = SX_OK;
-    hid_t d = -1, mt = -1;
-    struct stat_rec *s = NULL;
-    uint64_t n = 0;
+    hid_t d = -1;
     char src[1100];
     sx_h5_src_name(src, sizeof src, h5->path, STATS);
-    st = open_stats(h5, &d, &n, src, err);
+    enum sx_status st = open_stats(h5, &d, &h5->nsum, src, err);
     if (st != SX_OK)
         goto out;
-    SX_CHECK(n == run->nrows, SX_ERR_FORMAT, err, src,
-             "%s has %" PRIu64 " rows but the index has %zu", src, n, run->nrows);
-    mt = stat_type();
-    SX_CHECK(mt >= 0, SX_ERR_INTERNAL, err, src, "%s: H5Tcreate failed", src);
-    s = sx_calloc((size_t)n + 1, sizeof *s);
-    SX_CHECK(s != NULL, SX_ERR_NOMEM, err, src, "out of memory");
-    if (n > 0)
-        SX_CHECK(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, s) >= 0, SX_ERR_IO, err,
-                 src, "%s cannot be read; the file is truncated or damaged", src);
-    for (size_t r = 0; r < run->nrows; r++)
-        SX_CHECK(sum_row(&run->rows[r], &s[r]), SX_ERR_NOMEM, err, src, "out of memory");
+    SX_CHECK(h5->nsum == run->nrows, SX_ERR_FORMAT, err, src,
+             "%s has %" PRIu64 " rows but the index has %zu", src, h5->nsum, run->nrows);
+    /* made as a lazy summary's rows are; their lines and exclusive times, read with
+     * them, stay (the held ones are -1 when h5->rd is not open, or the same values) */
+    st = sx_h5_hold_summary(h5, NULL, err);
+    if (st == SX_OK)
+        st = sx_h5_summary_rows(h5, run->rows, run->nrows, err);
 out:
-    free(s);
-    sx_h5_close_id(mt);
+    sx_h5_summary_free(h5);
     sx_h5_close_id(d);
     return st;
 }
@@ -148,7 +140,6 @@ enum sx_status sx_h5_open_summary(struct sx_h5 *h5, const struct sx_run *run,
     /* the ranks that read no index have the same file: rank 0's check is theirs */
     SX_CHECK(h5->open_only || h5->nsum == run->nindex, SX_ERR_FORMAT, err, src,
              "%s has %" PRIu64 " rows but the index has %zu", src, h5->nsum, run->nindex);
-    h5->summary = true;
 out:
     sx_h5_close_id(d);
     return st;
