@@ -46,9 +46,9 @@ struct zdec {
 struct sx_direct {
     int fd;
     uint64_t size;
-    /* The file is read with pread, never mapped: a mapping's page faults and drops
-     * cost more than the system calls they save, and a file cut short under a
-     * mapping faults (SIGBUS), which only a process-wide signal handler could catch. */
+    /* The event columns and the metadata's strings are read from a mapping of the file
+     * on a local file system (read_batch.h), else with pread; the element tables through
+     * kept windows, read. */
     struct sx_file_win *iwin; /* made at the first point read */
     unsigned char *buf;       /* reused read buffer of span reads */
     size_t buf_cap;
@@ -91,6 +91,7 @@ struct sx_direct {
     unsigned long reads;
     /* span reads in batches, one call each (read_batch.h); no ring: pread each */
     struct sx_read_ring uring;
+    struct sx_read_map map;    /* the file mapped, where it may be (read_batch.h) */
     struct sx_vlen_file vfile; /* the file's sizes for its string datasets */
 };
 
@@ -137,6 +138,7 @@ void sx_direct_open(int hfd, const char *path, struct sx_direct **out) {
         return;
     }
     dr->size = (uint64_t)sb.st_size;
+    sx_read_map_open(dr->fd, dr->size, &dr->map);
     *out = dr;
 }
 
@@ -144,6 +146,7 @@ void sx_direct_close(struct sx_direct *dr) {
     if (dr == NULL)
         return;
     sx_file_win_free(dr->iwin);
+    sx_read_map_close(&dr->map);
     if (dr->fd >= 0)
         close(dr->fd);
     helper_stop(dr);
@@ -163,7 +166,11 @@ unsigned long sx_direct_reads(const struct sx_direct *dr) {
 void sx_direct_set_file_sizes(struct sx_direct *dr, unsigned sa, unsigned sl,
                               uint64_t userblock) {
     if (dr != NULL && sa >= 2 && sa <= 8 && sl >= 2 && sl <= 8)
-        dr->vfile = (struct sx_vlen_file){true, true, sa, sl, userblock};
+        dr->vfile = (struct sx_vlen_file){true, true, sa, sl, userblock, &dr->map};
+}
+
+bool sx_direct_mapped(const struct sx_direct *dr) {
+    return dr != NULL && dr->map.p != NULL;
 }
 
 unsigned long sx_direct_batched(const struct sx_direct *dr) {
@@ -321,6 +328,17 @@ enum sx_status sx_direct_read_spans(struct sx_direct *dr, const struct sx_direct
     st = spans_in_range(c, sp, n, src, err);
     if (st != SX_OK)
         goto out;
+    /* mapped: each span decoded from the file's pages, no read, no room between */
+    if (c->ok &&
+        sx_read_map_at(&dr->map, c->addr, (size_t)(c->nelem * c->size)) != NULL) {
+        SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, src,
+                 "%s cannot be read; the file is truncated or damaged", src);
+        for (size_t k = 0; k < n; k++)
+            sx_direct_decode(dr->map.p + c->addr + sp[k].start * c->size, c->size,
+                             c->is_signed, c->big_endian, dr->host_be, sp[k].n,
+                             sp[k].dst);
+        goto out;
+    }
     /* one read per run of spans less than a page apart; the runs in batches, each
      * batch's reads in one call where a ring is to be had (read_batch.h) */
     size_t i = 0;
@@ -353,7 +371,8 @@ enum sx_status sx_direct_read_spans(struct sx_direct *dr, const struct sx_direct
             SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, src,
                      "%s cannot be read; the file is truncated or damaged", src);
         }
-        const size_t bad = sx_read_all(sx_read_ring_for(&dr->uring, nr), dr->fd, rd, nr);
+        const size_t bad =
+            sx_read_all(&dr->map, sx_read_ring_for(&dr->uring, nr), dr->fd, rd, nr);
         SX_CHECK(bad == nr, SX_ERR_IO, err, src,
                  "%s cannot be read (elements %" PRIu64 "..%" PRIu64
                  "); the file is truncated or damaged",

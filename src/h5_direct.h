@@ -200,6 +200,8 @@ unsigned long sx_direct_reads(const struct sx_direct *dr);
 unsigned long sx_direct_helped(const struct sx_direct *dr);
 /* How many span reads of this open a ring made in batches (read_batch.h; tests). */
 unsigned long sx_direct_batched(const struct sx_direct *dr);
+/* Whether this open reads from a mapping of the file (read_batch.h; tests). */
+bool sx_direct_mapped(const struct sx_direct *dr);
 
 /* Whether this host stores integers big-endian. */
 bool sx_direct_host_big_endian(void);

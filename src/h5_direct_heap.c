@@ -76,6 +76,7 @@ struct sx_vlen {
     unsigned char *ebuf;
     size_t ebuf_cap;
     struct sx_read_ring uring;
+    const struct sx_read_map *map; /* the file mapped (read_batch.h), or NULL: read */
     size_t first_read; /* a collection's first read: its header and what follows */
 };
 
@@ -345,7 +346,8 @@ static enum sx_status read_side_by_side(struct sx_vlen *v, struct sx_read_one *r
         SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, src,
                  "%s cannot be read; the file is truncated or damaged", src);
     }
-    const size_t bad = sx_read_all(sx_read_ring_for(&v->uring, nr), v->fd, rd, nr);
+    const size_t bad =
+        sx_read_all(v->map, sx_read_ring_for(&v->uring, nr), v->fd, rd, nr);
     SX_CHECK(bad == nr, SX_ERR_IO, err, src,
              "%s cannot be read (%zu bytes at offset %" PRIu64
              "); the file is truncated or damaged",
@@ -790,6 +792,7 @@ enum sx_status sx_vlen_open(hid_t dset, int fd, struct sx_vlen_file *vf, const c
     v = sx_calloc(1, sizeof *v);
     SX_CHECK(v != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     v->fd = fd;
+    v->map = vf->map;
     v->base = ub;
     v->table = addr;
     v->nelem = dim;

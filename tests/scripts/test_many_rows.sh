@@ -93,6 +93,15 @@ shape() { # name block-size synth-options...
         bad "$name: SCOPE_EXPORT_URING=0 and the default give different documents"
     fi
 
+    # the reads from a mapping of the file (read_batch.h: a local file system, as this
+    # test's) and the reads give the same bytes
+    if SCOPE_EXPORT_MAPPED_READS=0 "$X" export "$h5" -o "$TMP/$name.read.json" -q \
+        --block-size "$bs" && cmp -s "$TMP/$name.read.json" "$ref"; then
+        ok
+    else
+        bad "$name: SCOPE_EXPORT_MAPPED_READS=0 and the default give different documents"
+    fi
+
     # a process on more than one CPU reads its next blocks in a helper thread (json_doc.c):
     # the same bytes as the caller's thread alone
     if SCOPE_EXPORT_THREADS=1 "$X" export "$h5" -o "$TMP/$name.t1.json" -q --block-size "$bs" &&

@@ -1,6 +1,6 @@
-/* test_read_batch.c - many reads of a file in batches (io_uring) and by pread: the same
- * bytes, the same stop at the file's end and at an error, the switch, and proof that a
- * ring read where one is to be had */
+/* test_read_batch.c - many reads of a file in batches (io_uring), by pread and from a
+ * mapping: the same bytes, the same stop at the file's end and at an error, the
+ * switches, and proof that a ring and a mapping read where they are to be had */
 #include "internal.h"
 #include "read_batch.h"
 #include "sx_test.h"
@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 enum { FILE_BYTES = 1 << 20, NREAD = 700 };
@@ -26,10 +27,11 @@ static uint64_t next(uint64_t *s) {
 
 /*
  * NREAD reads at random offsets and lengths (empty ones, some of a page and more, some
- * side by side), over the batch size several times: through 'b' (or pread, NULL) each
- * gives the file's bytes, and nothing is written past a read.
+ * side by side), over the batch size several times: from the map 'm' where they lie in
+ * it, else through 'b' (or pread, NULL), each gives the file's bytes, and nothing is
+ * written past a read.
  */
-static void check_reads(struct sx_read_batch *b, int fd) {
+static void check_reads(const struct sx_read_map *m, struct sx_read_batch *b, int fd) {
     static unsigned char got[NREAD][9000];
     struct sx_read_one r[NREAD];
     uint64_t s = 0x9e3779b97f4a7c15ULL;
@@ -41,7 +43,7 @@ static void check_reads(struct sx_read_batch *b, int fd) {
         uint64_t off = next(&s) % (FILE_BYTES - len);
         r[k] = (struct sx_read_one){got[k], len, off, 0};
     }
-    CHECK(sx_read_all(b, fd, r, NREAD) == NREAD);
+    CHECK(sx_read_all(m, b, fd, r, NREAD) == NREAD);
     for (size_t k = 0; k < NREAD; k++) {
         CHECK(r[k].got == r[k].len);
         CHECK(memcmp(got[k], file + r[k].off, r[k].len) == 0);
@@ -51,14 +53,14 @@ static void check_reads(struct sx_read_batch *b, int fd) {
 
 /* A read that runs past the file's end stops the batch there: its index, errno 0, its
  * bytes as far as the file goes; the reads before it are whole. */
-static void check_end(struct sx_read_batch *b, int fd) {
+static void check_end(const struct sx_read_map *m, struct sx_read_batch *b, int fd) {
     static unsigned char got[10][4096];
     struct sx_read_one r[10];
     for (size_t k = 0; k < 10; k++)
         r[k] = (struct sx_read_one){got[k], 4096, (uint64_t)k * 4096, 0};
     r[6].off = FILE_BYTES - 100; /* 100 bytes of its 4096 are there */
     errno = EINVAL;
-    CHECK(sx_read_all(b, fd, r, 10) == 6);
+    CHECK(sx_read_all(m, b, fd, r, 10) == 6);
     CHECK(errno == 0);
     CHECK(r[6].got == 100 && memcmp(got[6], file + FILE_BYTES - 100, 100) == 0);
     for (size_t k = 0; k < 6; k++)
@@ -71,7 +73,7 @@ static void check_error(struct sx_read_batch *b) {
     struct sx_read_one r[2] = {{got[0], 16, 0, 0}, {got[1], 16, 64, 0}};
     int fd = open("/", O_RDONLY | O_DIRECTORY);
     ASSERT(fd >= 0);
-    CHECK(sx_read_all(b, fd, r, 2) == 0);
+    CHECK(sx_read_all(NULL, b, fd, r, 2) == 0);
     CHECK(errno == EISDIR);
     close(fd);
 }
@@ -86,8 +88,8 @@ int main(void) {
     ASSERT(write(fd, file, FILE_BYTES) == FILE_BYTES);
 
     /* pread alone */
-    check_reads(NULL, fd);
-    check_end(NULL, fd);
+    check_reads(NULL, NULL, fd);
+    check_end(NULL, NULL, fd);
     check_error(NULL);
 
     /* the ring: there when built with it and the kernel allows one, and it reads */
@@ -96,11 +98,11 @@ int main(void) {
     if (sx_read_batch_built() && sx_test_kernel_rings())
         CHECK(b != NULL);
     if (b != NULL) {
-        check_reads(b, fd);
+        check_reads(NULL, b, fd);
         CHECK(sx_read_batch_count(b) >= NREAD); /* all of them through it */
-        check_end(b, fd);
+        check_end(NULL, b, fd);
         check_error(b);
-        check_reads(b, fd); /* an error left the ring as it was */
+        check_reads(NULL, b, fd); /* an error left the ring as it was */
         CHECK(sx_read_batch_count(b) >= 2 * NREAD);
     } else {
         printf("no ring here (built without liburing, or the kernel refuses one)\n");
@@ -112,6 +114,40 @@ int main(void) {
     setenv("SCOPE_EXPORT_URING", "0", 1);
     CHECK(sx_read_batch_new() == NULL);
     unsetenv("SCOPE_EXPORT_URING");
+
+    /* mapped: there on a local file system (this test's own, at least ext4 and tmpfs),
+     * and its reads are copies (a descriptor that reads nothing reads them); reads
+     * past the mapping are read, whole or to the file's end */
+    struct sx_read_map m;
+    struct statfs fs;
+    unsetenv("SCOPE_EXPORT_MAPPED_READS");
+    sx_read_map_open(fd, FILE_BYTES, &m);
+    if (fstatfs(fd, &fs) == 0 && (fs.f_type == 0xEF53 || fs.f_type == 0x01021994))
+        CHECK(m.p != NULL && m.len == FILE_BYTES);
+    if (m.p != NULL) {
+        check_reads(&m, NULL, -1);
+        check_reads(&m, NULL, fd);
+        check_end(&m, NULL, fd);
+        sx_read_map_close(&m);
+        CHECK(m.p == NULL);
+        sx_read_map_open(fd, FILE_BYTES / 2, &m); /* half: batches mapped and read */
+        CHECK(m.p != NULL);
+        check_reads(&m, NULL, fd);
+        unsigned char one[8];
+        CHECK(sx_read_map_at(&m, FILE_BYTES / 2 - 8, 8) != NULL);
+        CHECK(sx_read_map_at(&m, FILE_BYTES / 2 - 7, 8) == NULL);
+        struct sx_read_one past = {one, 8, FILE_BYTES / 2, 0};
+        CHECK(sx_read_all(&m, NULL, -1, &past, 1) == 0); /* not mapped: read, and fails */
+    } else {
+        printf("no mapping here (not a local file system)\n");
+    }
+    sx_read_map_close(&m);
+    sx_read_map_close(&m); /* twice: still nothing */
+    /* the switch: not mapped */
+    setenv("SCOPE_EXPORT_MAPPED_READS", "0", 1);
+    sx_read_map_open(fd, FILE_BYTES, &m);
+    CHECK(m.p == NULL);
+    unsetenv("SCOPE_EXPORT_MAPPED_READS");
 
     close(fd);
     unlink(path);
