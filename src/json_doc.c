@@ -133,10 +133,13 @@ static void reader_stop(struct json_doc *j) {
     j->rd = NULL;
 }
 
-/* The reader's first job: its blocks at most. The caller waits for it (after the blocks
- * it reads itself), and a job of a few blocks keeps it waiting less: the 1024 x 64 run's
- * first job of six blocks had it wait ~8 ms (export 0.127 -> 0.121 s with two). */
-enum { FIRST_JOB = 2 };
+/* The reader's first job, when it follows the first block: its blocks at most. The
+ * caller waits for it (after the block it reads itself), and a job of a few blocks keeps
+ * it waiting less: the 1024 x 64 run's first job of six blocks had it wait ~8 ms (export
+ * 0.127 -> 0.121 s with two). Blocks after the first looked through for it: those before
+ * it are read where they are formatted (long pieces, doc_ahead.c), and meanwhile its
+ * rooms are faulted in for a whole job. */
+enum { FIRST_JOB = 2, FIRST_JOB_SCAN = 16 };
 
 /*
  * Give the reader next[0 .. n): the plan made for them before, else made now, into the
@@ -166,6 +169,31 @@ static enum sx_status give_next(struct json_doc *j, const size_t *next, size_t n
 }
 
 /*
+ * The reader's first job, planned into the read-ahead not formatted from and given to
+ * the reader to fault its rooms in (sx_doc_ahead_warm): the first blocks after next[0]
+ * that can be read ahead, FIRST_JOB of them right after it, else a whole job's. The
+ * caller goes on meanwhile (the warming reads no source), and collects it only to give
+ * the reader its first read: the rooms of a job of the 1024 x 64 run are ~8 MiB of fresh
+ * memory, which a virtual machine fills at 0.2-2 GB/s, and its first job (after the
+ * run's first blocks, of long rows, formatted here alone) had the caller wait 11-61 ms.
+ */
+static enum sx_status warm_first(struct json_doc *j, struct reader *r, const size_t *next,
+                                 size_t n, struct sx_error *err) {
+    enum sx_status st = SX_OK;
+    struct sx_ahead_plan *pl = &j->ahead[1 - j->cur].pl;
+    j->warmed = true;
+    for (size_t k = 1; k < n && k <= FIRST_JOB_SCAN && st == SX_OK; k++) {
+        st = sx_doc_ahead_plan(&j->doc, &j->src, pl, next + k,
+                               k == 1 && n - k > FIRST_JOB ? FIRST_JOB : n - k, err);
+        if (st == SX_OK && pl->nblock > 0) {
+            reader_give(r, &j->ahead[1 - j->cur], true);
+            break;
+        }
+    }
+    return st;
+}
+
+/*
  * Make this rank's next blocks ready: those the reader read, else read here; then give
  * the reader the blocks after those ready.
  */
@@ -175,7 +203,8 @@ static enum sx_status json_prepare(void *ctx, const size_t *next, size_t n, size
     enum sx_status st = SX_OK;
     *ready = 0;
     struct reader *r = n > 0 ? reader_of(j) : j->rd;
-    if (reader_wait(r, true)) {
+    /* a job read: collected (a warming is collected when the reader is next needed) */
+    if ((r == NULL || !r->given || !r->warm || n == 0) && reader_wait(r, true)) {
         if (r->st != SX_OK) {
             *err = r->err;
             return r->st;
@@ -184,25 +213,28 @@ static enum sx_status json_prepare(void *ctx, const size_t *next, size_t n, size
             j->cur = 1 - j->cur;
     }
     struct sx_doc_ahead *ah = &j->ahead[j->cur];
-    /* with a reader, only the first block here: the reader reads the next meanwhile. The
-     * first time, it faults in the rooms of its first job meanwhile, planned first (a
-     * read-ahead's first read took about twice the time of the next, the caller waiting
-     * for it): a block not read ahead is read here beside it, as it reads no source. */
-    if (r != NULL && !j->warmed && n > 1 && !sx_doc_ahead_has(ah, next[0])) {
-        j->warmed = true;
-        st = sx_doc_ahead_plan(&j->doc, &j->src, &j->ahead[1 - j->cur].pl, next + 1,
-                               n - 1 > FIRST_JOB ? FIRST_JOB : n - 1, err);
-        if (st == SX_OK && j->ahead[1 - j->cur].pl.nblock > 0)
-            reader_give(r, &j->ahead[1 - j->cur], true);
-    }
+    if (r != NULL && !j->warmed && n > 1)
+        st = warm_first(j, r, next, n, err);
+    /* with a reader, only the first block here: the reader reads the next meanwhile (a
+     * block not read ahead is read here beside a warming, as that reads no source) */
     if (st == SX_OK && n > 0 && !sx_doc_ahead_has(ah, next[0]))
         st = sx_doc_ahead_fill(&j->doc, &j->src, ah, next, r != NULL ? 1 : n, &j->slices,
                                err);
-    reader_wait(r, true); /* the warming, if any */
     while (*ready < n && sx_doc_ahead_has(ah, next[*ready]))
         ++*ready;
-    if (r != NULL && st == SX_OK && *ready > 0 && *ready < n)
+    if (r != NULL && st == SX_OK && *ready > 0 && *ready < n) {
+        if (r->given && r->warm) {
+            /* warming: taken back only for a job to give (not while the blocks next are
+             * of long rows, read here) */
+            if (j->plan.nblock == 0 || j->plan.block[0] != next[*ready])
+                st = sx_doc_ahead_plan(&j->doc, &j->src, &j->plan, next + *ready,
+                                       n - *ready, err);
+            if (st != SX_OK || j->plan.nblock == 0)
+                return st;
+            reader_wait(r, true);
+        }
         st = give_next(j, next + *ready, n - *ready, err);
+    }
     return st;
 }
 
