@@ -333,10 +333,17 @@ enum sx_status sx_direct_read_spans(struct sx_direct *dr, const struct sx_direct
         sx_read_map_at(&dr->map, c->addr, (size_t)(c->nelem * c->size)) != NULL) {
         SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, src,
                  "%s cannot be read; the file is truncated or damaged", src);
+        /* a long span in steps, each's pages let go when they add up (read_batch.h) */
+        const uint64_t step = SX_READ_MAP_KEEP / c->size;
         for (size_t k = 0; k < n; k++)
-            sx_direct_decode(dr->map.p + c->addr + sp[k].start * c->size, c->size,
-                             c->is_signed, c->big_endian, dr->host_be, sp[k].n,
-                             sp[k].dst);
+            for (uint64_t i = 0; i < sp[k].n; i += step) {
+                const uint64_t m = sp[k].n - i < step ? sp[k].n - i : step;
+                const uint64_t at = c->addr + (sp[k].start + i) * c->size;
+                sx_direct_decode(dr->map.p + at, c->size, c->is_signed, c->big_endian,
+                                 dr->host_be, m, sp[k].dst + i);
+                sx_read_map_used(&dr->map, at, m * c->size);
+            }
+        sx_read_map_release(&dr->map);
         goto out;
     }
     /* one read per run of spans less than a page apart; the runs in batches, each

@@ -76,8 +76,8 @@ struct sx_vlen {
     unsigned char *ebuf;
     size_t ebuf_cap;
     struct sx_read_ring uring;
-    const struct sx_read_map *map; /* the file mapped (read_batch.h), or NULL: read */
-    size_t first_read; /* a collection's first read: its header and what follows */
+    struct sx_read_map *map; /* the file mapped (read_batch.h), or NULL: read */
+    size_t first_read;       /* a collection's first read: its header and what follows */
 };
 
 /* One requested row on its way through a read. */

@@ -1,4 +1,5 @@
 /* read_batch.c - many reads of one file in one system call, where io_uring is at hand */
+#define _DEFAULT_SOURCE /* madvise */
 #include "read_batch.h"
 
 #include "internal.h"
@@ -187,6 +188,35 @@ void sx_read_map_open(int fd, uint64_t len, struct sx_read_map *m) {
     m->len = len;
 }
 
+/* Let go of the whole pages of [lo, hi) of 'm' (a failure leaves them mapped: harmless).
+ */
+static void map_drop(const struct sx_read_map *m, uint64_t lo, uint64_t hi) {
+    const long ps = sysconf(_SC_PAGESIZE);
+    const uint64_t page = ps > 0 ? (uint64_t)ps : 4096;
+    lo -= lo % page;
+    hi = hi <= m->len - (m->len % page) ? hi + (page - hi % page) % page : m->len;
+    if (lo < hi)
+        madvise((void *)(uintptr_t)(m->p + lo), (size_t)(hi - lo), MADV_DONTNEED);
+}
+
+void sx_read_map_used(struct sx_read_map *m, uint64_t off, uint64_t len) {
+    if (m->lo >= m->hi) {
+        m->lo = off;
+        m->hi = off + len;
+    } else {
+        m->lo = off < m->lo ? off : m->lo;
+        m->hi = off + len > m->hi ? off + len : m->hi;
+    }
+    if (m->hi - m->lo >= SX_READ_MAP_KEEP)
+        sx_read_map_release(m);
+}
+
+void sx_read_map_release(struct sx_read_map *m) {
+    if (m->p != NULL && m->lo < m->hi)
+        map_drop(m, m->lo, m->hi);
+    m->lo = m->hi = 0;
+}
+
 void sx_read_map_close(struct sx_read_map *m) {
     if (m->p != NULL)
         munmap((void *)(uintptr_t)m->p, (size_t)m->len);
@@ -199,7 +229,7 @@ const unsigned char *sx_read_map_at(const struct sx_read_map *m, uint64_t off,
                                                                              : NULL;
 }
 
-size_t sx_read_all(const struct sx_read_map *mp, struct sx_read_batch *b, int fd,
+size_t sx_read_all(struct sx_read_map *mp, struct sx_read_batch *b, int fd,
                    struct sx_read_one *r, size_t n) {
     for (size_t i = 0; i < n; i += SX_READ_BATCH_MAX) {
         const size_t m = n - i < SX_READ_BATCH_MAX ? n - i : SX_READ_BATCH_MAX;
@@ -208,8 +238,10 @@ size_t sx_read_all(const struct sx_read_map *mp, struct sx_read_batch *b, int fd
             mapped = sx_read_map_at(mp, r[k].off, r[k].len) != NULL;
         if (mapped) {
             for (size_t k = i; k < i + m; k++) {
-                if (r[k].len > 0)
+                if (r[k].len > 0) {
                     memcpy(r[k].to, mp->p + r[k].off, r[k].len);
+                    sx_read_map_used(mp, r[k].off, r[k].len);
+                }
                 r[k].got = r[k].len;
             }
             continue;

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/vfs.h>
@@ -31,7 +32,7 @@ static uint64_t next(uint64_t *s) {
  * it, else through 'b' (or pread, NULL), each gives the file's bytes, and nothing is
  * written past a read.
  */
-static void check_reads(const struct sx_read_map *m, struct sx_read_batch *b, int fd) {
+static void check_reads(struct sx_read_map *m, struct sx_read_batch *b, int fd) {
     static unsigned char got[NREAD][9000];
     struct sx_read_one r[NREAD];
     uint64_t s = 0x9e3779b97f4a7c15ULL;
@@ -53,7 +54,7 @@ static void check_reads(const struct sx_read_map *m, struct sx_read_batch *b, in
 
 /* A read that runs past the file's end stops the batch there: its index, errno 0, its
  * bytes as far as the file goes; the reads before it are whole. */
-static void check_end(const struct sx_read_map *m, struct sx_read_batch *b, int fd) {
+static void check_end(struct sx_read_map *m, struct sx_read_batch *b, int fd) {
     static unsigned char got[10][4096];
     struct sx_read_one r[10];
     for (size_t k = 0; k < 10; k++)
@@ -76,6 +77,54 @@ static void check_error(struct sx_read_batch *b) {
     CHECK(sx_read_all(NULL, b, fd, r, 2) == 0);
     CHECK(errno == EISDIR);
     close(fd);
+}
+
+/* The resident KiB of the mapping that starts at 'p' (/proc/self/smaps), or -1. */
+static long mapped_rss_kib(const void *p) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    long kib = -1;
+    bool in = false;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
+            in = lo == (unsigned long)(uintptr_t)p;
+        else if (in && sscanf(line, "Rss: %ld kB", &kib) == 1)
+            break;
+    }
+    if (f != NULL)
+        fclose(f);
+    return kib;
+}
+
+/* A file four times SX_READ_MAP_KEEP read whole from its mapping, a MiB a read: the
+ * right bytes, and no more than about SX_READ_MAP_KEEP of it left resident (mapped
+ * pages count in the process's resident set; kept, all of them would be). */
+static void check_let_go(const char *dir) {
+    enum { BIG = 4 * SX_READ_MAP_KEEP, READ = 1 << 20 };
+    char path[4200];
+    snprintf(path, sizeof path, "%s/sx_read_map.XXXXXX", dir);
+    int fd = mkstemp(path);
+    ASSERT(fd >= 0);
+    for (size_t at = 0; at < BIG; at += FILE_BYTES)
+        ASSERT(write(fd, file, FILE_BYTES) == FILE_BYTES);
+    struct sx_read_map m;
+    sx_read_map_open(fd, BIG, &m);
+    if (m.p != NULL) {
+        static unsigned char got[READ];
+        for (size_t at = 0; at < BIG; at += READ) {
+            struct sx_read_one r = {got, READ, at, 0};
+            CHECK(sx_read_all(&m, NULL, -1, &r, 1) == 1);
+            CHECK(memcmp(got, file + at % FILE_BYTES, READ) == 0);
+        }
+        const long kib = mapped_rss_kib(m.p);
+        CHECK(kib >= 0 && kib <= (SX_READ_MAP_KEEP + READ) / 1024);
+        sx_read_map_release(&m);
+        CHECK(mapped_rss_kib(m.p) == 0);
+    }
+    sx_read_map_close(&m);
+    close(fd);
+    unlink(path);
 }
 
 int main(void) {
@@ -143,6 +192,7 @@ int main(void) {
     }
     sx_read_map_close(&m);
     sx_read_map_close(&m); /* twice: still nothing */
+    check_let_go("/tmp");
     /* the switch: not mapped */
     setenv("SCOPE_EXPORT_MAPPED_READS", "0", 1);
     sx_read_map_open(fd, FILE_BYTES, &m);
