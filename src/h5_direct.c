@@ -329,7 +329,7 @@ enum sx_status sx_direct_read_spans(struct sx_direct *dr, const struct sx_direct
     if (st != SX_OK)
         goto out;
     /* mapped: each span decoded from the file's pages, no read, no room between */
-    if (c->ok &&
+    if (c->ok && sx_read_map_ok(&dr->map, dr->fd) &&
         sx_read_map_at(&dr->map, c->addr, (size_t)(c->nelem * c->size)) != NULL) {
         SX_CHECK(!sx_fault(SX_FAULT_READ, 0), SX_ERR_IO, err, src,
                  "%s cannot be read; the file is truncated or damaged", src);

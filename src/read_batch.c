@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -223,6 +224,16 @@ void sx_read_map_close(struct sx_read_map *m) {
     memset(m, 0, sizeof *m);
 }
 
+bool sx_read_map_ok(struct sx_read_map *m, int fd) {
+    struct stat sb;
+    if (m == NULL || m->p == NULL)
+        return false;
+    if (fstat(fd, &sb) == 0 && sb.st_size >= 0 && (uint64_t)sb.st_size >= m->len)
+        return true;
+    sx_read_map_close(m);
+    return false;
+}
+
 const unsigned char *sx_read_map_at(const struct sx_read_map *m, uint64_t off,
                                     size_t len) {
     return m != NULL && m->p != NULL && off <= m->len && len <= m->len - off ? m->p + off
@@ -231,9 +242,10 @@ const unsigned char *sx_read_map_at(const struct sx_read_map *m, uint64_t off,
 
 size_t sx_read_all(struct sx_read_map *mp, struct sx_read_batch *b, int fd,
                    struct sx_read_one *r, size_t n) {
+    const bool map_ok = n > 0 && sx_read_map_ok(mp, fd);
     for (size_t i = 0; i < n; i += SX_READ_BATCH_MAX) {
         const size_t m = n - i < SX_READ_BATCH_MAX ? n - i : SX_READ_BATCH_MAX;
-        bool rung = false, mapped = true;
+        bool rung = false, mapped = map_ok;
         for (size_t k = i; k < i + m && mapped; k++)
             mapped = sx_read_map_at(mp, r[k].off, r[k].len) != NULL;
         if (mapped) {

@@ -54,9 +54,11 @@ struct sx_read_batch *sx_read_ring_for(struct sx_read_ring *r, size_t n);
  * local file system (ext2/3/4, XFS, Btrfs, tmpfs, F2FS, overlayfs): a network or
  * parallel file system (NFS, Lustre, GPFS) reads a mapping a page per request, where
  * large reads go at its speed. SCOPE_EXPORT_MAPPED_READS=0, read at each
- * sx_read_map_open, reads as before. The price: a file truncated by another process
- * while it is read is a SIGBUS, where a read says "truncated": a run's file does not
- * change while it is exported.
+ * sx_read_map_open, reads as before. The price: a file cut short by another process
+ * while its pages are copied is a SIGBUS, where a read says "truncated". Each call that
+ * copies from the map first looks at the file's size (sx_read_map_ok), so that a file
+ * cut short before it is read, not mapped any more, says so as a read does: only a cut
+ * in the microseconds of a copy is not caught.
  */
 struct sx_read_map {
     const unsigned char *p; /* NULL: not mapped, read */
@@ -69,6 +71,9 @@ struct sx_read_map {
 void sx_read_map_open(int fd, uint64_t len, struct sx_read_map *m);
 /* Accepts a map never opened or not mapped (zeroed); leaves it zeroed. */
 void sx_read_map_close(struct sx_read_map *m);
+/* Whether 'm' is mapped and its file 'fd' still as long: a file cut short is unmapped
+ * (m->p NULL; its reads are read, and say so). */
+bool sx_read_map_ok(struct sx_read_map *m, int fd);
 /* Bytes [off, off + len) of the map 'm', or NULL: not mapped, or not all within it. */
 const unsigned char *sx_read_map_at(const struct sx_read_map *m, uint64_t off,
                                     size_t len);
@@ -84,8 +89,9 @@ void sx_read_map_used(struct sx_read_map *m, uint64_t off, uint64_t len);
 void sx_read_map_release(struct sx_read_map *m);
 
 /*
- * Read r[0 .. n) of descriptor 'fd' whole: a read within the map 'm' (NULL: none) as a
- * copy (its pages let go as sx_read_map_used says), the others through the ring 'b' in
+ * Read r[0 .. n) of descriptor 'fd' whole: a read within the map 'm' (NULL: none; its
+ * file's size looked at first, sx_read_map_ok) as a copy (its pages let go as
+ * sx_read_map_used says), the others through the ring 'b' in
  * batches of SX_READ_BATCH_MAX, each read it leaves short (or all, when 'b' is NULL or
  * its ring fails) finished with pread.
  * Returns n, or the first read that could not be had whole (its 'got' as far as it
