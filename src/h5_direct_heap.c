@@ -76,8 +76,10 @@ struct sx_vlen {
     unsigned char *ebuf;
     size_t ebuf_cap;
     struct sx_read_ring uring;
-    struct sx_read_map *map; /* the file mapped (read_batch.h), or NULL: read */
-    size_t first_read;       /* a collection's first read: its header and what follows */
+    /* a view of the file's mapping (read_batch.h), p NULL: none, read; its own, as a
+     * column's strings may be read in a helper thread beside another's */
+    struct sx_read_map map;
+    size_t first_read; /* a collection's first read: its header and what follows */
 };
 
 /* One requested row on its way through a read. */
@@ -347,7 +349,7 @@ static enum sx_status read_side_by_side(struct sx_vlen *v, struct sx_read_one *r
                  "%s cannot be read; the file is truncated or damaged", src);
     }
     const size_t bad =
-        sx_read_all(v->map, sx_read_ring_for(&v->uring, nr), v->fd, rd, nr);
+        sx_read_all(&v->map, sx_read_ring_for(&v->uring, nr), v->fd, rd, nr);
     SX_CHECK(bad == nr, SX_ERR_IO, err, src,
              "%s cannot be read (%zu bytes at offset %" PRIu64
              "); the file is truncated or damaged",
@@ -652,6 +654,7 @@ enum sx_status sx_vlen_read(struct sx_vlen *v, const hsize_t *rows, hsize_t firs
     if (text->data != NULL)
         text->data[w] = '\0';
 out:
+    sx_read_map_release(&v->map);
     if (st != SX_OK) {
         sx_buf_reset(text);
         for (size_t k = 0; k <= n; k++)
@@ -792,7 +795,7 @@ enum sx_status sx_vlen_open(hid_t dset, int fd, struct sx_vlen_file *vf, const c
     v = sx_calloc(1, sizeof *v);
     SX_CHECK(v != NULL, SX_ERR_NOMEM, err, src, "out of memory");
     v->fd = fd;
-    v->map = vf->map;
+    sx_read_map_view(vf->map, &v->map);
     v->base = ub;
     v->table = addr;
     v->nelem = dim;
@@ -828,6 +831,7 @@ void sx_vlen_close(struct sx_vlen *v) {
     if (v == NULL)
         return;
     sx_file_win_free(v->win);
+    sx_read_map_close(&v->map);
     sx_read_batch_free(v->uring.b);
     free(v->ebuf);
     free(v->tab);

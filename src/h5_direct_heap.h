@@ -35,7 +35,7 @@ struct sx_vlen_file {
     bool known, ok; /* looked up; usable sizes */
     unsigned sa, sl;
     uint64_t userblock;
-    struct sx_read_map *map; /* the file mapped (read_batch.h), or NULL */
+    const struct sx_read_map *map; /* the file mapped (read_batch.h), or NULL */
 };
 /* 'vf': the file's sizes, kept by the caller for all the file's datasets (NULL: looked
  * up for this one). */

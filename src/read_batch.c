@@ -187,6 +187,15 @@ void sx_read_map_open(int fd, uint64_t len, struct sx_read_map *m) {
         return;
     m->p = p;
     m->len = len;
+    m->mapped = p;
+}
+
+void sx_read_map_view(const struct sx_read_map *owner, struct sx_read_map *view) {
+    memset(view, 0, sizeof *view);
+    if (owner != NULL) {
+        view->p = owner->p;
+        view->len = owner->len;
+    }
 }
 
 /* Let go of the whole pages of [lo, hi) of 'm' (a failure leaves them mapped: harmless).
@@ -219,8 +228,9 @@ void sx_read_map_release(struct sx_read_map *m) {
 }
 
 void sx_read_map_close(struct sx_read_map *m) {
-    if (m->p != NULL)
-        munmap((void *)(uintptr_t)m->p, (size_t)m->len);
+    sx_read_map_release(m);
+    if (m->mapped != NULL)
+        munmap(m->mapped, (size_t)m->len);
     memset(m, 0, sizeof *m);
 }
 
@@ -230,7 +240,8 @@ bool sx_read_map_ok(struct sx_read_map *m, int fd) {
         return false;
     if (fstat(fd, &sb) == 0 && sb.st_size >= 0 && (uint64_t)sb.st_size >= m->len)
         return true;
-    sx_read_map_close(m);
+    sx_read_map_release(m);
+    m->p = NULL;
     return false;
 }
 

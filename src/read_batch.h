@@ -61,19 +61,27 @@ struct sx_read_batch *sx_read_ring_for(struct sx_read_ring *r, size_t n);
  * in the microseconds of a copy is not caught.
  */
 struct sx_read_map {
-    const unsigned char *p; /* NULL: not mapped, read */
+    const unsigned char *p; /* NULL: not mapped (or not any more: cut short), read */
     uint64_t len;
-    uint64_t lo,
-        hi; /* the bytes read since their pages were last let go; lo >= hi: none */
+    /* the bytes read since their pages were last let go; lo >= hi: none */
+    uint64_t lo, hi;
+    void *mapped; /* the mapping this map unmaps at close; NULL: a view (below) */
 };
 /* Map the first 'len' bytes of 'fd' (read-only, shared) where the above allows; else
  * m->p is NULL. Never fails: the reads are the fall-back. */
 void sx_read_map_open(int fd, uint64_t len, struct sx_read_map *m);
-/* Accepts a map never opened or not mapped (zeroed); leaves it zeroed. */
+/* Its pages let go, and unmapped if it is the owner. Accepts a map never opened or not
+ * mapped (zeroed); leaves it zeroed. */
 void sx_read_map_close(struct sx_read_map *m);
-/* Whether 'm' is mapped and its file 'fd' still as long: a file cut short is unmapped
- * (m->p NULL; its reads are read, and say so). */
+/* Whether 'm' is mapped and its file 'fd' still as long: a file cut short is not read
+ * from the map any more (m->p NULL; its reads are read, and say so); its mapping stays
+ * until sx_read_map_close, for any view of it that still copies from it. */
 bool sx_read_map_ok(struct sx_read_map *m, int fd);
+/* A view of 'owner' (NULL: none) for a reader of its own: the same pages, its own
+ * let-go (read in another thread, a view keeps no state another changes; a page let go
+ * under another reader is faulted in again). Closed with sx_read_map_close, before its
+ * owner; it unmaps nothing. */
+void sx_read_map_view(const struct sx_read_map *owner, struct sx_read_map *view);
 /* Bytes [off, off + len) of the map 'm', or NULL: not mapped, or not all within it. */
 const unsigned char *sx_read_map_at(const struct sx_read_map *m, uint64_t off,
                                     size_t len);

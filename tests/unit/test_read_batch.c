@@ -145,6 +145,7 @@ static void check_cut_short(void) {
     CHECK(m.p == NULL);
     r = (struct sx_read_one){got, sizeof got, 100, 0};
     CHECK(sx_read_all(&m, NULL, cut, &r, 1) == 1 && memcmp(got, file + 100, 64) == 0);
+    sx_read_map_close(&m); /* the mapping kept till now (for views), let go */
     close(cut);
     unlink(path);
 }
@@ -206,6 +207,16 @@ int main(void) {
         unlink(opath);
         check_reads(&m, NULL, fd);
         check_end(&m, NULL, fd);
+        /* a view reads the same pages and, closed, leaves its owner's mapping there */
+        struct sx_read_map view;
+        sx_read_map_view(&m, &view);
+        CHECK(view.p == m.p && view.len == m.len && view.mapped == NULL);
+        check_reads(&view, NULL, fd);
+        sx_read_map_close(&view);
+        CHECK(view.p == NULL);
+        check_reads(&m, NULL, fd);
+        sx_read_map_view(NULL, &view);
+        CHECK(view.p == NULL);
         sx_read_map_close(&m);
         CHECK(m.p == NULL);
         sx_read_map_open(fd, FILE_BYTES / 2, &m); /* half: batches mapped and read */
