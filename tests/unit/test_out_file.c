@@ -205,6 +205,46 @@ static void test_order(const char *path) {
     free(want);
 }
 
+/*
+ * Blocks lent one after another, each after half a stage of the one before: a stage grown
+ * for such a block keeps its room once written (no fresh pages for every block, a fifth
+ * of a large export's time), and the text is whole.
+ */
+static void test_lent_room(const char *path) {
+    if (!lends())
+        return;
+    const size_t small = (size_t)3 << 19, large = (size_t)7 << 19; /* 1.5 and 3.5 MiB */
+    struct sx_out_file *f = NULL;
+    struct sx_error e;
+    sx_error_clear(&e);
+    ASSERT(sx_out_open(path, flags, &f, &e) == SX_OK);
+    ASSERT(large < sx_out_stage_bytes(f) && small + large > sx_out_stage_bytes(f));
+    struct sx_buf b = {0};
+    size_t len = 0;
+    for (int k = 0; k < 12; k++) {
+        const size_t n = k % 2 ? large : small;
+        ASSERT(sx_out_lend(f, &b));
+        /* from the third large block on, both stages have grown once */
+        if (k % 2 && k >= 5)
+            CHECK(b.cap > n);
+        for (size_t i = 0; i < n; i++)
+            sx_buf_putc(&b, (char)('a' + (len + i) % 23));
+        len += n;
+        ASSERT(!b.failed);
+        CHECK(sx_out_write_buf(f, &b, &e) == SX_OK);
+    }
+    CHECK(sx_out_commit(f, &e) == SX_OK);
+    size_t got_n = 0;
+    char *got = slurp(path, &got_n);
+    CHECK(got != NULL && got_n == len);
+    size_t bad = 0;
+    for (size_t i = 0; got != NULL && i < got_n && i < len; i++)
+        bad += got[i] != (char)('a' + i % 23);
+    CHECK(bad == 0);
+    free(got);
+    sx_buf_free(&b);
+}
+
 /* Bytes written between a lend and its give-back, or a commit before it: refused, the
  * existing output left as it was, no temporary left. */
 static void test_lend_misuse(const char *path) {
@@ -413,6 +453,7 @@ int main(void) {
             test_thread_failure(path);
             test_faults(path);
             test_lend_misuse(path);
+            test_lent_room(path);
         }
     refuse = 0;
     if (fs_takes_direct() && getenv("SCOPE_EXPORT_DIRECT_WRITES") == NULL)
