@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config git
       libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools
-      libjansson-dev libpcre2-dev zlib1g-dev libisal-dev liburing-dev
+      libjansson-dev libpcre2-dev zlib1g-dev libisal-dev liburing-dev libdeflate-dev
       gfortran python3-mpi4py python3-numpy man-db
       pigz gzip time valgrind clang clang-format
       protobuf-compiler # protoc: the Perfetto test decodes the trace with it

@@ -14,9 +14,12 @@ uint32_t sx_crc32_combine(uint32_t crc1, uint32_t crc2, uint64_t len2);
 void sx_gzip_header(unsigned char out[10], int level);
 void sx_gzip_trailer(unsigned char out[8], uint32_t crc, uint64_t isize);
 uint32_t sx_adler32(uint32_t adler, const void *p, size_t n);
-/* 'n' bytes as one zlib stream (RFC 1950: header, deflate, Adler-32), appended to 'out'.
- */
+/* 'n' bytes as one zlib stream (RFC 1950: header, deflate, Adler-32), appended to 'out':
+ * with the zlib engine, libdeflate's where the build has it (sx_zlib_by_libdeflate). */
 enum sx_status sx_zlib_compress(const void *p, size_t n, int level, enum sx_deflate eng,
                                 struct sx_buf *out, struct sx_error *err);
+/* Whether zlib streams are libdeflate's: built with it, and SCOPE_EXPORT_LIBDEFLATE is
+ * not 0. */
+bool sx_zlib_by_libdeflate(void);
 
 #endif /* SX_DEFLATE_OUT_H */

@@ -116,7 +116,66 @@ static void engine(enum sx_deflate eng, const char *name) {
     free(in);
 }
 
+/*
+ * Whole zlib streams (the Perfetto trace's compressed packets): each inflates back to
+ * its input with zlib's own reader, and the same input gives the same bytes, with
+ * libdeflate where the build has it (other bytes than zlib's for the same level: it
+ * did write them) and with zlib's own under SCOPE_EXPORT_LIBDEFLATE=0.
+ */
+static void zlib_streams(void) {
+    const size_t big = (size_t)300 << 10;
+    unsigned char *in = malloc(big);
+    ASSERT(in != NULL);
+    const bool lib = sx_zlib_by_libdeflate();
+    CHECK(lib == (SX_HAVE_LIBDEFLATE && getenv("SCOPE_EXPORT_LIBDEFLATE") == NULL));
+    for (int by_zlib = 0; by_zlib < 2; by_zlib++) {
+        if (by_zlib)
+            setenv("SCOPE_EXPORT_LIBDEFLATE", "0", 1);
+        CHECK(sx_zlib_by_libdeflate() == (lib && !by_zlib));
+        size_t unlike = 0, streams = 0;
+        for (int k = 0; k < 40; k++) {
+            const size_t m = k == 0       ? 0
+                             : k == 1     ? 1
+                             : k % 4 == 0 ? big
+                                          : (size_t)rnd() % big;
+            for (size_t i = 0; i < m; i++) /* packets' varints, or noise */
+                in[i] = k % 8 == 3
+                            ? (unsigned char)rnd()
+                            : (unsigned char)("\x0a\x08\x10\x92\x01\x18"[rnd() % 6]);
+            struct sx_buf a = {0}, b = {0};
+            struct sx_error e;
+            sx_error_clear(&e);
+            CHECK(sx_zlib_compress(in, m, 1, SX_DEFLATE_ZLIB, &a, &e) == SX_OK);
+            CHECK(sx_zlib_compress(in, m, 1, SX_DEFLATE_ZLIB, &b, &e) == SX_OK);
+            CHECK(a.len == b.len && memcmp(a.data, b.data, a.len) == 0);
+            uLongf back_n = (uLongf)m + 1;
+            unsigned char *back = malloc(m + 1);
+            ASSERT(back != NULL);
+            CHECK(uncompress(back, &back_n, (const Bytef *)a.data, (uLong)a.len) ==
+                      Z_OK &&
+                  back_n == m && memcmp(back, in, m) == 0);
+            /* zlib's own stream of the same input and level */
+            uLongf zn = compressBound((uLong)m);
+            unsigned char *z = malloc(zn);
+            ASSERT(z != NULL);
+            ASSERT(compress2(z, &zn, in, (uLong)m, 1) == Z_OK);
+            streams += m > 1000;
+            unlike += m > 1000 && (zn != a.len || memcmp(z, a.data, zn) != 0);
+            free(z);
+            free(back);
+            sx_buf_free(&a);
+            sx_buf_free(&b);
+        }
+        /* libdeflate's bytes are its own; zlib's are zlib's */
+        CHECK(lib && !by_zlib ? unlike == streams : unlike == 0);
+        CHECK(streams > 20);
+    }
+    unsetenv("SCOPE_EXPORT_LIBDEFLATE");
+    free(in);
+}
+
 int main(void) {
+    zlib_streams();
     engine(SX_DEFLATE_ZLIB, "zlib");
     if (sx_has_isal())
         engine(SX_DEFLATE_ISAL, "ISA-L");
