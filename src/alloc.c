@@ -34,10 +34,7 @@ char *sx_strdup(const char *s) { return sx_strndup(s, strlen(s)); }
 
 #define BIG_FRAME ((size_t)2 << 20)
 
-static bool big_wanted(void) {
-    const char *e = getenv("SCOPE_EXPORT_HUGE_PAGES");
-    return e == NULL || strcmp(e, "0") != 0;
-}
+static bool big_wanted(void) { return sx_switch_on("SCOPE_EXPORT_HUGE_PAGES"); }
 
 /* The first frame boundary of a reservation 'm' of 'len' bytes and a frame more. */
 static char *frame_start(char *m) {

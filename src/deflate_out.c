@@ -166,8 +166,7 @@ uint32_t sx_adler32(uint32_t adler, const void *p, size_t n) {
  */
 bool sx_zlib_by_libdeflate(void) {
 #if SX_HAVE_LIBDEFLATE
-    const char *v = getenv("SCOPE_EXPORT_LIBDEFLATE");
-    return v == NULL || strcmp(v, "0") != 0;
+    return sx_switch_on("SCOPE_EXPORT_LIBDEFLATE");
 #else
     return false;
 #endif

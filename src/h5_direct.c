@@ -98,10 +98,7 @@ struct sx_direct {
 static void helper_stop(struct sx_direct *dr);
 static void zdec_free(struct zdec *zd);
 
-bool sx_direct_enabled(void) {
-    const char *v = getenv("SCOPE_EXPORT_DIRECT_READS");
-    return v == NULL || strcmp(v, "0") != 0;
-}
+bool sx_direct_enabled(void) { return sx_switch_on("SCOPE_EXPORT_DIRECT_READS"); }
 
 bool sx_direct_host_big_endian(void) {
     const uint16_t one = 1;

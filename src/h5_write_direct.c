@@ -38,8 +38,8 @@ struct sx_wstage {
 };
 
 bool sx_wstage_wanted(void) {
-    const char *v = getenv("SCOPE_EXPORT_DIRECT_EVENT_WRITES");
-    return !sx_direct_host_big_endian() && (v == NULL || strcmp(v, "0") != 0);
+    return !sx_direct_host_big_endian() &&
+           sx_switch_on("SCOPE_EXPORT_DIRECT_EVENT_WRITES");
 }
 
 struct sx_wstage *sx_wstage_new(int fd, int *werr, size_t bytes, size_t pieces) {

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* ------------------------------------------------------------------ */
 /* error.c                                                            */
@@ -79,5 +81,16 @@ void sx_pages_free(void *p, size_t len);
 void *sx_pages_grow(void *p, size_t old, size_t len);
 /* Its pages from 'len' (whole pages) on let go: true, or false and 'p' as it was. */
 bool sx_pages_trim(void *p, size_t old, size_t len);
+
+/* ------------------------------------------------------------------ */
+/* Switches                                                            */
+
+/* Whether the switch 'name', an environment variable read at each call, is on: unset, or
+ * any value but 0. Each way the library goes around another (direct reads and writes,
+ * mapped reads, io_uring, large frames, libdeflate) has one, to turn it off. */
+static inline bool sx_switch_on(const char *name) {
+    const char *v = getenv(name);
+    return v == NULL || strcmp(v, "0") != 0;
+}
 
 #endif /* SX_INTERNAL_H */

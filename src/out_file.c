@@ -86,8 +86,7 @@ enum { DIO_ALIGN = 4096 };
 enum { LENT_KEEP = 2 };
 
 static bool direct_writes_wanted(void) {
-    const char *v = getenv("SCOPE_EXPORT_DIRECT_WRITES");
-    return v == NULL || strcmp(v, "0") != 0;
+    return sx_switch_on("SCOPE_EXPORT_DIRECT_WRITES");
 }
 
 /* All of p[0..n) to 'fd' at 'at': 0, or the errno of the failed write. */

@@ -35,8 +35,7 @@ enum { RETRIES = 1000 };
 static bool passing(int ret) { return ret == -EINTR || ret == -EAGAIN || ret == -EBUSY; }
 
 struct sx_read_batch *sx_read_batch_new(void) {
-    const char *v = getenv("SCOPE_EXPORT_URING");
-    if (v != NULL && strcmp(v, "0") == 0)
+    if (!sx_switch_on("SCOPE_EXPORT_URING"))
         return NULL;
     struct sx_read_batch *b = sx_calloc(1, sizeof *b);
     if (b == NULL)
@@ -178,9 +177,8 @@ static bool local_fs(int fd) {
 
 void sx_read_map_open(int fd, uint64_t len, struct sx_read_map *m) {
     memset(m, 0, sizeof *m);
-    const char *e = getenv("SCOPE_EXPORT_MAPPED_READS");
-    if ((e != NULL && strcmp(e, "0") == 0) || fd < 0 || len == 0 || len > SIZE_MAX ||
-        !local_fs(fd))
+    if (!sx_switch_on("SCOPE_EXPORT_MAPPED_READS") || fd < 0 || len == 0 ||
+        len > SIZE_MAX || !local_fs(fd))
         return;
     void *p = mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED)
